@@ -1,0 +1,14 @@
+// The umbrella header: everything public in kjit.
+#pragma once
+
+#include "kjit/array.hpp"
+#include "kjit/buffer.hpp"
+#include "kjit/device.hpp"
+#include "kjit/dtype.hpp"
+#include "kjit/error.hpp"
+#include "kjit/event.hpp"
+#include "kjit/half.hpp"
+#include "kjit/info.hpp"
+#include "kjit/npy.hpp"
+#include "kjit/stream.hpp"
+#include "kjit/version.hpp"

@@ -1,0 +1,114 @@
+// The CUDA driver API, loaded at run time from libcuda.so.1 through one function table.
+//
+// kjit never links libcuda: the library loads on machines without a driver, and tests can swap
+// the whole table for one whose entries fail on purpose (ScopedDriverOverride).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <cuda.h>
+
+namespace kjit::detail {
+
+// Every driver entry point kjit calls. Names are the API's; on macros such as cuMemAlloc ->
+// cuMemAlloc_v2 the member takes the versioned name too, and cuGetProcAddress is asked for the
+// version of the headers kjit was built with, so signatures always match.
+#define KJIT_DRIVER_FUNCTIONS(X)                                                                   \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString)                          \
+    X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)                  \
+    X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId)                                                     \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                                       \
+    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxGetDevice)                    \
+    X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)       \
+    X(cuStreamWaitEvent)                                                                           \
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)      \
+    X(cuEventElapsedTime)                                                                          \
+    X(cuMemPoolCreate) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)                                 \
+    X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemGetInfo)                                   \
+    X(cuMemHostAlloc) X(cuMemFreeHost)                                                             \
+    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)              \
+    X(cuPointerGetAttribute)                                                                       \
+    X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)                 \
+    X(cuFuncGetAttribute) X(cuFuncSetAttribute)
+
+struct DriverApi {
+#define KJIT_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;
+    KJIT_DRIVER_FUNCTIONS(KJIT_DECLARE_ENTRY)
+#undef KJIT_DECLARE_ENTRY
+};
+
+// The loaded driver: its table plus what kjit keeps per device (primary context, memory pool).
+class Driver : public DriverApi {
+public:
+    static constexpr int kMaxDevices = 64;
+
+    Driver(const DriverApi& api, int device_count, int version);
+    Driver(const Driver&) = delete;
+    Driver& operator=(const Driver&) = delete;
+
+    int device_count() const noexcept { return device_count_; }
+    int version() const noexcept { return version_; }
+
+    // The device's primary context, retained on first use and kept for the process's life.
+    CUcontext primary_context(int ordinal);
+    // Makes the device's primary context current on this thread unless it already is.
+    void make_current(int ordinal);
+    // kjit's stream-ordered memory pool for the device (created on first use).
+    CUmemoryPool memory_pool(int ordinal);
+
+private:
+    void check_ordinal(int ordinal) const;
+
+    int device_count_;
+    int version_;
+    std::mutex mutex_;  // only for first uses; warm lookups read the atomics
+    std::array<std::atomic<CUcontext>, kMaxDevices> contexts_{};
+    std::array<std::atomic<CUmemoryPool>, kMaxDevices> pools_{};
+};
+
+// The process's driver, loaded and initialised on first use. Throws NoDeviceError saying what is
+// missing (library, a symbol, or any GPU).
+Driver& driver();
+// As driver(), but returns null instead of throwing and puts the reason in `why`.
+Driver* try_driver(std::string* why = nullptr) noexcept;
+
+// Installs a driver made from `api` (a test's fake, or the real table with some entries
+// replaced) for the scope's lifetime. Only for tests: not safe while other threads use kjit.
+class ScopedDriverOverride {
+public:
+    ScopedDriverOverride(const DriverApi& api, int device_count, int version = CUDA_VERSION);
+    ~ScopedDriverOverride();
+    ScopedDriverOverride(const ScopedDriverOverride&) = delete;
+    ScopedDriverOverride& operator=(const ScopedDriverOverride&) = delete;
+    Driver& driver() { return *installed_; }
+
+private:
+    std::unique_ptr<Driver> installed_;
+    Driver* previous_;
+    std::string previous_error_;
+};
+
+// The real table as loaded from libcuda.so.1 (empty entries if it could not be loaded), for
+// tests that replace one entry and keep the rest.
+DriverApi real_driver_api();
+
+// "CUDA_ERROR_OUT_OF_MEMORY" and "out of memory" for a status, through the active table when
+// there is one.
+std::string cu_status_name(CUresult status);
+std::string cu_status_text(CUresult status);
+
+}  // namespace kjit::detail
+
+namespace kjit::detail {
+// The driver, with device `ordinal`'s primary context current on this thread: what every call
+// that queues work or allocates on a device starts with.
+inline Driver& driver_on(int ordinal) {
+    Driver& d = driver();
+    d.make_current(ordinal);
+    return d;
+}
+}  // namespace kjit::detail

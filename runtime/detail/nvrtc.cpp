@@ -1,0 +1,106 @@
+#include "runtime/detail/nvrtc.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "kjit/error.hpp"
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/dynamic_library.hpp"
+
+#ifndef KJIT_CUDA_TOOLKIT_LIBRARY_DIR
+#define KJIT_CUDA_TOOLKIT_LIBRARY_DIR "/usr/local/cuda/lib64"
+#endif
+
+namespace kjit::detail {
+namespace {
+
+std::once_flag g_load_once;
+NvrtcApi g_real;
+bool g_real_ok = false;
+std::string g_real_error;
+
+// A test's override: when g_override_set, g_override (possibly null = "missing") wins.
+std::atomic<const NvrtcApi*> g_override{nullptr};
+std::atomic<bool> g_override_set{false};
+
+void load_real_nvrtc() {
+    const std::vector<std::string> candidates = nvrtc_candidates();
+    const DynamicLibrary lib = open_first(candidates);
+    if (lib.handle == nullptr) {
+        std::string tried;
+        for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
+        g_real_error = "NVRTC not found (tried " + tried + "): install the CUDA toolkit's NVRTC, set "
+                       "KJIT_NVRTC_LIBRARY to its path, or use kernels from a precompiled cache";
+        return;
+    }
+    std::string missing;
+#define KJIT_LOAD_ENTRY(name)                                                           \
+    if (void* fn = lib.symbol(#name))                                                   \
+        g_real.name = reinterpret_cast<decltype(g_real.name)>(fn);                      \
+    else                                                                                \
+        missing += " " #name;
+    KJIT_NVRTC_FUNCTIONS(KJIT_LOAD_ENTRY)
+#undef KJIT_LOAD_ENTRY
+    if (!missing.empty()) {
+        g_real_error = lib.path + " lacks entry points kjit needs:" + missing + " (NVRTC older than 12.0?)";
+        return;
+    }
+    g_real.library_path = lib.path;
+    g_real_ok = true;
+}
+
+}  // namespace
+
+std::vector<std::string> nvrtc_candidates() {
+    std::vector<std::string> c;
+    if (const char* explicit_path = std::getenv("KJIT_NVRTC_LIBRARY"); explicit_path && *explicit_path)
+        c.emplace_back(explicit_path);
+    for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) c.emplace_back(soname);
+    for (const char* var : {"CUDA_PATH", "CUDA_HOME"}) {
+        if (const char* dir = std::getenv(var); dir && *dir) c.push_back(std::string(dir) + "/lib64/libnvrtc.so");
+    }
+    c.emplace_back("/usr/local/cuda/lib64/libnvrtc.so");
+    c.emplace_back(std::string(KJIT_CUDA_TOOLKIT_LIBRARY_DIR) + "/libnvrtc.so");
+    return c;
+}
+
+const NvrtcApi* try_nvrtc(std::string* why) noexcept {
+    if (g_override_set.load(std::memory_order_acquire)) {
+        const NvrtcApi* api = g_override.load(std::memory_order_acquire);
+        if (api == nullptr && why != nullptr) *why = "NVRTC not available (disabled by a test override)";
+        return api;
+    }
+    std::call_once(g_load_once, load_real_nvrtc);
+    if (!g_real_ok) {
+        if (why != nullptr) *why = g_real_error;
+        return nullptr;
+    }
+    return &g_real;
+}
+
+const NvrtcApi& nvrtc() {
+    std::string why;
+    if (const NvrtcApi* api = try_nvrtc(&why)) return *api;
+    throw NoDeviceError(why);
+}
+
+ScopedNvrtcOverride::ScopedNvrtcOverride(const NvrtcApi* api)
+    : previous_(g_override.load()), previous_set_(g_override_set.load()) {
+    g_override.store(api);
+    g_override_set.store(true);
+}
+
+ScopedNvrtcOverride::~ScopedNvrtcOverride() {
+    g_override.store(previous_);
+    g_override_set.store(previous_set_);
+}
+
+void throw_nvrtc_error(int status, const char* call, const char* file, int line) {
+    std::string text = "unknown NVRTC status";
+    if (const NvrtcApi* api = try_nvrtc(); api != nullptr && api->nvrtcGetErrorString != nullptr)
+        text = api->nvrtcGetErrorString(static_cast<nvrtcResult>(status));
+    throw NvrtcError(status, call, file, line, text);
+}
+
+}  // namespace kjit::detail

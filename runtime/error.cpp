@@ -1,0 +1,75 @@
+#include "kjit/error.hpp"
+
+#include <string>
+
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/driver.hpp"
+
+namespace kjit {
+namespace {
+
+std::string parse_error_text(const std::string& where, int line, int column, const std::string& message,
+                             const std::string& snippet, const std::string& hint) {
+    std::string s = where + ":" + std::to_string(line) + ":" + std::to_string(column) + ": error: " + message;
+    if (!snippet.empty()) s += "\n" + snippet;
+    if (!hint.empty()) s += "\nhint: " + hint;
+    return s;
+}
+
+std::string cuda_error_text(CUresult code, const std::string& call, const std::string& file, int line,
+                            const std::string& detail) {
+    std::string s = "CUDA error " + detail::cu_status_name(code) + " (" + detail::cu_status_text(code) + ") in " +
+                    call + " at " + file + ":" + std::to_string(line);
+    if (!detail.empty()) s += ": " + detail;
+    return s;
+}
+
+std::string mib(std::size_t bytes) {
+    return std::to_string(bytes / (1024 * 1024)) + " MiB";
+}
+
+std::string oom_detail(std::size_t requested, std::size_t free_bytes, std::size_t total_bytes) {
+    return "cannot allocate " + std::to_string(requested) + " bytes (" + mib(requested) + ") on the device: " +
+           std::to_string(free_bytes) + " bytes (" + mib(free_bytes) + ") free of " + mib(total_bytes);
+}
+
+}  // namespace
+
+ParseError::ParseError(std::string where, int line, int column, std::string message, std::string snippet,
+                       std::string hint)
+    : Error(parse_error_text(where, line, column, message, snippet, hint)),
+      where_(std::move(where)),
+      line_(line),
+      column_(column),
+      message_(std::move(message)),
+      snippet_(std::move(snippet)),
+      hint_(std::move(hint)) {}
+
+CompileError::CompileError(std::string message, std::string log, std::string source_excerpt)
+    : Error(message + (log.empty() ? "" : "\nNVRTC log:\n" + log) +
+            (source_excerpt.empty() ? "" : "\ngenerated source:\n" + source_excerpt)),
+      log_(std::move(log)),
+      source_excerpt_(std::move(source_excerpt)) {}
+
+CudaError::CudaError(CUresult code, std::string call, std::string file, int line, std::string detail)
+    : Error(cuda_error_text(code, call, file, line, detail)), code_(code), call_(std::move(call)) {}
+
+OutOfMemory::OutOfMemory(CUresult code, std::string call, std::string file, int line, std::size_t requested,
+                         std::size_t free_bytes, std::size_t total_bytes)
+    : CudaError(code, std::move(call), std::move(file), line, oom_detail(requested, free_bytes, total_bytes)),
+      requested_(requested),
+      free_(free_bytes) {}
+
+NvrtcError::NvrtcError(int code, std::string call, std::string file, int line, std::string status_text)
+    : Error("NVRTC error " + std::to_string(code) + " (" + status_text + ") in " + call + " at " + file + ":" +
+            std::to_string(line)),
+      code_(code) {}
+
+namespace detail {
+
+void throw_cuda_error(CUresult status, const char* call, const char* file, int line) {
+    throw CudaError(status, call, file, line);
+}
+
+}  // namespace detail
+}  // namespace kjit

@@ -1,0 +1,52 @@
+// Devices: identity, properties, current device per thread.
+#include "test_support.hpp"
+
+#include <thread>
+
+#include "kjit/device.hpp"
+#include "kjit/error.hpp"
+
+using kjit::Device;
+using Catch::Matchers::Contains;
+
+TEST_CASE("device identity needs no driver", "[device]") {
+    CHECK(Device::cpu().to_string() == "cpu");
+    CHECK(Device::cuda(3).to_string() == "cuda:3");
+    CHECK(Device::cuda(0) == Device::cuda(0));
+    CHECK_FALSE(Device::cuda(0) == Device::cuda(1));
+    CHECK_FALSE(Device::cpu() == Device::cuda(0));
+    CHECK(Device().is_cuda());
+    CHECK(Device::count() == (kjit::test::gpu_available() ? Device::count() : 0));
+    CHECK_THROWS_WITH(Device::cpu().properties(), Contains("needs a CUDA device"));
+}
+
+TEST_CASE("device properties are those of a real GPU", "[gpu][device]") {
+    KJIT_REQUIRE_GPU();
+    REQUIRE(Device::count() >= 1);
+    const kjit::DeviceProperties p = Device::cuda(0).properties();
+    CHECK_FALSE(p.name.empty());
+    CHECK(p.cc_major >= 7);
+    CHECK(p.sm_count > 0);
+    CHECK(p.total_memory > (std::size_t{1} << 30));
+    CHECK(p.max_threads_per_block >= 1024);
+    CHECK(p.shared_memory_per_block >= 48 * 1024);
+    CHECK(p.arch() == "sm_" + std::to_string(p.cc_major * 10 + p.cc_minor));
+    CHECK_FALSE(p.pci_bus_id.empty());
+    WARN("device 0: " << p.name << ", " << p.arch() << ", " << p.sm_count << " SMs");
+    CHECK(kjit::driver_version() >= 12000);
+    const auto [free_bytes, total] = Device::cuda(0).memory_info();
+    CHECK(free_bytes <= total);
+    CHECK_NOTHROW(Device::cuda(0).synchronize());
+}
+
+TEST_CASE("the current device is per thread", "[gpu][device]") {
+    KJIT_REQUIRE_GPU();
+    Device::set_current(0);
+    CHECK(Device::current().ordinal() == 0);
+    CHECK_THROWS_AS(Device::set_current(Device::count()), kjit::NoDeviceError);
+    CHECK(Device::current().ordinal() == 0);
+    int seen_in_thread = -1;
+    std::thread t([&] { seen_in_thread = Device::current().ordinal(); });
+    t.join();
+    CHECK(seen_in_thread == 0);
+}

@@ -1,0 +1,89 @@
+#include "fake_driver.hpp"
+
+namespace kjit::test {
+namespace {
+
+FakeDriverState g_state;
+
+const char* fake_name(CUresult r) {
+    switch (r) {
+        case CUDA_SUCCESS: return "CUDA_SUCCESS";
+        case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+        case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+        case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+FakeDriverState& fake_state() { return g_state; }
+
+detail::DriverApi make_fake_driver() {
+    g_state = FakeDriverState{};
+    detail::DriverApi api;
+    api.cuGetErrorName = [](CUresult r, const char** s) {
+        *s = fake_name(r);
+        return *s != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    };
+    api.cuGetErrorString = [](CUresult r, const char** s) {
+        *s = r == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory"
+             : r == CUDA_ERROR_LAUNCH_FAILED ? "unspecified launch failure"
+                                               : "fake error";
+        return CUDA_SUCCESS;
+    };
+    api.cuDeviceGet = [](CUdevice* d, int ordinal) {
+        *d = ordinal;
+        return CUDA_SUCCESS;
+    };
+    api.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice d) {
+        *c = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(0x1000 + d));
+        return CUDA_SUCCESS;
+    };
+    api.cuCtxGetCurrent = [](CUcontext* c) {
+        *c = nullptr;
+        return CUDA_SUCCESS;
+    };
+    api.cuCtxSetCurrent = [](CUcontext) { return CUDA_SUCCESS; };
+    api.cuCtxSynchronize = [] {
+        ++g_state.synchronize_calls;
+        return CUDA_SUCCESS;
+    };
+    api.cuStreamSynchronize = [](CUstream) { return g_state.stream_synchronize_result; };
+    api.cuMemPoolCreate = [](CUmemoryPool* p, const CUmemPoolProps*) {
+        *p = reinterpret_cast<CUmemoryPool>(std::uintptr_t{0x2000});
+        return CUDA_SUCCESS;
+    };
+    api.cuMemPoolSetAttribute = [](CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; };
+    api.cuMemPoolTrimTo = [](CUmemoryPool, std::size_t) {
+        ++g_state.trim_calls;
+        g_state.free_bytes += g_state.cached_bytes;
+        g_state.cached_bytes = 0;
+        return CUDA_SUCCESS;
+    };
+    api.cuMemAllocFromPoolAsync = [](CUdeviceptr* p, std::size_t bytes, CUmemoryPool, CUstream) {
+        ++g_state.alloc_calls;
+        if (bytes > g_state.free_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+        g_state.free_bytes -= bytes;
+        *p = g_state.next_address;
+        g_state.next_address += (bytes + 0xfff) & ~std::size_t{0xfff};
+        g_state.live[*p] = bytes;
+        return CUDA_SUCCESS;
+    };
+    api.cuMemFreeAsync = [](CUdeviceptr p, CUstream) {
+        ++g_state.free_calls;
+        auto it = g_state.live.find(p);
+        if (it == g_state.live.end()) return CUDA_ERROR_INVALID_VALUE;
+        g_state.cached_bytes += it->second;  // a pool keeps what is freed until trimmed
+        g_state.live.erase(it);
+        return CUDA_SUCCESS;
+    };
+    api.cuMemGetInfo = [](std::size_t* free_bytes, std::size_t* total) {
+        *free_bytes = g_state.free_bytes;
+        *total = g_state.total_bytes;
+        return CUDA_SUCCESS;
+    };
+    return api;
+}
+
+}  // namespace kjit::test

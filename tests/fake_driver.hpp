@@ -1,0 +1,32 @@
+// A pretend CUDA driver for CPU tests: a DriverApi whose entries succeed with fake handles, and
+// whose allocation, synchronisation and failure behaviour a test can steer. Installed through
+// kjit::detail::ScopedDriverOverride, it lets error paths run without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <map>
+
+#include "runtime/detail/driver.hpp"
+
+namespace kjit::test {
+
+struct FakeDriverState {
+    std::size_t free_bytes = std::size_t{1} << 30;  // what allocations may take in total
+    std::size_t total_bytes = std::size_t{2} << 30;
+    std::size_t cached_bytes = 0;  // held by the pool after frees until a trim
+    int alloc_calls = 0;
+    int free_calls = 0;
+    int trim_calls = 0;
+    int synchronize_calls = 0;
+    CUresult stream_synchronize_result = CUDA_SUCCESS;  // what cuStreamSynchronize returns
+    std::map<CUdeviceptr, std::size_t> live;
+    CUdeviceptr next_address = 0x10000000;
+};
+
+// The state the fake entries read and change (one fake at a time).
+FakeDriverState& fake_state();
+
+// A table whose every entry is a fake; fresh state each call.
+detail::DriverApi make_fake_driver();
+
+}  // namespace kjit::test

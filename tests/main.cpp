@@ -1,0 +1,24 @@
+// The test runner. When asked for the [gpu] tests only and there is no GPU, it says so and exits
+// with 77, which ctest reports as "skipped" (never as passed).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "kjit/device.hpp"
+#include "test_support.hpp"
+
+int main(int argc, char** argv) {
+    Catch::Session session;
+    if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+    bool gpu_only = false;
+    for (int i = 1; i < argc; ++i) gpu_only = gpu_only || std::string(argv[i]) == "[gpu]";
+    if (gpu_only && !kjit::test::gpu_available()) {
+        std::printf("SKIPPED: the [gpu] tests need a GPU: %s\n", kjit::no_device_reason().c_str());
+        return 77;
+    }
+    std::printf("kjit tests: random seed %llu (set KJIT_TEST_SEED to replay)\n",
+                static_cast<unsigned long long>(kjit::test::seed()));
+    return session.run();
+}

@@ -1,0 +1,52 @@
+// Helpers shared by the test files: GPU detection for [gpu] tests, random data, temp dirs.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kjit/device.hpp"
+#include "kjit/dtype.hpp"
+
+namespace kjit::test {
+
+// True when a CUDA device can be used. [gpu] tests start with KJIT_REQUIRE_GPU(), which reports
+// the test as skipped (a visible warning) when there is none; the ctest entry for [gpu] tests is
+// reported as skipped as a whole in that case (tests/main.cpp).
+inline bool gpu_available() { return kjit::Device::count() > 0; }
+
+// A fresh random engine per test, seeded from the clock so each run sees new data; the seed is
+// printed when a check fails (Catch's INFO) so a failure can be replayed with KJIT_TEST_SEED.
+std::mt19937_64& rng();
+std::uint64_t seed();
+
+// Random bytes for `count` elements of `dtype`, valid values of that type (bools are 0/1, floats
+// finite and away from zero so that nothing hides behind zeros).
+std::vector<unsigned char> random_elements(kjit::DType dtype, std::int64_t count);
+
+// A new empty directory under the system temp dir, removed when the object dies.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+}  // namespace kjit::test
+
+#define KJIT_REQUIRE_GPU()                                                                       \
+    do {                                                                                         \
+        if (!::kjit::test::gpu_available()) {                                                    \
+            WARN("SKIPPED (no GPU): " << ::kjit::no_device_reason());                            \
+            return;                                                                              \
+        }                                                                                        \
+    } while (0)

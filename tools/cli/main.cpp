@@ -1,0 +1,29 @@
+// kjit: the command-line program. Exit status 0 ok, 1 user error, 2 internal error.
+#include <cstdio>
+#include <exception>
+
+#include "kjit/error.hpp"
+#include "kjit/version.hpp"
+#include "tools/cli/commands.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"kjit: JIT-compiled elementwise and reduction kernels for NVIDIA GPUs"};
+    app.set_version_flag("--version", kjit::version_string);
+    app.require_subcommand(1);
+    int exit_status = 0;
+    kjit::cli::add_info_command(app, exit_status);
+    kjit::cli::add_demo_command(app, exit_status);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);  // prints help or the usage error
+        return rc == 0 ? 0 : 1;
+    } catch (const kjit::Error& e) {
+        std::fprintf(stderr, "kjit: error: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "kjit: internal error: %s\n", e.what());
+        return 2;
+    }
+    return exit_status;
+}

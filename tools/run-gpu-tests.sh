@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the [gpu] tests (then the CPU ones, as a check that the build is sound there too) from a
+# build folder made on another machine, writing logs into LOG_DIR. Meant for the GPU test
+# machine: build here with tools/test.sh, carry the build folder there, run this.
+#   tools/run-gpu-tests.sh BUILD_DIR LOG_DIR
+# Exit status: 0 when every test ran and passed, 1 otherwise (77 if there is no GPU at all).
+set -uo pipefail
+build_dir=${1:?usage: run-gpu-tests.sh BUILD_DIR LOG_DIR}
+log_dir=${2:?usage: run-gpu-tests.sh BUILD_DIR LOG_DIR}
+mkdir -p "$log_dir"
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(hostname)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 || true
+} > "$log_dir/machine.txt"
+
+"$build_dir/kjit" info > "$log_dir/info.txt" 2>&1
+cat "$log_dir/info.txt"
+
+status=0
+"$build_dir/tests/kjit_tests" "[gpu]" --durations yes > "$log_dir/gpu-tests.txt" 2>&1 || status=$?
+"$build_dir/tests/kjit_tests" "~[gpu]" > "$log_dir/cpu-tests.txt" 2>&1 || status=$((status == 0 ? $? : status))
+
+grep -E "^(All tests passed|test cases:)" "$log_dir/gpu-tests.txt" | sed 's/^/[gpu] /'
+grep -E "^(All tests passed|test cases:)" "$log_dir/cpu-tests.txt" | sed 's/^/[cpu] /'
+if [ "$status" -ne 0 ]; then
+  echo "FAILED (status $status); the failures:"
+  grep -B2 -A12 -E "FAILED|failed with|due to unexpected exception" "$log_dir/gpu-tests.txt" | head -150
+fi
+exit "$status"
