@@ -10,11 +10,9 @@ namespace {
 
 thread_local Stream t_current_stream;  // default: the legacy default stream
 
-// Owns a stream kjit created; destroys it (on its device) when the last owning Stream goes.
-struct OwnedStream {
-    CUstream handle;
-    int ordinal;
-    ~OwnedStream() {
+// Destroys a stream kjit created when the last owning Stream goes.
+struct DestroyStream {
+    void operator()(CUstream_st* handle) const noexcept {
         detail::Driver* d = detail::try_driver();
         if (d == nullptr) return;
         const CUresult st = d->cuStreamDestroy(handle);
@@ -35,7 +33,7 @@ Stream Stream::create(Device device, int priority) {
     Stream s;
     s.handle_ = h;
     s.device_ordinal_ = ord;
-    s.owner_ = std::make_shared<OwnedStream>(OwnedStream{h, ord});
+    s.owner_ = std::shared_ptr<CUstream_st>(h, DestroyStream{});
     return s;
 }
 

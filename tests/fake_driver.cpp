@@ -49,6 +49,14 @@ detail::DriverApi make_fake_driver() {
         ++g_state.synchronize_calls;
         return CUDA_SUCCESS;
     };
+    api.cuStreamCreateWithPriority = [](CUstream* s, unsigned int, int) {
+        *s = reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(0x3000 + ++g_state.streams_created));
+        return CUDA_SUCCESS;
+    };
+    api.cuStreamDestroy = [](CUstream) {
+        ++g_state.streams_destroyed;
+        return CUDA_SUCCESS;
+    };
     api.cuStreamSynchronize = [](CUstream) { return g_state.stream_synchronize_result; };
     api.cuMemPoolCreate = [](CUmemoryPool* p, const CUmemPoolProps*) {
         *p = reinterpret_cast<CUmemoryPool>(std::uintptr_t{0x2000});

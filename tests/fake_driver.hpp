@@ -18,6 +18,8 @@ struct FakeDriverState {
     int free_calls = 0;
     int trim_calls = 0;
     int synchronize_calls = 0;
+    int streams_created = 0;
+    int streams_destroyed = 0;
     CUresult stream_synchronize_result = CUDA_SUCCESS;  // what cuStreamSynchronize returns
     std::map<CUdeviceptr, std::size_t> live;
     CUdeviceptr next_address = 0x10000000;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "fake_driver.hpp"
 #include "kjit/array.hpp"
 #include "kjit/error.hpp"
 #include "kjit/event.hpp"
@@ -36,6 +37,25 @@ TEST_CASE("for_device binds default streams and refuses foreign ones", "[stream]
     CHECK(on1.for_device(kjit::Device::cuda(1)) == on1);
     CHECK_THROWS_AS(on1.for_device(kjit::Device::cuda(0)), kjit::Error);
     CHECK_THROWS_AS(neutral.for_device(kjit::Device::cpu()), kjit::Error);
+}
+
+TEST_CASE("an owned stream is destroyed once, when its last copy goes", "[stream]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_driver(), 1);
+    const auto& st = kjit::test::fake_state();
+    Stream keep;
+    {
+        const Stream s = Stream::create(kjit::Device::cuda(0));
+        CHECK(st.streams_created == 1);
+        CHECK(st.streams_destroyed == 0);
+        keep = s;
+        const Stream borrowed = Stream::wrap(s.handle(), kjit::Device::cuda(0));
+        CHECK_FALSE(borrowed.owns_handle());
+    }
+    CHECK(st.streams_destroyed == 0);  // `keep` still owns it; the borrowed copy never destroys
+    Stream moved = std::move(keep);
+    CHECK(st.streams_destroyed == 0);
+    moved = Stream();
+    CHECK(st.streams_destroyed == 1);
 }
 
 TEST_CASE("owned streams live as long as a copy does", "[gpu][stream]") {

@@ -1,6 +1,9 @@
 #include "runtime/detail/driver.hpp"
 
 #include <string>
+#include <type_traits>
+
+#include <cudaTypedefs.h>
 
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
@@ -8,6 +11,13 @@
 
 namespace kjit::detail {
 namespace {
+
+// The ABI version named for each entry must be the one the header declares (see driver.hpp).
+#define KJIT_CHECK_ENTRY_VERSION(name, version)                                          \
+    static_assert(std::is_same_v<decltype(&::name), PFN_##name##_v##version>,             \
+                  #name ": the version in KJIT_DRIVER_FUNCTIONS does not match cuda.h");
+KJIT_DRIVER_FUNCTIONS(KJIT_CHECK_ENTRY_VERSION)
+#undef KJIT_CHECK_ENTRY_VERSION
 
 constexpr const char* kDriverLibrary = "libcuda.so.1";
 
@@ -51,11 +61,11 @@ void load_real_driver() {
     }
     DriverApi api;
     std::string missing;
-#define KJIT_LOAD_ENTRY(name)                                                                        \
+#define KJIT_LOAD_ENTRY(name, version)                                                               \
     {                                                                                                \
         void* fn = nullptr;                                                                          \
         CUdriverProcAddressQueryResult found{};                                                      \
-        if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS && \
+        if (get_proc(#name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS &&    \
             fn != nullptr)                                                                           \
             api.name = reinterpret_cast<decltype(api.name)>(fn);                                     \
         else                                                                                         \

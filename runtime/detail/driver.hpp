@@ -14,29 +14,32 @@
 
 namespace kjit::detail {
 
-// Every driver entry point kjit calls. Names are the API's; on macros such as cuMemAlloc ->
-// cuMemAlloc_v2 the member takes the versioned name too, and cuGetProcAddress is asked for the
-// version of the headers kjit was built with, so signatures always match.
+// Every driver entry point kjit calls, with the CUDA version whose ABI the header's declaration
+// has. cuGetProcAddress is asked for exactly that version: asking for the toolkit's version
+// instead returns the newest ABI of each entry (CUDA 13's cuCtxSynchronize takes a context),
+// which would not match the signature we call. driver.cpp checks each pair against the
+// PFN_<name>_v<version> typedefs of cudaTypedefs.h at compile time.
 #define KJIT_DRIVER_FUNCTIONS(X)                                                                   \
-    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString)                          \
-    X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)                  \
-    X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId)                                                     \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                                       \
-    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxGetDevice)                    \
-    X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)       \
-    X(cuStreamWaitEvent)                                                                           \
-    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)      \
-    X(cuEventElapsedTime)                                                                          \
-    X(cuMemPoolCreate) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)                                 \
-    X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemGetInfo)                                   \
-    X(cuMemHostAlloc) X(cuMemFreeHost)                                                             \
-    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)              \
-    X(cuPointerGetAttribute)                                                                       \
-    X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)                 \
-    X(cuFuncGetAttribute) X(cuFuncSetAttribute)
+    X(cuInit, 2000) X(cuDriverGetVersion, 2020) X(cuGetErrorName, 6000) X(cuGetErrorString, 6000)  \
+    X(cuDeviceGet, 2000) X(cuDeviceGetCount, 2000) X(cuDeviceGetName, 2000)                        \
+    X(cuDeviceGetAttribute, 2000) X(cuDeviceTotalMem, 3020) X(cuDeviceGetPCIBusId, 4010)           \
+    X(cuDevicePrimaryCtxRetain, 7000) X(cuDevicePrimaryCtxRelease, 11000)                          \
+    X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000) X(cuCtxSynchronize, 2000)                    \
+    X(cuCtxGetDevice, 2000)                                                                        \
+    X(cuStreamCreateWithPriority, 5050) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)      \
+    X(cuStreamQuery, 2000) X(cuStreamWaitEvent, 3020)                                              \
+    X(cuEventCreate, 2000) X(cuEventDestroy, 4000) X(cuEventRecord, 2000)                          \
+    X(cuEventSynchronize, 2000) X(cuEventQuery, 2000) X(cuEventElapsedTime, 12080)                 \
+    X(cuMemPoolCreate, 11020) X(cuMemPoolSetAttribute, 11020) X(cuMemPoolTrimTo, 11020)            \
+    X(cuMemAllocFromPoolAsync, 11020) X(cuMemFreeAsync, 11020) X(cuMemGetInfo, 3020)               \
+    X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000)                                                 \
+    X(cuMemcpyHtoDAsync, 3020) X(cuMemcpyDtoHAsync, 3020) X(cuMemcpyDtoDAsync, 3020)               \
+    X(cuMemsetD8Async, 3020) X(cuPointerGetAttribute, 4000)                                        \
+    X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000) X(cuModuleGetFunction, 2000)                 \
+    X(cuLaunchKernel, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)
 
 struct DriverApi {
-#define KJIT_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;
+#define KJIT_DECLARE_ENTRY(name, version) decltype(&::name) name = nullptr;
     KJIT_DRIVER_FUNCTIONS(KJIT_DECLARE_ENTRY)
 #undef KJIT_DECLARE_ENTRY
 };
