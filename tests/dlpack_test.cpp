@@ -22,12 +22,9 @@ using kjit::DType;
 using kjit::Shape;
 using kjit::Strides;
 using Bytes = std::vector<unsigned char>;
-
-std::vector<DType> all_dtypes() {
-    std::vector<DType> out;
-    for (int id = 0; id < DType::count; ++id) out.emplace_back(static_cast<DType::Id>(id));
-    return out;
-}
+using kjit::test::all_dtypes;
+using kjit::test::host_bytes_c_order;
+using kjit::test::random_array;
 
 // DLPack's (code, bits) for each dtype, spelled out independently of the implementation;
 // code 6 is kDLBool (DLPack 0.8+).
@@ -50,33 +47,6 @@ std::pair<int, int> expected_dl_dtype(DType dtype) {
         case DType::complex128: return {kDLComplex, 128};
     }
     return {-1, -1};
-}
-
-Array random_array(DType dtype, const Shape& shape) {
-    Array a = Array::empty(shape, dtype, Device::cpu());
-    const Bytes data = kjit::test::random_elements(dtype, a.size());
-    if (!data.empty()) std::memcpy(a.data(), data.data(), data.size());
-    return a;
-}
-
-// The elements of a host array in C order, walked through its strides here.
-Bytes elements(const Array& a) {
-    REQUIRE(a.is_host());
-    const std::size_t itemsize = a.itemsize();
-    Bytes out;
-    const auto* base = static_cast<const unsigned char*>(a.data());
-    std::vector<std::int64_t> index(a.ndim(), 0);
-    for (std::int64_t n = 0; n < a.size(); ++n) {
-        std::int64_t offset = 0;
-        for (int d = 0; d < a.ndim(); ++d) offset += index[d] * a.strides()[d];
-        const unsigned char* p = base + offset * static_cast<std::int64_t>(itemsize);
-        out.insert(out.end(), p, p + itemsize);
-        for (int d = a.ndim() - 1; d >= 0; --d) {
-            if (++index[d] < a.shape()[d]) break;
-            index[d] = 0;
-        }
-    }
-    return out;
 }
 
 // A tensor a test builds itself, as another framework would export one, counting how often
@@ -115,7 +85,7 @@ TEST_CASE("dlpack round trip of every dtype shares the memory and keeps shape, s
     for (DType dtype : all_dtypes()) {
         INFO("dtype " << dtype.name() << ", seed " << kjit::test::seed());
         const Array a = random_array(dtype, {3, 4});
-        const Bytes before = elements(a);
+        const Bytes before = host_bytes_c_order(a);
         const long uses = a.buffer().use_count();
 
         DLManagedTensor* t = a.to_dlpack();
@@ -142,11 +112,11 @@ TEST_CASE("dlpack round trip of every dtype shares the memory and keeps shape, s
             CHECK(b.shape() == a.shape());
             CHECK(b.strides() == a.strides());
             CHECK(b.is_host());
-            CHECK(elements(b) == before);
+            CHECK(host_bytes_c_order(b) == before);
         }
         // The last view of the import died, so the export's deleter ran and let go of the buffer.
         CHECK(a.buffer().use_count() == uses);
-        CHECK(elements(a) == before);
+        CHECK(host_bytes_c_order(a) == before);
     }
 }
 
@@ -155,7 +125,7 @@ TEST_CASE("dlpack export deleter works without an import and outlives the array"
     Bytes before;
     {
         const Array a = random_array(DType::float64, {5});
-        before = elements(a);
+        before = host_bytes_c_order(a);
         t = a.to_dlpack();
     }
     // The array is gone; the tensor still owns the memory.
@@ -186,7 +156,7 @@ TEST_CASE("dlpack round trip of views with negative, zero and permuted strides",
             CHECK(back.data() == view.data());
             CHECK(back.shape() == view.shape());
             CHECK(back.strides() == view.strides());
-            CHECK(elements(back) == elements(view));
+            CHECK(host_bytes_c_order(back) == host_bytes_c_order(view));
             if (view.size() > 0) {
                 // The borrowed buffer lies within the original one.
                 const auto* lo = static_cast<const unsigned char*>(back.buffer()->data());
@@ -230,7 +200,7 @@ TEST_CASE("dlpack import of a tensor with negative strides covers the memory it 
         const std::vector<std::int32_t> expected{15, 14, 13, 12, 11, 10};
         Bytes expected_bytes(expected.size() * 4);
         std::memcpy(expected_bytes.data(), expected.data(), expected_bytes.size());
-        CHECK(elements(a) == expected_bytes);
+        CHECK(host_bytes_c_order(a) == expected_bytes);
     }
     CHECK(tensor.deletions == 1);
 }
@@ -382,7 +352,7 @@ TEST_CASE("dlpack round trip of a device array", "[dlpack][gpu]") {
         CHECK(back.device() == Device::cuda(0));
         CHECK(back.data() == dev.data());
         CHECK(back.strides() == Strides{1, 3});
-        CHECK(elements(back.to_host()) == elements(host.transpose()));
+        CHECK(host_bytes_c_order(back.to_host()) == host_bytes_c_order(host.transpose()));
     }
 }
 

@@ -23,12 +23,9 @@ using kjit::DType;
 using kjit::Shape;
 using Bytes = std::vector<unsigned char>;
 namespace fs = std::filesystem;
-
-std::vector<DType> all_dtypes() {
-    std::vector<DType> out;
-    for (int id = 0; id < DType::count; ++id) out.emplace_back(static_cast<DType::Id>(id));
-    return out;
-}
+using kjit::test::all_dtypes;
+using kjit::test::host_bytes_c_order;
+using kjit::test::random_array;
 
 // The descr NumPy (with ml_dtypes for bfloat16) writes for each dtype, spelled out independently
 // of the implementation.
@@ -51,36 +48,6 @@ std::string expected_descr(DType dtype) {
         case DType::complex128: return "<c16";
     }
     return "?";
-}
-
-// A host array in C order filled with random valid elements.
-Array random_array(DType dtype, const Shape& shape) {
-    Array a = Array::empty(shape, dtype, Device::cpu());
-    const Bytes data = kjit::test::random_elements(dtype, a.size());
-    if (!data.empty()) std::memcpy(a.data(), data.data(), data.size());
-    return a;
-}
-
-// The elements of a host array in C order, walked through its strides here rather than with the
-// library's own copy, so that the check does not depend on the code under test.
-Bytes elements(const Array& a) {
-    REQUIRE(a.is_host());
-    const std::size_t itemsize = a.itemsize();
-    Bytes out;
-    out.reserve(a.nbytes());
-    const auto* base = static_cast<const unsigned char*>(a.data());
-    std::vector<std::int64_t> index(a.ndim(), 0);
-    for (std::int64_t n = 0; n < a.size(); ++n) {
-        std::int64_t offset = 0;
-        for (int d = 0; d < a.ndim(); ++d) offset += index[d] * a.strides()[d];
-        const unsigned char* p = base + offset * static_cast<std::int64_t>(itemsize);
-        out.insert(out.end(), p, p + itemsize);
-        for (int d = a.ndim() - 1; d >= 0; --d) {
-            if (++index[d] < a.shape()[d]) break;
-            index[d] = 0;
-        }
-    }
-    return out;
 }
 
 std::string read_file(const fs::path& path) {
@@ -174,7 +141,7 @@ TEST_CASE("npy round trip keeps every dtype, shape and element", "[npy]") {
             CHECK(b.dtype() == dtype);
             CHECK(b.shape() == shape);
             CHECK(b.strides() == kjit::c_strides(shape));
-            CHECK(elements(b) == elements(a));
+            CHECK(host_bytes_c_order(b) == host_bytes_c_order(a));
         }
     }
 }
@@ -201,12 +168,12 @@ TEST_CASE("npy saves a Fortran-contiguous array with fortran_order True and load
         CHECK_THAT(file, Contains("'shape': (3, 4, 5)"));
         // The bytes after the header are the buffer as it is: Fortran order, not a copy in C order.
         const Array c_view = f.transpose();
-        CHECK(file.substr(file.size() - f.nbytes()) == as_string(elements(c_view)));
+        CHECK(file.substr(file.size() - f.nbytes()) == as_string(host_bytes_c_order(c_view)));
 
         const Array g = kjit::load_npy(path.string());
         CHECK(g.shape() == Shape{3, 4, 5});
         CHECK(g.strides() == kjit::f_strides({3, 4, 5}));
-        CHECK(elements(g) == elements(f));
+        CHECK(host_bytes_c_order(g) == host_bytes_c_order(f));
     }
 }
 
@@ -233,7 +200,7 @@ TEST_CASE("npy saves non-contiguous views in C order", "[npy]") {
             CHECK(back.dtype() == dtype);
             CHECK(back.shape() == view.shape());
             CHECK(back.strides() == kjit::c_strides(view.shape()));
-            CHECK(elements(back) == elements(view));
+            CHECK(host_bytes_c_order(back) == host_bytes_c_order(view));
         }
     }
 }
@@ -246,7 +213,7 @@ TEST_CASE("npy save replaces an existing file and leaves no temporary file", "[n
     kjit::save_npy(path.string(), small);
     const Array back = kjit::load_npy(path.string());
     CHECK(back.dtype() == DType::int16);
-    CHECK(elements(back) == elements(small));
+    CHECK(host_bytes_c_order(back) == host_bytes_c_order(small));
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(dir.path())) names.push_back(entry.path().filename().string());
     CHECK(names == std::vector<std::string>{"a.npy"});
@@ -278,7 +245,7 @@ TEST_CASE("npy reads format versions 2.0 and 3.0", "[npy]") {
         const Array a = kjit::load_npy(path.string());
         CHECK(a.dtype() == DType::float32);
         CHECK(a.shape() == Shape{2, 3});
-        CHECK(elements(a) == to_bytes(raw(values)));
+        CHECK(host_bytes_c_order(a) == to_bytes(raw(values)));
     }
 }
 
@@ -307,7 +274,7 @@ TEST_CASE("npy header parsing tolerates key order, whitespace, quotes and commas
         const Array a = kjit::load_npy(path.string());
         CHECK(a.dtype() == DType::int32);
         CHECK(a.shape() == Shape{3});
-        CHECK(elements(a) == to_bytes(raw(values)));
+        CHECK(host_bytes_c_order(a) == to_bytes(raw(values)));
     }
 }
 
@@ -351,7 +318,7 @@ TEST_CASE("npy reads big-endian and native-order files", "[npy]") {
                                   as_string(stored)));
         const Array a = kjit::load_npy(path.string());
         CHECK(a.dtype() == c.dtype);
-        CHECK(elements(a) == little);
+        CHECK(host_bytes_c_order(a) == little);
     }
 }
 
@@ -359,7 +326,7 @@ TEST_CASE("npy reads any non-zero bool byte as true", "[npy]") {
     kjit::test::TempDir dir;
     const fs::path path = dir.path() / "b.npy";
     write_file(path, npy_file(1, 0, "{'descr': '|b1', 'fortran_order': False, 'shape': (4,)}\n", std::string("\x00\x01\x02\xff", 4)));
-    CHECK(elements(kjit::load_npy(path.string())) == Bytes{0, 1, 1, 1});
+    CHECK(host_bytes_c_order(kjit::load_npy(path.string())) == Bytes{0, 1, 1, 1});
 }
 
 TEST_CASE("npy ignores bytes after the data, as np.load does", "[npy]") {
@@ -367,7 +334,7 @@ TEST_CASE("npy ignores bytes after the data, as np.load does", "[npy]") {
     const fs::path path = dir.path() / "t.npy";
     const std::vector<float> values{1, 2, 3, 4, 5, 6};
     write_file(path, npy_file(1, 0, kF4Header, raw(values) + "trailing junk"));
-    CHECK(elements(kjit::load_npy(path.string())) == to_bytes(raw(values)));
+    CHECK(host_bytes_c_order(kjit::load_npy(path.string())) == to_bytes(raw(values)));
 }
 
 // --- malformed files: one test per problem, each checking the message ---
@@ -567,16 +534,16 @@ TEST_CASE("npy loads onto the GPU and saves a device array", "[npy][gpu]") {
         const Array dev = kjit::load_npy(path.string(), Device::cuda(0));
         CHECK(dev.device() == Device::cuda(0));
         CHECK(dev.shape() == host.shape());
-        CHECK(elements(dev.to_host()) == elements(host));
+        CHECK(host_bytes_c_order(dev.to_host()) == host_bytes_c_order(host));
 
         // Saving from the device, including a Fortran-order device array.
         const fs::path path2 = dir.path() / "g2.npy";
         kjit::save_npy(path2.string(), dev);
-        CHECK(elements(kjit::load_npy(path2.string())) == elements(host));
+        CHECK(host_bytes_c_order(kjit::load_npy(path2.string())) == host_bytes_c_order(host));
         const Array fdev = dev.transpose();
         kjit::save_npy(path2.string(), fdev);
         const Array fback = kjit::load_npy(path2.string());
         CHECK(fback.shape() == Shape{7, 3});
-        CHECK(elements(fback) == elements(host.transpose()));
+        CHECK(host_bytes_c_order(fback) == host_bytes_c_order(host.transpose()));
     }
 }

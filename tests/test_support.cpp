@@ -78,6 +78,39 @@ std::vector<unsigned char> random_elements(DType dtype, std::int64_t count) {
     return out;
 }
 
+std::vector<DType> all_dtypes() {
+    std::vector<DType> out;
+    for (int id = 0; id < DType::count; ++id) out.emplace_back(static_cast<DType::Id>(id));
+    return out;
+}
+
+Array random_array(DType dtype, const Shape& shape) {
+    Array a = Array::empty(shape, dtype, Device::cpu());
+    const std::vector<unsigned char> data = random_elements(dtype, a.size());
+    if (!data.empty()) std::memcpy(a.data(), data.data(), data.size());
+    return a;
+}
+
+std::vector<unsigned char> host_bytes_c_order(const Array& a) {
+    REQUIRE(a.is_host());
+    const std::size_t itemsize = a.itemsize();
+    std::vector<unsigned char> out;
+    out.reserve(a.nbytes());
+    const auto* base = static_cast<const unsigned char*>(a.data());
+    std::vector<std::int64_t> index(a.ndim(), 0);
+    for (std::int64_t n = 0; n < a.size(); ++n) {
+        std::int64_t offset = 0;
+        for (int d = 0; d < a.ndim(); ++d) offset += index[d] * a.strides()[d];
+        const unsigned char* p = base + offset * static_cast<std::int64_t>(itemsize);
+        out.insert(out.end(), p, p + itemsize);
+        for (int d = a.ndim() - 1; d >= 0; --d) {
+            if (++index[d] < a.shape()[d]) break;
+            index[d] = 0;
+        }
+    }
+    return out;
+}
+
 TempDir::TempDir() {
     static std::uint64_t counter = 0;
     path_ = std::filesystem::temp_directory_path() /

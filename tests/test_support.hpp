@@ -1,4 +1,5 @@
-// Helpers shared by the test files: GPU detection for [gpu] tests, random data, temp dirs.
+// Helpers shared by the test files: GPU detection for [gpu] tests, random data and arrays, reading
+// arrays back independently of the library, temp dirs.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kjit/array.hpp"
 #include "kjit/device.hpp"
 #include "kjit/dtype.hpp"
 
@@ -27,6 +29,16 @@ std::uint64_t seed();
 // Random bytes for `count` elements of `dtype`, valid values of that type (bools are 0/1, floats
 // finite and away from zero so that nothing hides behind zeros).
 std::vector<unsigned char> random_elements(kjit::DType dtype, std::int64_t count);
+
+// Every dtype kjit has, in DType::Id order.
+std::vector<kjit::DType> all_dtypes();
+
+// A host array in C order filled with random_elements.
+kjit::Array random_array(kjit::DType dtype, const kjit::Shape& shape);
+
+// The elements of a host array in C order, walked through its strides here rather than with the
+// library's own copy, so that the check does not depend on the code under test.
+std::vector<unsigned char> host_bytes_c_order(const kjit::Array& a);
 
 // A new empty directory under the system temp dir, removed when the object dies.
 class TempDir {

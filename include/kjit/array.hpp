@@ -112,10 +112,14 @@ public:
     void record_stream(const Stream& stream) const;
 
     // --- DLPack ---
-    // A new DLManagedTensor sharing this array's memory; the consumer calls its deleter.
+    // A new DLManagedTensor sharing this array's memory; the consumer calls its deleter. Its
+    // strides are always filled in (even for C order: DLPack 1.0 makes NULL strides invalid), and
+    // data points at element (0,...,0) with byte_offset 0, so views with negative strides export.
     DLManagedTensor* to_dlpack() const;
     // Takes ownership of `tensor` (its deleter runs when the last view of it dies). Accepts CPU,
     // pinned-host and CUDA tensors of kjit's dtypes with any strides (NULL strides: C order).
+    // If it throws, it has taken nothing: the caller still owns `tensor` and must call its
+    // deleter (as DLPack's protocol expects, a tensor counts as consumed only once imported).
     static Array from_dlpack(DLManagedTensor* tensor);
 
     std::string to_string() const;  // "Array(float32, (2, 3), cuda:0)"
