@@ -11,6 +11,7 @@ packages=(
   libfmt-dev             # formatting (used header-only, so nothing extra at run time)
   libxxhash-dev          # cache keys and checksums (used header-only)
   libdlpack-dev          # DLPack exchange
+  clang-14 libclang-rt-14-dev   # the parser fuzzer (libFuzzer) in tools/test.sh
 )
 
 missing=()

@@ -5,6 +5,7 @@
 #include "kjit/buffer.hpp"
 #include "kjit/device.hpp"
 #include "kjit/dtype.hpp"
+#include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/event.hpp"
 #include "kjit/half.hpp"

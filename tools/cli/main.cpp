@@ -1,6 +1,7 @@
 // kjit: the command-line program. Exit status 0 ok, 1 user error, 2 internal error.
 #include <cstdio>
 #include <exception>
+#include <regex>
 
 #include "kjit/error.hpp"
 #include "kjit/version.hpp"
@@ -13,13 +14,22 @@ int main(int argc, char** argv) {
     int exit_status = 0;
     kjit::cli::add_info_command(app, exit_status);
     kjit::cli::add_demo_command(app, exit_status);
+    kjit::cli::add_kernel_commands(app, exit_status);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         const int rc = app.exit(e);  // prints help or the usage error
         return rc == 0 ? 0 : 1;
+    } catch (const kjit::NvrtcError& e) {
+        std::fprintf(stderr, "kjit: internal error: %s\n", e.what());  // NVRTC itself failed
+        return 2;
     } catch (const kjit::Error& e) {
-        std::fprintf(stderr, "kjit: error: %s\n", e.what());
+        // Diagnostics with a position already read "where:LINE:COL: error: ..." with the snippet.
+        static const std::regex positioned(R"(^[a-z_]+:\d+:\d+: error: )");
+        if (std::regex_search(e.what(), positioned))
+            std::fprintf(stderr, "%s\n", e.what());
+        else
+            std::fprintf(stderr, "kjit: error: %s\n", e.what());
         return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "kjit: internal error: %s\n", e.what());

@@ -1,0 +1,40 @@
+// The code generator: a checked elementwise kernel and a complete type binding to CUDA source.
+// The user's statements are printed back from the typed tree, so the source is recognisably
+// theirs, with explicit conversions only where CUDA's own overloads would not follow C's rules
+// (float16, bfloat16 and complex). One module holds every variant the launcher chooses from.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jit/type_checker.hpp"
+
+namespace kjit::jit {
+
+struct ElementwiseModuleSpec {
+    std::string name;           // a C identifier: it prefixes every symbol
+    std::string in_params;      // as the user wrote them, for the comment at the top
+    std::string out_params;
+    std::string preamble;       // raw CUDA placed before the kernel
+    // Per parameter: passed by value as one scalar instead of as an array. Empty: all arrays.
+    std::vector<bool> scalar;
+};
+
+struct GeneratedModule {
+    std::string source;
+    // Entry points: contiguous arrays with vector loads, and any strides (N-d), each with 32-bit
+    // and 64-bit index arithmetic.
+    std::string contiguous32, contiguous64, strided32, strided64;
+    int vector_width = 1;       // elements per vector load in the contiguous variants
+    int array_operands = 0;     // operands of the strided Layout, in parameter order
+};
+
+// `kernel` must be complete (every placeholder bound). The body is the one `kernel` was checked
+// from (its nodes carry the types).
+GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
+                                     const Binding& binding);
+
+// The CUDA spelling of a dtype in generated code ("float", "__half", "kjit::complex<float>").
+std::string cuda_type(DType t);
+
+}  // namespace kjit::jit

@@ -1,0 +1,232 @@
+#include "jit/params.hpp"
+
+#include <cctype>
+
+#include "jit/lexer.hpp"
+#include "jit/parser.hpp"
+
+namespace kjit::jit {
+namespace {
+
+constexpr std::string_view kTypesHint =
+    "types are NumPy names (float32, int64...), C names (float, unsigned int...) or a placeholder: one "
+    "upper-case letter such as T";
+
+// Every spelling worth suggesting for a mistyped type: NumPy's names and the common C ones.
+std::vector<std::string> suggestible_type_names() {
+    std::vector<std::string> names;
+    for (int k = 0; k < DType::count; ++k) names.emplace_back(DType(static_cast<DType::Id>(k)).name());
+    for (const char* c : {"float", "double", "half", "int", "long", "short", "char", "unsigned", "signed", "complex",
+                          "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+                          "uint32_t", "uint64_t"}) {
+        names.emplace_back(c);
+    }
+    return names;
+}
+
+bool all_upper(std::string_view word) {
+    for (char c : word) {
+        if (!std::isupper(static_cast<unsigned char>(c))) return false;
+    }
+    return !word.empty();
+}
+
+std::string at_line_column(SourcePos p) { return std::to_string(p.line) + ":" + std::to_string(p.column); }
+
+// Reads one list token by token. All tokens are lexed first: lists are short.
+class ParamParser {
+public:
+    ParamParser(const SourceText& source, bool outputs) : source_(source), outputs_(outputs) {
+        Lexer lexer(source);
+        do {
+            tokens_.push_back(lexer.next());
+        } while (tokens_.back().kind != TokenKind::end);
+    }
+
+    // param-list := [param (',' param)*] end
+    std::vector<Param> parse() {
+        std::vector<Param> params;
+        if (at_end()) return params;  // "" and "  " declare no parameters
+        for (;;) {
+            params.push_back(parse_param());
+            check_duplicate(params);
+            if (at_end()) return params;
+            if (!at_punct(",")) reject_trailing(params.back());
+            advance();
+        }
+    }
+
+private:
+    const Token& peek(std::size_t k = 0) const { return tokens_[std::min(next_ + k, tokens_.size() - 1)]; }
+    const Token& advance() {
+        const Token& t = peek();
+        if (next_ + 1 < tokens_.size()) ++next_;
+        return t;
+    }
+    const Token& previous() const { return tokens_[next_ > 0 ? next_ - 1 : 0]; }
+    bool at_end() const { return peek().kind == TokenKind::end; }
+    bool at_punct(std::string_view p) const { return peek().kind == TokenKind::punct && peek().text == p; }
+
+    [[noreturn]] void fail(SourcePos pos, const std::string& message, std::string_view hint = {}) const {
+        fail_parse(source_, pos, message, std::string(hint));
+    }
+
+    // param := ['raw'] type name
+    Param parse_param() {
+        if (at_punct(",")) fail(peek().pos, "expected a parameter before ','");
+        if (at_end()) fail(end_of(previous()), "expected a parameter after ','");
+        Param p;
+        p.is_output = outputs_;
+        if (peek().kind == TokenKind::identifier && peek().text == "raw") {
+            advance();
+            p.raw = true;
+        }
+        parse_type(p);
+        parse_name(p);
+        return p;
+    }
+
+    // type := placeholder | dtype-name | c-type-word+
+    void parse_type(Param& p) {
+        const Token first = peek();
+        if (first.kind == TokenKind::keyword && first.text == "const") {
+            fail(first.pos, "'const' is not needed in parameter lists", "inputs are read-only; outputs are written");
+        }
+        if (first.kind != TokenKind::identifier) {
+            if (first.kind == TokenKind::end) fail(end_of(previous()), "expected a type after 'raw'");
+            fail(first.pos, "expected a parameter type, found '" + std::string(first.text) + "'", kTypesHint);
+        }
+        advance();
+        p.type = TypeName{std::string(first.text), first.pos};
+        if (is_c_type_word(first.text)) {
+            std::vector<std::string_view> words{first.text};
+            while (peek().kind == TokenKind::identifier && is_c_type_word(peek().text)) words.push_back(advance().text);
+            std::optional<std::string> canonical = canonical_c_type(words);
+            if (!canonical) {
+                std::string spelling;
+                for (std::string_view w : words) spelling += (spelling.empty() ? "" : " ") + std::string(w);
+                fail(first.pos, "'" + spelling + "' is not a valid type",
+                     "C integer types are [unsigned] char, short, int, long, long long");
+            }
+            p.type.spelling = std::move(*canonical);
+        }
+        if (is_placeholder_name(p.type.spelling)) {
+            p.is_placeholder = true;
+            return;
+        }
+        DType dtype;
+        if (DType::try_parse(p.type.spelling, dtype)) {
+            p.dtype = dtype;
+            return;
+        }
+        reject_type(first);
+    }
+
+    [[noreturn]] void reject_type(const Token& word) const {
+        const std::string spelling(word.text);
+        if (at_end() || at_punct(",")) {
+            // A lone word: most likely a name without its type ("x, y").
+            fail(word.pos, "parameter '" + spelling + "' has no type",
+                 "write the type before the name: 'T " + spelling + "' or 'float32 " + spelling + "'");
+        }
+        std::string hint;
+        const std::string suggestion = closest_name(spelling, suggestible_type_names());
+        if (!suggestion.empty()) {
+            hint = "did you mean '" + suggestion + "'?";
+        } else if (all_upper(spelling)) {
+            hint = "a placeholder is one upper-case letter, such as T";
+        } else {
+            hint = kTypesHint;
+        }
+        fail(word.pos, "unknown type '" + spelling + "'", hint);
+    }
+
+    // name := identifier, not one the kernel reserves
+    void parse_name(Param& p) {
+        const Token t = peek();
+        const std::string type = p.type.spelling;
+        if (t.kind == TokenKind::punct && t.text == "*") {
+            fail(t.pos, "pointers are not allowed in parameter lists",
+                 "declare 'raw " + type + " name' and index it in the kernel: name[k]");
+        }
+        if (t.kind == TokenKind::punct && (t.text == "&" || t.text == "&&")) {
+            fail(t.pos, "references are not allowed in parameter lists");
+        }
+        if (t.kind == TokenKind::end || (t.kind == TokenKind::punct && t.text == ",")) {
+            fail(end_of(previous()), "expected a parameter name after '" + type + "'");
+        }
+        if (t.kind != TokenKind::identifier && t.kind != TokenKind::keyword) {
+            fail(t.pos, "expected a parameter name after '" + type + "', found '" + std::string(t.text) + "'");
+        }
+        check_reserved(t);
+        advance();
+        p.name = std::string(t.text);
+        p.pos = t.pos;
+    }
+
+    void check_reserved(const Token& t) const {
+        const std::string name(t.text);
+        if (name == "i") fail(t.pos, "'i' is reserved: it is the element index", "choose another name");
+        if (name == "n") fail(t.pos, "'n' is reserved: it is the number of elements", "choose another name");
+        if (name[0] == '_') {
+            fail(t.pos, "'" + name + "' is reserved: names starting with '_' belong to kjit", "choose another name");
+        }
+        if (name == "raw") fail(t.pos, "'raw' cannot name a parameter", "'raw' goes before the type: 'raw T x'");
+        if (t.kind == TokenKind::keyword) fail(t.pos, "'" + name + "' is a keyword and cannot name a parameter");
+        if (is_type_name(name)) {
+            fail(t.pos, "'" + name + "' is a type name and cannot name a parameter",
+                 is_placeholder_name(name) ? "a single upper-case letter names a type placeholder" : "");
+        }
+    }
+
+    void check_duplicate(const std::vector<Param>& params) const {
+        const Param& last = params.back();
+        for (std::size_t k = 0; k + 1 < params.size(); ++k) {
+            if (params[k].name == last.name) {
+                fail(last.pos, "duplicate parameter '" + last.name + "'",
+                     "'" + last.name + "' is first declared at " + at_line_column(params[k].pos));
+            }
+        }
+    }
+
+    [[noreturn]] void reject_trailing(const Param& p) const {
+        const Token& t = peek();
+        const std::string found = "unexpected '" + std::string(t.text) + "' after parameter '" + p.name + "'";
+        if (t.kind == TokenKind::punct && t.text == "[") {
+            fail(t.pos, found, "declare 'raw " + p.type.spelling + " " + p.name + "' and index it in the kernel");
+        }
+        if (t.kind == TokenKind::identifier || t.kind == TokenKind::keyword) {
+            fail(t.pos, found, "separate parameters with ','");
+        }
+        fail(t.pos, found);
+    }
+
+    SourceText source_;
+    bool outputs_;
+    std::vector<Token> tokens_;
+    std::size_t next_ = 0;
+};
+
+}  // namespace
+
+std::vector<Param> parse_params(const SourceText& source, bool outputs) {
+    return ParamParser(source, outputs).parse();
+}
+
+std::vector<Param> parse_param_lists(const SourceText& in, const SourceText& out) {
+    std::vector<Param> params = parse_params(in, false);
+    const std::size_t inputs = params.size();
+    for (Param& p : parse_params(out, true)) {
+        for (std::size_t k = 0; k < inputs; ++k) {
+            if (params[k].name == p.name) {
+                fail_parse(out, p.pos, "'" + p.name + "' is both an input and an output parameter",
+                           "the input is declared at " + in.where + ":" + at_line_column(params[k].pos) +
+                               "; give the output another name");
+            }
+        }
+        params.push_back(std::move(p));
+    }
+    return params;
+}
+
+}  // namespace kjit::jit

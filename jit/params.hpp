@@ -1,0 +1,32 @@
+// Parameter lists in CuPy's syntax: "T x, raw T table, float32 alpha".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit/ast.hpp"
+#include "jit/source.hpp"
+#include "kjit/dtype.hpp"
+
+namespace kjit::jit {
+
+struct Param {
+    std::string name;
+    SourcePos pos;          // of the name
+    TypeName type;          // as written
+    bool raw = false;       // `raw`: indexed explicitly with [], not element by element
+    bool is_output = false;
+    bool is_placeholder = false;  // the type is a placeholder such as T
+    std::optional<DType> dtype;   // the fixed dtype when the type is not a placeholder
+};
+
+// Parses one list ("in" or "out"). Errors (ParseError with position): malformed lists, unknown
+// types (with a "did you mean" hint), names reserved for the kernel (`i`, `n`, anything starting
+// with `_`, keywords and type names), duplicates within the list.
+std::vector<Param> parse_params(const SourceText& source, bool outputs);
+
+// Parses the input and output lists together: also rejects a name used in both.
+std::vector<Param> parse_param_lists(const SourceText& in, const SourceText& out);
+
+}  // namespace kjit::jit

@@ -1,0 +1,63 @@
+// The type checker: resolves every name of a parsed kernel body, gives every expression its type
+// by C's rules (jit/conversions.hpp), and rejects what kernel code may not do: unknown names and
+// functions, writes to inputs, indexing what is not a raw parameter, `%` and bit operations on
+// floats, non-integer indices, complex numbers where C++ has no meaning for them...
+//
+// It can run without types for the placeholders (a "generic" check: names, structure, writes);
+// the checks that depend on a placeholder's type then wait for a binding.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit/ast.hpp"
+#include "jit/params.hpp"
+#include "jit/preamble.hpp"
+#include "jit/source.hpp"
+
+namespace kjit::jit {
+
+// Placeholder name ("T") to dtype.
+using Binding = std::map<std::string, DType>;
+
+struct Local {
+    std::string name;
+    std::optional<DType> type;
+    bool is_const = false;
+    SourcePos pos;
+};
+
+// Where each string of the kernel came from, for positions in errors.
+struct KernelSources {
+    SourceText in{"in", {}};
+    SourceText out{"out", {}};
+    SourceText body{"op", {}};
+};
+
+struct CheckedKernel {
+    std::vector<Param> params;                      // inputs, then outputs
+    std::vector<std::optional<DType>> param_types;  // nothing: an unbound placeholder
+    std::vector<bool> param_read;                   // the body reads the parameter's value
+    std::vector<bool> param_written;                // the body assigns to it
+    std::vector<Local> locals;                      // every declared local, in order
+    std::vector<PreambleFunction> preamble_functions;
+    bool uses_i = false;
+    bool uses_n = false;
+    bool complete = false;                          // every type is known
+    // Which dtypes appear anywhere (parameters, locals, casts, literals): the code generator
+    // includes the half/bfloat16/complex support only when needed.
+    std::vector<bool> dtype_used = std::vector<bool>(DType::count, false);
+};
+
+// Checks `body` (annotating it in place) against `params`. Placeholders missing from `binding`
+// are left generic. Throws ParseError/TypeError with positions.
+CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const Binding& binding,
+                           std::vector<PreambleFunction> preamble_functions);
+
+// Validates a binding against the parameters: every placeholder used gets a type ("no type for
+// placeholder 'T'..."), and no name in it is unknown. Throws TypeError.
+void check_binding(const std::vector<Param>& params, const KernelSources& sources, const Binding& binding);
+
+}  // namespace kjit::jit

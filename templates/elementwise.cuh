@@ -1,0 +1,50 @@
+// kjit: support code for elementwise kernels (embedded in every generated elementwise module).
+namespace kjit {
+
+// The most dimensions a strided launch handles after kjit merges adjacent dimensions.
+constexpr int max_dims = 16;
+
+// A raw parameter: the whole (C-contiguous) array, indexed by the kernel.
+template <class T>
+struct Raw {
+    T* data;
+    long long size;
+    __device__ __forceinline__ T& operator[](long long k) const { return data[k]; }
+};
+
+// N consecutive elements moved with the widest loads the alignment allows (16 bytes and more).
+template <class T, int N>
+struct alignas(sizeof(T) * N >= 16 ? 16 : sizeof(T) * N) Vec {
+    T v[N];
+};
+template <int N, class T>
+__device__ __forceinline__ Vec<T, N> load(const T* p) { return *reinterpret_cast<const Vec<T, N>*>(p); }
+template <int N, class T>
+__device__ __forceinline__ void store(T* p, const Vec<T, N>& x) { *reinterpret_cast<Vec<T, N>*>(p) = x; }
+
+// Shapes and strides (in elements) of a strided launch: `arrays` operands, dims already merged.
+template <int arrays>
+struct Layout {
+    int ndim;
+    long long shape[max_dims];
+    long long strides[arrays][max_dims];
+};
+
+// The offsets of element `e` (in C order over the shape) in each operand.
+template <class Index, int arrays>
+__device__ __forceinline__ void offsets(const Layout<arrays>& layout, Index e, Index (&off)[arrays]) {
+#pragma unroll
+    for (int a = 0; a < arrays; ++a) off[a] = 0;
+    for (int d = layout.ndim - 1; d >= 0; --d) {
+        const Index extent = static_cast<Index>(layout.shape[d]);
+        const Index k = e % extent;
+        e /= extent;
+#pragma unroll
+        for (int a = 0; a < arrays; ++a) off[a] += k * static_cast<Index>(layout.strides[a][d]);
+    }
+}
+
+__device__ __forceinline__ long long thread_index() { return blockIdx.x * (long long)blockDim.x + threadIdx.x; }
+__device__ __forceinline__ long long thread_count() { return (long long)gridDim.x * blockDim.x; }
+
+}  // namespace kjit

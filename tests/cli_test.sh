@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The kjit command line: exit statuses (0 ok, 1 user error) and the exact diagnostic format.
+#   tests/cli_test.sh PATH/TO/kjit
+set -u
+kjit=${1:?usage: cli_test.sh PATH/TO/kjit}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect STATUS EXPECTED_STDERR_OR_STDOUT_SUBSTRING -- ARGS...
+expect() {
+  local want_status=$1 want_text=$2
+  shift 3
+  "$kjit" "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  if [ "$status" -eq "$want_status" ] && grep -qF -- "$want_text" "$tmp/out" "$tmp/err"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: kjit $* -> status $status (wanted $want_status), output:"
+    cat "$tmp/out" "$tmp/err"
+    echo "(wanted to see: $want_text)"
+  fi
+}
+
+expect 0 "kernel 'axpb' is valid for T=float32" -- check --in "T x, T a, T b" --out "T y" --op "y = a * x + b" --name axpb --types T=float32
+expect 0 "is valid for some types of T" -- check --in "T x" --out "T y" --op "y = x % 2"
+expect 1 "% needs integer operands, not float32 and int32" -- check --in "T x" --out "T y" --op "y = x % 2" --types T=float32
+expect 1 "unknown type 'flaot32'" -- check --in "flaot32 x" --out "float32 y" --op "y = x"
+expect 1 "missing --op" -- check --in "T x" --out "T y"
+expect 1 "must look like T=float32" -- check --in "T x" --out "T y" --op "y = x" --types T
+expect 1 "A subcommand is required" --
+
+# The diagnostic is exactly where:LINE:COL, the source line, the caret and the hint.
+"$kjit" check --in "T x" --out "T y" --op $'y = x;\ny = sqr(x);' >"$tmp/out" 2>"$tmp/err"
+printf 'op:2:5: error: unknown function %s\ny = sqr(x);\n    ^\nhint: did you mean %s?\n' "'sqr'" "'sqrt'" >"$tmp/want"
+if cmp -s "$tmp/err" "$tmp/want"; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAILED: diagnostic format:"; cat "$tmp/err"; fi
+
+# source and compile, from flags and from a spec file.
+expect 0 "y = a * x + b;" -- source --in "T x, T a, T b" --out "T y" --op "y = a * x + b" --types T=float64
+expect 1 "needs types for the placeholders (T)" -- source --in "T x" --out "T y" --op "y = x"
+cat >"$tmp/spec.json" <<'JSON'
+{"kind": "elementwise", "name": "axpb", "in": "T x, T a, T b", "out": "T y",
+ "op": "y = a * x + b", "types": [{"T": "float32"}, {"T": "float64"}]}
+JSON
+expect 0 "kernel 'axpb' is valid for T=float64" -- check --spec "$tmp/spec.json"
+expect 1 "works on one type binding; the spec has 2" -- compile --spec "$tmp/spec.json"
+expect 0 "written to $tmp/axpb.cubin" -- compile --spec "$tmp/spec.json" --types T=float32 --arch sm_90 -o "$tmp/axpb.cubin"
+if [ "$(head -c 4 "$tmp/axpb.cubin" | od -An -c | tr -d ' ')" = "177ELF" ]; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAILED: the cubin is not an ELF file"; fi
+expect 0 "for sm_80" -- compile --spec "$tmp/spec.json" --types T=float32 --arch sm_80 -o "$tmp/axpb.ptx"
+grep -q ".entry axpb_contiguous32" "$tmp/axpb.ptx" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAILED: PTX lacks the entry"; }
+expect 1 "must end in .cubin or .ptx" -- compile --spec "$tmp/spec.json" --types T=float32 -o "$tmp/axpb.bin"
+expect 1 "arch='sm90' is not a GPU architecture" -- compile --spec "$tmp/spec.json" --types T=float32 --arch sm90
+echo '{"in": 3, "out": "T y", "op": "y = x"}' >"$tmp/bad.json"
+expect 1 "\"in\" must be a string" -- check --spec "$tmp/bad.json"
+echo '{"in": ' >"$tmp/broken.json"
+expect 1 "is not valid JSON" -- check --spec "$tmp/broken.json"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,193 @@
+// Code generation: the source is readable, and every accepted construct compiles with the real
+// NVRTC to cubin for sm_80 and sm_90, for every dtype it applies to.
+#include "test_support.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include "kjit/elementwise_kernel.hpp"
+#include "kjit/error.hpp"
+
+using kjit::DType;
+using kjit::ElementwiseKernel;
+using kjit::TypeBinding;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<DType> every_dtype() {
+    std::vector<DType> all;
+    for (int id = 0; id < DType::count; ++id) all.emplace_back(static_cast<DType::Id>(id));
+    return all;
+}
+
+struct Job {
+    ElementwiseKernel kernel;
+    TypeBinding types;
+    std::string arch;
+};
+
+// What compiling `job` went wrong with, or "" when the result is a cubin holding the entry points.
+std::string compile_problem(const Job& job) {
+    try {
+        const kjit::KernelBinary bin = job.kernel.compile(job.types, job.arch);
+        if (bin.arch != job.arch) return "compiled for " + bin.arch;
+        if (bin.cubin.size() < 4 || bin.cubin[0] != 0x7f || bin.cubin[1] != 'E') return "no ELF cubin";
+        if (bin.ptx.find(bin.contiguous32) == std::string::npos || bin.ptx.find(bin.strided64) == std::string::npos)
+            return "entry points missing from the PTX";
+        return "";
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+}
+
+// Compiles every job on all cores (NVRTC is thread-safe per program; some of these kernels take
+// seconds each) and checks each result here, on the test's thread.
+void compile_all(const std::vector<Job>& jobs) {
+    std::vector<std::string> problems(jobs.size());
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> workers;
+    for (unsigned w = 0; w < std::max(2u, std::thread::hardware_concurrency()); ++w)
+        workers.emplace_back([&] {
+            for (std::size_t j; (j = next++) < jobs.size();) problems[j] = compile_problem(jobs[j]);
+        });
+    for (std::thread& t : workers) t.join();
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+        std::string types;
+        for (const auto& [ph, t] : jobs[j].types) types += ph + "=" + std::string(t.name()) + " ";
+        INFO(jobs[j].kernel.name() << " " << types << "for " << jobs[j].arch);
+        CHECK(problems[j] == "");
+    }
+}
+
+// The jobs compiling `k` with `types` for both CI targets.
+void add_ci_targets(std::vector<Job>& jobs, const ElementwiseKernel& k, const TypeBinding& types) {
+    for (const char* arch : {"sm_80", "sm_90"}) jobs.push_back({k, types, arch});
+}
+
+}  // namespace
+
+TEST_CASE("generated source shows the user's operation", "[codegen]") {
+    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb");
+    const std::string src = axpb.source({{"T", DType::float32}});
+    CHECK_THAT(src, Contains("y = a * x + b;"));
+    CHECK_THAT(src, Contains("typedef float T;"));
+    CHECK_THAT(src, Contains("extern \"C\" __global__"));
+    CHECK_THAT(src, Contains("axpb_contiguous32") && Contains("axpb_strided64"));
+    CHECK_THAT(src, !Contains("cuda_fp16.h"));  // no 16-bit float in sight: no header
+    const std::string half = axpb.source({{"T", DType::float16}});
+    CHECK_THAT(half, Contains("#define KJIT_USE_FLOAT16") && Contains("#include <cuda_fp16.h>"));
+    CHECK_THROWS_AS(axpb.source({}), kjit::TypeError);
+}
+
+TEST_CASE("a kitchen-sink kernel compiles for every dtype on sm_80 and sm_90", "[codegen][nvrtc]") {
+    // Everything the language has that applies to any type: locals, auto, casts of three styles,
+    // comparisons, ?:, if/else, for, while, break/continue, compound assignment, i and n, raw.
+    const char* op =
+        "T t = x;\n"
+        "auto u = x + y0;\n"
+        "if (x == t && !(u != u)) { t = (T)(u); } else t = T(x);\n"
+        "for (int k = 0; k < 3; ++k) { if (k == 1) continue; t += x; }\n"
+        "int guard = 0;\n"
+        "while (true) { if (++guard > 2) break; }\n"
+        "bool flag = i < n;\n"
+        "y = flag ? t : static_cast<T>(table[i % n]);\n"
+        "y0 = x;";
+    std::vector<Job> jobs;
+    for (DType t : every_dtype()) add_ci_targets(jobs, ElementwiseKernel("T x, raw T table", "T y, T y0", op, "sink"), {{"T", t}});
+    compile_all(jobs);
+}
+
+TEST_CASE("arithmetic, comparisons and mixed types compile for every pair of dtypes", "[codegen][nvrtc]") {
+    // T op U for every pair exercises every conversion the generator spells out. The pairs are
+    // compiled on all cores (NVRTC is thread-safe per program); results are checked here.
+    const ElementwiseKernel k("T a, U b", "float64 y, bool c",
+                              "y = (float64)(a * b) + (float64)(a - b) * 2; c = a == b || (a < b && a >= b);", "mixed");
+    std::vector<TypeBinding> real_pairs;
+    for (DType a : every_dtype()) {
+        for (DType b : every_dtype()) {
+            const TypeBinding types{{"T", a}, {"U", b}};
+            if (a.is_complex() || b.is_complex()) {
+                INFO(a.name() << " and " << b.name());
+                CHECK_THROWS_AS(k.check(types), kjit::TypeError);  // complex to float64, complex order: refused
+                continue;
+            }
+            real_pairs.push_back(types);
+        }
+    }
+    std::vector<Job> jobs;
+    for (const TypeBinding& types : real_pairs) jobs.push_back({k, types, "sm_90"});
+    compile_all(jobs);
+}
+
+TEST_CASE("integer-only operators compile for every integer dtype", "[codegen][nvrtc]") {
+    const ElementwiseKernel k("T a, T b", "T y",
+                              "y = (a & b) | (a ^ ~b); y <<= 1; y >>= 1; y %= (b | 1); y = y % 7 + (a << 2 >> 1);",
+                              "bits");
+    std::vector<Job> jobs;
+    for (DType t : every_dtype())
+        if (t.is_integer()) add_ci_targets(jobs, k, {{"T", t}});
+    compile_all(jobs);
+}
+
+TEST_CASE("every math function compiles for every float dtype", "[codegen][nvrtc]") {
+    const char* op =
+        "y = sqrt(x) + rsqrt(x) + cbrt(x) + rcbrt(x) + exp(x) + exp2(x) + exp10(x) + expm1(x) + log(x) + log2(x)"
+        " + log10(x) + log1p(x) + sin(x) + cos(x) + tan(x) + asin(x) + acos(x) + atan(x) + sinh(x) + cosh(x)"
+        " + tanh(x) + asinh(x) + acosh(x) + atanh(x) + sinpi(x) + cospi(x) + erf(x) + erfc(x) + erfinv(x)"
+        " + erfcinv(x) + normcdf(x) + normcdfinv(x) + lgamma(x) + tgamma(x) + floor(x) + ceil(x) + trunc(x)"
+        " + round(x) + rint(x) + nearbyint(x) + fabs(x) + pow(x, x) + atan2(x, x) + fmod(x, x) + remainder(x, x)"
+        " + hypot(x, x) + fmin(x, x) + fmax(x, x) + fdim(x, x) + copysign(x, x) + nextafter(x, x) + fma(x, x, x)"
+        " + min(x, x) + max(x, x) + abs(x) + ldexp(x, 3) + real(x) + imag(x) + conj(x) + arg(x) + norm(x);"
+        "b = isnan(x) || isinf(x) || !isfinite(x) || signbit(x);";
+    std::vector<Job> jobs;
+    for (DType t : {DType::float16, DType::bfloat16, DType::float32, DType::float64})
+        add_ci_targets(jobs, ElementwiseKernel("T x", "T y, bool b", op, "math"), {{"T", t}});
+    // Math on integers computes in float64, as C++'s overloads for integers do.
+    add_ci_targets(jobs, ElementwiseKernel("T x", "float64 y", "y = sqrt(x) + pow(x, 2) + abs(x) + min(x, 3);", "imath"),
+                   {{"T", DType::int16}});
+    add_ci_targets(jobs, ElementwiseKernel("T x", "T y", "y = abs(x) + min(x, x) + max(x, x);", "umath"),
+                   {{"T", DType::uint32}});
+    compile_all(jobs);
+}
+
+TEST_CASE("complex kernels compile", "[codegen][nvrtc]") {
+    const char* op =
+        "T w = z * s + conj(z) * exp(z) - sqrt(z) / (z + 1) + log(z) * sin(z) + cos(z) - tan(z) + sinh(z)"
+        " + cosh(z) + tanh(z) + pow(z, z) + pow(z, 2.0);\n"
+        "w += z; w -= 1; w *= s; w /= z;\n"
+        "y = w; m = abs(z) + real(z) + imag(z) + arg(z) + norm(z); e = w == z || w != z;";
+    std::vector<Job> jobs;
+    for (DType t : {DType::complex64, DType::complex128})
+        add_ci_targets(jobs, ElementwiseKernel("T z, float32 s", "T y, float64 m, bool e", op, "cplx"), {{"T", t}});
+    // Reals and 16-bit floats meeting complex numbers.
+    add_ci_targets(jobs, ElementwiseKernel("complex64 z, float16 h, bfloat16 g, int8 k", "complex128 y",
+                                           "y = z * h + g - k; y = (complex128)h;", "mixc"),
+                   {});
+    compile_all(jobs);
+}
+
+TEST_CASE("a preamble's functions are called as written", "[codegen][nvrtc]") {
+    kjit::KernelOptions opts;
+    opts.preamble = "__device__ float squash(float v) { return v / (1.0f + fabsf(v)); }";
+    const ElementwiseKernel k("T x", "T y", "y = squash(x) * 2;", "pre", opts);
+    const std::string src = k.source({{"T", DType::float32}});
+    CHECK_THAT(src, Contains("__device__ float squash(float v)"));
+    CHECK_THAT(src, Contains("y = squash(x) * 2;"));
+    std::vector<Job> jobs;
+    add_ci_targets(jobs, k, {{"T", DType::float32}});
+    compile_all(jobs);
+}
+
+TEST_CASE("a CUDA error in the preamble is a CompileError with the log and the lines", "[codegen][nvrtc]") {
+    kjit::KernelOptions opts;
+    opts.preamble = "__device__ float broken(float v) { return v +; }";
+    const ElementwiseKernel k("T x", "T y", "y = broken(x);", "bad", opts);
+    try {
+        k.compile({{"T", DType::float32}}, "sm_90");
+        FAIL("compile did not throw");
+    } catch (const kjit::CompileError& e) {
+        CHECK_THAT(e.log(), Contains("error"));
+        CHECK_THAT(e.source_excerpt(), Contains("return v +;"));
+    }
+}

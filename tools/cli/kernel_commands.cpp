@@ -1,0 +1,119 @@
+// `kjit check`, `kjit source` and `kjit compile`: the front end and NVRTC from the command line.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "kjit/error.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/kernel_flags.hpp"
+
+namespace kjit::cli {
+namespace {
+
+std::string describe(const TypeBinding& b) {
+    std::string s;
+    for (const auto& [ph, t] : b) s += fmt::format("{}{}={}", s.empty() ? "" : ",", ph, t.name());
+    return s;
+}
+
+// The single binding a command that generates code works on.
+TypeBinding one_binding(const KernelRequest& r, const char* command) {
+    if (r.bindings.size() > 1)
+        throw Error(fmt::format("{} works on one type binding; the spec has {}: pick one with --types", command,
+                                r.bindings.size()));
+    if (r.bindings.empty()) {
+        const auto placeholders = r.kernel.placeholders();
+        if (!placeholders.empty())
+            throw TypeError(fmt::format("{} needs types for the placeholders ({}): give --types {}=float32...", command,
+                                        fmt::join(placeholders, ", "), placeholders.front()));
+        return {};
+    }
+    return r.bindings.front();
+}
+
+void write_file(const std::string& path, const void* data, std::size_t size) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw IoError("cannot write '" + path + "'");
+        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+        if (!out) throw IoError("cannot write '" + path + "'");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw IoError("cannot write '" + path + "'");
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+void add_kernel_commands(CLI::App& app, int& exit_status) {
+    {
+        auto flags = std::make_shared<KernelFlags>();
+        CLI::App* cmd = app.add_subcommand("check", "Parse and type-check a kernel; exit 0 if valid, 1 with the diagnostic");
+        add_kernel_flags(*cmd, *flags);
+        cmd->callback([flags, &exit_status] {
+            const KernelRequest r = load_kernel(*flags);
+            if (r.bindings.empty()) {
+                r.kernel.check();
+                const auto placeholders = r.kernel.placeholders();
+                if (placeholders.empty())
+                    fmt::print("kernel '{}' is valid\n", r.kernel.name());
+                else
+                    fmt::print("kernel '{}' is valid for some types of {}; give --types to check the rules that depend "
+                               "on them\n",
+                               r.kernel.name(), fmt::join(placeholders, ", "));
+            }
+            for (const TypeBinding& b : r.bindings) {
+                r.kernel.check(b);
+                fmt::print("kernel '{}' is valid for {}\n", r.kernel.name(), describe(b));
+            }
+            exit_status = 0;
+        });
+    }
+    {
+        auto flags = std::make_shared<KernelFlags>();
+        CLI::App* cmd = app.add_subcommand("source", "Print the CUDA source kjit generates for a kernel");
+        add_kernel_flags(*cmd, *flags);
+        cmd->callback([flags, &exit_status] {
+            const KernelRequest r = load_kernel(*flags);
+            std::fputs(r.kernel.source(one_binding(r, "kjit source")).c_str(), stdout);
+            exit_status = 0;
+        });
+    }
+    {
+        auto flags = std::make_shared<KernelFlags>();
+        auto arch = std::make_shared<std::string>();
+        auto output = std::make_shared<std::string>();
+        CLI::App* cmd = app.add_subcommand("compile", "Compile a kernel with NVRTC (no GPU needed)");
+        add_kernel_flags(*cmd, *flags);
+        cmd->add_option("--arch", *arch, "Target, e.g. sm_90 (default: KJIT_ARCH, else the GPU, else sm_80)");
+        cmd->add_option("-o,--output", *output, "Write the cubin (FILE.cubin) or the PTX (FILE.ptx)");
+        cmd->callback([flags, arch, output, &exit_status] {
+            const KernelRequest r = load_kernel(*flags);
+            const TypeBinding b = one_binding(r, "kjit compile");
+            const KernelBinary bin = r.kernel.compile(b, *arch);
+            if (!output->empty()) {
+                if (ends_with(*output, ".cubin")) {
+                    if (bin.cubin.empty())
+                        throw Error("no cubin for " + bin.arch + " (PTX only); write FILE.ptx instead");
+                    write_file(*output, bin.cubin.data(), bin.cubin.size());
+                } else if (ends_with(*output, ".ptx")) {
+                    write_file(*output, bin.ptx.data(), bin.ptx.size());
+                } else {
+                    throw Error("-o: the file name must end in .cubin or .ptx, not '" + *output + "'");
+                }
+            }
+            fmt::print("compiled '{}'{} for {} in {:.1f} ms: cubin {} bytes, PTX {} bytes{}\n", r.kernel.name(),
+                       b.empty() ? "" : " (" + describe(b) + ")", bin.arch, bin.compile_ms, bin.cubin.size(),
+                       bin.ptx.size(), output->empty() ? "" : ", written to " + *output);
+            if (!bin.log.empty()) fmt::print(stderr, "NVRTC log:\n{}\n", bin.log);
+            exit_status = 0;
+        });
+    }
+}
+
+}  // namespace kjit::cli
