@@ -1,20 +1,13 @@
 #include "jit/parser.hpp"
 
-#include <deque>
 #include <utility>
 
-#include "jit/lexer.hpp"
+#include "jit/parser_internals.hpp"
 #include "kjit/dtype.hpp"
 
 namespace kjit::jit {
+namespace parsing {
 namespace {
-
-// C/C++ words that have no place in kernel code, with what the user most likely wanted.
-struct RejectedWord {
-    std::string_view word;
-    std::string_view message;
-    std::string_view hint;
-};
 
 constexpr std::string_view kStructHint = "declare types and helper functions in the preamble";
 constexpr std::string_view kCastHint = "convert values with static_cast<T>(x), T(x) or (T)x";
@@ -55,15 +48,6 @@ constexpr RejectedWord kRejectedWords[] = {
     {"throw", "exceptions are not supported in kernel code", ""},
 };
 
-constexpr std::string_view kNoPointersHint = "index a raw parameter instead: 'raw T table' and table[k]";
-constexpr std::string_view kCommaHint = "write separate statements";
-
-struct BinaryOpInfo {
-    std::string_view spelling;
-    BinaryOp op;
-    int precedence;  // C's: higher binds tighter
-};
-
 constexpr BinaryOpInfo kBinaryOps[] = {
     {"*", BinaryOp::mul, 10},         {"/", BinaryOp::div, 10},        {"%", BinaryOp::mod, 10},
     {"+", BinaryOp::add, 9},          {"-", BinaryOp::sub, 9},         {"<<", BinaryOp::shl, 8},
@@ -73,26 +57,24 @@ constexpr BinaryOpInfo kBinaryOps[] = {
     {"|", BinaryOp::bit_or, 3},       {"&&", BinaryOp::logical_and, 2}, {"||", BinaryOp::logical_or, 1},
 };
 
-struct AssignOpInfo {
-    std::string_view spelling;
-    AssignOp op;
-};
-
 constexpr AssignOpInfo kAssignOps[] = {
     {"=", AssignOp::assign},   {"+=", AssignOp::add},     {"-=", AssignOp::sub},    {"*=", AssignOp::mul},
     {"/=", AssignOp::div},     {"%=", AssignOp::mod},     {"&=", AssignOp::bit_and}, {"|=", AssignOp::bit_or},
     {"^=", AssignOp::bit_xor}, {"<<=", AssignOp::shl},    {">>=", AssignOp::shr},
 };
 
-struct UnaryOpInfo {
-    std::string_view spelling;
-    UnaryOp op;
-};
-
 constexpr UnaryOpInfo kPrefixOps[] = {
     {"+", UnaryOp::plus},           {"-", UnaryOp::minus},          {"!", UnaryOp::logical_not},
     {"~", UnaryOp::bit_not},        {"++", UnaryOp::pre_increment}, {"--", UnaryOp::pre_decrement},
 };
+
+}  // namespace
+
+const RejectedWord* find_rejected_word(std::string_view word) {
+    for (const RejectedWord& r : kRejectedWords)
+        if (r.word == word) return &r;
+    return nullptr;
+}
 
 const BinaryOpInfo* find_binary_op(const Token& t) {
     if (t.kind != TokenKind::punct) return nullptr;
@@ -124,83 +106,6 @@ std::string at_line_column(SourcePos p) { return std::to_string(p.line) + ":" + 
 bool is_cuda_builtin(std::string_view name) {
     return name == "threadIdx" || name == "blockIdx" || name == "blockDim" || name == "gridDim";
 }
-
-class Parser {
-public:
-    explicit Parser(const SourceText& source) : source_(source), lexer_(source) {}
-
-    Body parse_body();
-    ExprPtr parse_single_expression();
-
-private:
-    // --- tokens ---
-    const Token& peek(std::size_t k = 0);
-    Token advance();
-    bool at_punct(std::string_view spelling, std::size_t k = 0);
-    bool at_keyword(std::string_view word, std::size_t k = 0);
-    bool at_end() { return peek().kind == TokenKind::end; }
-
-    // --- errors ---
-    [[noreturn]] void fail(SourcePos pos, const std::string& message, std::string_view hint = {});
-    // At the current token; at the end of the input, just after the last token instead (the
-    // line a user has to fix, not an empty line after it).
-    [[noreturn]] void fail_here(const std::string& message, std::string_view hint = {});
-    // Just after the previous token, as clang reports a missing ';'.
-    [[noreturn]] void fail_after_previous(const std::string& message, std::string_view hint = {});
-    [[noreturn]] void reject_keyword(const Token& t);
-    [[noreturn]] void reject_comma();
-    void expect_semicolon(std::string_view after, bool final_optional = true);
-    Token expect_closing(std::string_view closing, const Token& opening);
-    Token expect_punct(std::string_view spelling, const std::string& message);
-
-    // --- nesting ---
-    void enter();
-    struct Nest {
-        explicit Nest(Parser& p) : parser(p) { parser.enter(); }
-        ~Nest() { --parser.depth_; }
-        Nest(const Nest&) = delete;
-        Nest& operator=(const Nest&) = delete;
-        Parser& parser;
-    };
-
-    // --- types ---
-    std::size_t type_length(std::size_t k);
-    TypeName parse_type_name(bool allow_auto);
-
-    // --- statements ---
-    StmtPtr parse_statement();
-    StmtPtr parse_block();
-    StmtPtr parse_if();
-    StmtPtr parse_for();
-    StmtPtr parse_while();
-    StmtPtr parse_jump();
-    bool starts_declaration();
-    StmtPtr parse_declaration(bool final_semicolon_optional = true);
-    Declarator parse_declarator(const DeclStmt& decl);
-    StmtPtr parse_expression_statement();
-
-    // --- expressions ---
-    ExprPtr parse_expression();
-    ExprPtr parse_assignment();
-    ExprPtr parse_conditional();
-    ExprPtr parse_binary(int min_precedence);
-    ExprPtr parse_unary();
-    ExprPtr parse_c_cast();
-    ExprPtr parse_postfix();
-    ExprPtr parse_primary();
-    ExprPtr parse_number();
-    ExprPtr parse_name_or_call();
-    ExprPtr parse_functional_cast();
-    ExprPtr parse_static_cast();
-    ExprPtr parse_parenthesized();
-
-    SourceText source_;
-    Lexer lexer_;
-    std::deque<Token> ahead_;  // lexed, not yet consumed; front() is the current token
-    Token previous_;
-    bool has_previous_ = false;
-    int depth_ = 0;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Tokens and errors
@@ -246,9 +151,7 @@ void Parser::fail_after_previous(const std::string& message, std::string_view hi
 }
 
 void Parser::reject_keyword(const Token& t) {
-    for (const RejectedWord& r : kRejectedWords) {
-        if (r.word == t.text) fail(t.pos, std::string(r.message), r.hint);
-    }
+    if (const RejectedWord* r = find_rejected_word(t.text)) fail(t.pos, std::string(r->message), r->hint);
     fail(t.pos, "'" + std::string(t.text) + "' is not allowed in kernel code");
 }
 
@@ -325,472 +228,10 @@ TypeName Parser::parse_type_name(bool allow_auto) {
     return type;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Statements
 
-// body := statement* end
-Body Parser::parse_body() {
-    Body body;
-    while (!at_end()) {
-        if (at_punct("}")) fail(peek().pos, "'}' without a matching '{'");
-        body.statements.push_back(parse_statement());
-    }
-    return body;
-}
+}  // namespace parsing
 
-// statement := block | if-statement | for-statement | while-statement
-//            | 'break' ';' | 'continue' ';' | ';' | declaration | expression ';'
-StmtPtr Parser::parse_statement() {
-    Nest nest(*this);
-    const Token t = peek();
-    if (t.kind == TokenKind::punct) {
-        if (t.text == "{") return parse_block();
-        if (t.text == ";") {
-            advance();
-            return std::make_unique<SimpleStmt>(StmtKind::empty, t.pos);
-        }
-        if (t.text == "}") fail(t.pos, "expected a statement");
-    }
-    if (t.kind == TokenKind::end) fail_here("expected a statement");
-    if (t.kind == TokenKind::keyword) {
-        if (t.text == "if") return parse_if();
-        if (t.text == "for") return parse_for();
-        if (t.text == "while") return parse_while();
-        if (t.text == "break" || t.text == "continue") return parse_jump();
-        const bool starts_expression = t.text == "true" || t.text == "false" || t.text == "static_cast";
-        if (!starts_expression && t.text != "const" && t.text != "auto") reject_keyword(t);
-    }
-    if (starts_declaration()) return parse_declaration();
-    return parse_expression_statement();
-}
-
-// block := '{' statement* '}'
-StmtPtr Parser::parse_block() {
-    const Token open = advance();
-    auto block = std::make_unique<BlockStmt>(open.pos);
-    while (!at_punct("}")) {
-        if (at_end()) expect_closing("}", open);
-        block->body.push_back(parse_statement());
-    }
-    advance();
-    return block;
-}
-
-// if-statement := 'if' '(' expression ')' statement ['else' statement]
-StmtPtr Parser::parse_if() {
-    const Token keyword = advance();
-    auto stmt = std::make_unique<IfStmt>(keyword.pos);
-    const Token open = expect_punct("(", "expected '(' after 'if'");
-    stmt->condition = parse_expression();
-    expect_closing(")", open);
-    stmt->then_branch = parse_statement();
-    if (at_keyword("else")) {
-        advance();
-        stmt->else_branch = parse_statement();
-    }
-    return stmt;
-}
-
-// for-statement := 'for' '(' (declaration | expression ';' | ';') [expression] ';' [expression] ')'
-//                  statement
-StmtPtr Parser::parse_for() {
-    const Token keyword = advance();
-    auto stmt = std::make_unique<ForStmt>(keyword.pos);
-    const Token open = expect_punct("(", "expected '(' after 'for'");
-    if (at_punct(";")) {
-        advance();
-    } else if (starts_declaration()) {
-        stmt->init = parse_declaration(/*final_semicolon_optional=*/false);
-    } else {
-        const SourcePos pos = peek().pos;
-        stmt->init = std::make_unique<ExprStmt>(pos, parse_expression());
-        expect_semicolon("the initialisation of 'for'", false);
-    }
-    if (!at_punct(";")) stmt->condition = parse_expression();
-    expect_semicolon("the condition of 'for'", false);
-    if (!at_punct(")")) stmt->step = parse_expression();
-    expect_closing(")", open);
-    stmt->body = parse_statement();
-    return stmt;
-}
-
-// while-statement := 'while' '(' expression ')' statement
-StmtPtr Parser::parse_while() {
-    const Token keyword = advance();
-    auto stmt = std::make_unique<WhileStmt>(keyword.pos);
-    const Token open = expect_punct("(", "expected '(' after 'while'");
-    stmt->condition = parse_expression();
-    expect_closing(")", open);
-    stmt->body = parse_statement();
-    return stmt;
-}
-
-// jump := ('break' | 'continue') ';'
-StmtPtr Parser::parse_jump() {
-    const Token keyword = advance();
-    expect_semicolon("'" + std::string(keyword.text) + "'");
-    return std::make_unique<SimpleStmt>(keyword.text == "break" ? StmtKind::break_ : StmtKind::continue_, keyword.pos);
-}
-
-// A declaration starts with 'const' or a type name not followed by '(' (which makes it a
-// functional cast such as `float(x) * 2;`).
-bool Parser::starts_declaration() {
-    if (at_keyword("const")) return true;
-    const std::size_t n = type_length(0);
-    return n > 0 && !at_punct("(", n);
-}
-
-// declaration := ['const'] type_name declarator (',' declarator)* ';'
-StmtPtr Parser::parse_declaration(bool final_semicolon_optional) {
-    auto decl = std::make_unique<DeclStmt>(peek().pos);
-    if (at_keyword("const")) {
-        advance();
-        decl->is_const = true;
-        if (type_length(0) == 0) fail_here("expected a type after 'const'");
-    }
-    decl->type = parse_type_name(/*allow_auto=*/true);
-    if (at_punct("*")) fail(peek().pos, "pointers are not allowed in kernel code", kNoPointersHint);
-    if (at_punct("&") || at_punct("&&")) fail(peek().pos, "references are not allowed in kernel code");
-    decl->declarators.push_back(parse_declarator(*decl));
-    while (at_punct(",")) {
-        advance();
-        decl->declarators.push_back(parse_declarator(*decl));
-    }
-    expect_semicolon("declaration", final_semicolon_optional);
-    return decl;
-}
-
-// declarator := identifier ['=' assignment]
-Declarator Parser::parse_declarator(const DeclStmt& decl) {
-    const Token name = peek();
-    const std::string type = decl.type.spelling;
-    if (name.kind == TokenKind::keyword) {
-        fail(name.pos, "expected a variable name, found keyword '" + std::string(name.text) + "'",
-             name.text == "const" ? "write 'const' before the type" : "");
-    }
-    if (name.kind != TokenKind::identifier) {
-        if (at_punct("*")) fail(name.pos, "pointers are not allowed in kernel code", kNoPointersHint);
-        fail_here("expected a variable name after '" + type + "'",
-                  is_placeholder_name(type) ? "a single upper-case letter names a type placeholder, not a variable"
-                                            : "");
-    }
-    if (is_type_name(name.text)) {
-        fail(name.pos, "'" + std::string(name.text) + "' is a type name and cannot name a variable",
-             is_placeholder_name(name.text) ? "a single upper-case letter names a type placeholder" : "");
-    }
-    advance();
-    Declarator d;
-    d.name = std::string(name.text);
-    d.pos = name.pos;
-    if (at_punct("=")) {
-        advance();
-        d.init = parse_assignment();
-    } else if (at_punct("[")) {
-        fail(peek().pos, "local arrays are not supported in kernel code", "use separate variables, or a raw parameter");
-    } else if (at_punct("(") || at_punct("{")) {
-        fail(peek().pos, "only '=' initialisation is supported", "write '" + type + " " + d.name + " = value;'");
-    } else if (decl.type.spelling == "auto") {
-        fail(name.pos, "'auto' variable '" + d.name + "' needs an initializer");
-    } else if (decl.is_const) {
-        fail(name.pos, "const variable '" + d.name + "' needs an initializer");
-    }
-    return d;
-}
-
-// expression-statement := expression ';'
-StmtPtr Parser::parse_expression_statement() {
-    const SourcePos pos = peek().pos;
-    ExprPtr e = parse_expression();
-    expect_semicolon("expression");
-    return std::make_unique<ExprStmt>(pos, std::move(e));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Expressions
-
-// expression := assignment           (there is no comma operator: ',' here is an error)
-ExprPtr Parser::parse_expression() {
-    ExprPtr e = parse_assignment();
-    if (at_punct(",")) reject_comma();
-    return e;
-}
-
-// assignment := conditional [assign-op assignment]          (right-associative)
-// assign-op := '=' | '+=' | '-=' | '*=' | '/=' | '%=' | '&=' | '|=' | '^=' | '<<=' | '>>='
-ExprPtr Parser::parse_assignment() {
-    ExprPtr target = parse_conditional();
-    const AssignOpInfo* op = find_assign_op(peek());
-    if (!op) return target;
-    const Token t = advance();
-    Nest nest(*this);  // a = b = c = ... nests to the right
-    ExprPtr value = parse_assignment();
-    return std::make_unique<AssignExpr>(t.pos, op->op, std::move(target), std::move(value));
-}
-
-// conditional := binary ['?' expression ':' assignment]      (right-associative)
-ExprPtr Parser::parse_conditional() {
-    ExprPtr condition = parse_binary(1);
-    if (!at_punct("?")) return condition;
-    const Token question = advance();
-    Nest nest(*this);  // a ? b : c ? d : ... nests to the right
-    ExprPtr if_true = parse_expression();
-    if (!at_punct(":")) {
-        fail_here("expected ':' in conditional expression",
-                  "to match the '?' at " + at_line_column(question.pos));
-    }
-    advance();
-    ExprPtr if_false = parse_assignment();
-    return std::make_unique<ConditionalExpr>(question.pos, std::move(condition), std::move(if_true),
-                                             std::move(if_false));
-}
-
-// binary := unary (binary-op unary)*, by precedence climbing with C's precedences, all
-// left-associative: || < && < | < ^ < & < == != < < > <= >= < << >> < + - < * / %
-ExprPtr Parser::parse_binary(int min_precedence) {
-    ExprPtr lhs = parse_unary();
-    int chain = 0;
-    for (const BinaryOpInfo* op = find_binary_op(peek()); op && op->precedence >= min_precedence;
-         op = find_binary_op(peek())) {
-        enter();  // each operator adds a level to the tree
-        ++chain;
-        const Token t = advance();
-        ExprPtr rhs = parse_binary(op->precedence + 1);
-        lhs = std::make_unique<BinaryExpr>(t.pos, op->op, std::move(lhs), std::move(rhs));
-    }
-    depth_ -= chain;
-    return lhs;
-}
-
-// unary := prefix-op unary | '(' type_name ')' unary | postfix
-// prefix-op := '+' | '-' | '!' | '~' | '++' | '--'
-ExprPtr Parser::parse_unary() {
-    Nest nest(*this);
-    const Token t = peek();
-    if (const UnaryOpInfo* op = find_prefix_op(t)) {
-        advance();
-        ExprPtr operand = parse_unary();
-        return std::make_unique<UnaryExpr>(t.pos, op->op, std::move(operand));
-    }
-    if (t.kind == TokenKind::punct) {
-        if (t.text == "*") {
-            fail(t.pos, "unary '*' (dereference) is not allowed: there are no pointers in kernel code",
-                 kNoPointersHint);
-        }
-        if (t.text == "&" || t.text == "&&") {
-            fail(t.pos, "taking an address with '&' is not allowed: there are no pointers in kernel code");
-        }
-        // "(float)x" and "(float*)p" are casts; "(float(x))" is a parenthesised functional cast.
-        if (t.text == "(") {
-            const std::size_t n = type_length(1);
-            if (n > 0 && (at_punct(")", 1 + n) || at_punct("*", 1 + n))) return parse_c_cast();
-        }
-    }
-    return parse_postfix();
-}
-
-// c-cast := '(' type_name ')' unary
-ExprPtr Parser::parse_c_cast() {
-    const Token open = advance();
-    TypeName type = parse_type_name(/*allow_auto=*/false);
-    if (at_punct("*")) fail(peek().pos, "pointer casts are not allowed in kernel code", kNoPointersHint);
-    expect_closing(")", open);
-    ExprPtr operand = parse_unary();
-    return std::make_unique<CastExpr>(open.pos, std::move(type), CastStyle::c_style, std::move(operand));
-}
-
-// postfix := primary { '[' expression ']' | '++' | '--' }
-ExprPtr Parser::parse_postfix() {
-    ExprPtr e = parse_primary();
-    int chain = 0;
-    for (;;) {
-        const Token t = peek();
-        if (t.kind != TokenKind::punct) break;
-        if (t.text == "[") {
-            if (e->kind == ExprKind::index) {
-                fail(t.pos, "multi-dimensional indexing is not supported",
-                     "compute a flat index: table[row * columns + column]");
-            }
-            if (e->kind != ExprKind::name) fail(t.pos, "only a name can be indexed", "index a raw parameter: table[k]");
-            enter();
-            ++chain;
-            advance();
-            ExprPtr index = parse_expression();
-            expect_closing("]", t);
-            e = std::make_unique<IndexExpr>(t.pos, std::move(e), std::move(index));
-        } else if (t.text == "++" || t.text == "--") {
-            enter();
-            ++chain;
-            advance();
-            e = std::make_unique<UnaryExpr>(t.pos, t.text == "++" ? UnaryOp::post_increment : UnaryOp::post_decrement,
-                                            std::move(e));
-        } else if (t.text == "(") {
-            fail(t.pos, "only a named function can be called");
-        } else if (t.text == ".") {
-            const bool builtin = e->kind == ExprKind::name && is_cuda_builtin(static_cast<NameExpr&>(*e).name);
-            fail(t.pos, "member access with '.' is not supported in kernel code",
-                 builtin ? "the element index is 'i' and the number of elements 'n'" : "");
-        } else if (t.text == "->" || t.text == "->*" || t.text == ".*") {
-            fail(t.pos, "'" + std::string(t.text) + "' is not allowed: there are no pointers in kernel code");
-        } else if (t.text == "::") {
-            fail(t.pos, "qualified names ('::') are not supported in kernel code",
-                 "call math functions by their plain names: sqrt(x)");
-        } else {
-            break;
-        }
-    }
-    depth_ -= chain;
-    return e;
-}
-
-// primary := int-literal | float-literal | 'true' | 'false' | name | call
-//          | '(' expression ')' | functional-cast | static-cast
-ExprPtr Parser::parse_primary() {
-    const Token t = peek();
-    switch (t.kind) {
-        case TokenKind::int_literal:
-        case TokenKind::float_literal:
-            return parse_number();
-        case TokenKind::identifier:
-            if (type_length(0) > 0) return parse_functional_cast();
-            return parse_name_or_call();
-        case TokenKind::keyword:
-            if (t.text == "true" || t.text == "false") {
-                advance();
-                auto b = std::make_unique<BoolLiteral>(t.pos);
-                b->value = t.text == "true";
-                return b;
-            }
-            if (t.text == "static_cast") return parse_static_cast();
-            if (t.text == "auto") return parse_functional_cast();  // parse_type_name rejects it
-            if (t.text == "if" || t.text == "for" || t.text == "while" || t.text == "break" ||
-                t.text == "continue" || t.text == "const") {
-                fail(t.pos, "expected an expression");
-            }
-            reject_keyword(t);
-        case TokenKind::punct:
-            if (t.text == "(") return parse_parenthesized();
-            if (t.text == "[") {
-                fail(t.pos, "lambdas are not supported in kernel code", "declare helper functions in the preamble");
-            }
-            if (t.text == "{") fail(t.pos, "expected an expression", "brace initialisation is not supported");
-            if (t.text == "::") {
-                fail(t.pos, "qualified names ('::') are not supported in kernel code",
-                     "call math functions by their plain names: sqrt(x)");
-            }
-            break;
-        case TokenKind::end:
-            break;
-    }
-    fail_here("expected an expression");
-}
-
-// int-literal and float-literal, as the lexer accepted them
-ExprPtr Parser::parse_number() {
-    const Token t = advance();
-    if (t.kind == TokenKind::int_literal) {
-        std::string error;
-        const std::optional<IntLiteralValue> v = decode_int_literal(t.text, &error);
-        if (!v) fail(t.pos, error);  // cannot happen: the lexer checked it
-        auto lit = std::make_unique<IntLiteral>(t.pos);
-        lit->text = std::string(t.text);
-        lit->value = v->value;
-        lit->is_unsigned = v->is_unsigned;
-        lit->is_long = v->is_long;
-        return lit;
-    }
-    std::string error;
-    const std::optional<FloatLiteralValue> v = decode_float_literal(t.text, &error);
-    if (!v) fail(t.pos, error);
-    auto lit = std::make_unique<FloatLiteral>(t.pos);
-    lit->text = std::string(t.text);
-    lit->value = v->value;
-    lit->is_float = v->is_float;
-    return lit;
-}
-
-// name := identifier
-// call := identifier '(' [assignment (',' assignment)*] ')'
-ExprPtr Parser::parse_name_or_call() {
-    const Token name = advance();
-    if (!at_punct("(")) {
-        auto e = std::make_unique<NameExpr>(name.pos);
-        e->name = std::string(name.text);
-        return e;
-    }
-    const Token open = advance();
-    auto call = std::make_unique<CallExpr>(name.pos);
-    call->callee = std::string(name.text);
-    call->callee_pos = name.pos;
-    if (!at_punct(")")) {
-        call->args.push_back(parse_assignment());
-        while (at_punct(",")) {
-            advance();
-            call->args.push_back(parse_assignment());
-        }
-    }
-    if (!at_punct(")")) {
-        fail_here("expected ')' after the arguments", "to match the '(' at " + at_line_column(open.pos));
-    }
-    advance();
-    return call;
-}
-
-// functional-cast := type_name '(' expression ')'       (a one-word type: float(x), T(x))
-ExprPtr Parser::parse_functional_cast() {
-    const Token first = peek();
-    const bool one_word = type_length(0) == 1;
-    TypeName type = parse_type_name(/*allow_auto=*/false);
-    if (!at_punct("(")) {
-        fail(first.pos, "unexpected type name '" + type.spelling + "' in an expression",
-             "convert with " + type.spelling + "(x), (" + type.spelling + ")x or static_cast<" + type.spelling +
-                 ">(x); declare variables in statements of their own");
-    }
-    if (!one_word) {
-        fail(first.pos, "a functional cast needs a one-word type name",
-             "write (" + type.spelling + ")x or static_cast<" + type.spelling + ">(x)");
-    }
-    const Token open = advance();
-    ExprPtr operand = parse_expression();
-    expect_closing(")", open);
-    return std::make_unique<CastExpr>(first.pos, std::move(type), CastStyle::functional, std::move(operand));
-}
-
-// static-cast := 'static_cast' '<' type_name '>' '(' expression ')'
-ExprPtr Parser::parse_static_cast() {
-    const Token keyword = advance();
-    expect_punct("<", "expected '<' after 'static_cast'");
-    TypeName type = parse_type_name(/*allow_auto=*/false);
-    if (at_punct("*")) fail(peek().pos, "pointer casts are not allowed in kernel code", kNoPointersHint);
-    expect_punct(">", "expected '>' after the type of static_cast");
-    const Token open = expect_punct("(", "expected '(' after static_cast<" + type.spelling + ">");
-    ExprPtr operand = parse_expression();
-    expect_closing(")", open);
-    return std::make_unique<CastExpr>(keyword.pos, std::move(type), CastStyle::static_cast_, std::move(operand));
-}
-
-// parenthesized := '(' expression ')'      (no node of its own)
-ExprPtr Parser::parse_parenthesized() {
-    const Token open = advance();
-    if (at_punct(")")) fail(peek().pos, "expected an expression", "'()' holds no expression");
-    ExprPtr e = parse_expression();
-    expect_closing(")", open);
-    return e;
-}
-
-// single-expression := expression end
-ExprPtr Parser::parse_single_expression() {
-    ExprPtr e = parse_expression();
-    if (!at_end()) {
-        const Token t = peek();
-        if (t.kind == TokenKind::punct && t.text == ";") {
-            fail(t.pos, "unexpected ';' after the expression", "this string holds one expression, not statements");
-        }
-        fail(t.pos, "unexpected '" + std::string(t.text) + "' after the expression");
-    }
-    return e;
-}
-
-}  // namespace
+using parsing::Parser;
 
 Body parse_body(const SourceText& source) { return Parser(source).parse_body(); }
 

@@ -445,6 +445,15 @@ private:
             else
                 all_known = false;
         }
+        // A parameter or local of the same name would hide the function in the generated C++.
+        for (const Param& p : out_.params)
+            if (p.name == e.callee)
+                fail(e.callee_pos, "'" + e.callee + "' is a parameter, not a function",
+                     find_math_function(e.callee) ? "rename the parameter to call " + e.callee + "()" : std::string());
+        for (const auto& scope : scopes_)
+            if (scope.count(e.callee))
+                fail(e.callee_pos, "'" + e.callee + "' is a local variable, not a function",
+                     find_math_function(e.callee) ? "rename the variable to call " + e.callee + "()" : std::string());
         if (const MathFunction* f = find_math_function(e.callee)) {
             if (static_cast<int>(e.args.size()) != f->arity)
                 fail(e.callee_pos, std::string(f->name) + "() takes " + std::to_string(f->arity) + " argument" +
@@ -461,8 +470,6 @@ private:
                 return;
             }
         }
-        for (const Param& p : out_.params)
-            if (p.name == e.callee) fail(e.callee_pos, "'" + e.callee + "' is a parameter, not a function");
         std::vector<std::string> names = math_function_names();
         for (const PreambleFunction& f : out_.preamble_functions) names.push_back(f.name);
         const std::string near = closest_name(e.callee, names);

@@ -2,7 +2,9 @@
 // NVRTC to cubin for sm_80 and sm_90, for every dtype it applies to.
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "kjit/elementwise_kernel.hpp"
@@ -190,4 +192,30 @@ TEST_CASE("a CUDA error in the preamble is a CompileError with the log and the l
         CHECK_THAT(e.log(), Contains("error"));
         CHECK_THAT(e.source_excerpt(), Contains("return v +;"));
     }
+}
+
+// Not a test: how long the first call of a new kernel spends in kjit's front end and NVRTC, run by
+// hand (or by the GPU script) with `kjit_tests "[compile_bench]"`; numbers go to PERFORMANCE.md.
+TEST_CASE("compile time of a typical elementwise module", "[.][compile_bench]") {
+    using clock = std::chrono::steady_clock;
+    auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
+    const TypeBinding f32{{"T", DType::float32}};
+    auto t = clock::now();
+    const kjit::KernelBinary first = ElementwiseKernel("T x, T a, T b", "T y", "y = a * x + b", "first").compile(f32);
+    const double first_ms = ms_since(t);
+    std::vector<double> total, nvrtc;
+    for (int k = 0; k < 15; ++k) {
+        const ElementwiseKernel kern("T x, T a, T b", "T y", "y = a * x + b + " + std::to_string(k),
+                                     "axpb" + std::to_string(k));
+        t = clock::now();
+        const kjit::KernelBinary bin = kern.compile(f32);
+        total.push_back(ms_since(t));
+        nvrtc.push_back(bin.compile_ms);
+    }
+    std::sort(total.begin(), total.end());
+    std::sort(nvrtc.begin(), nvrtc.end());
+    WARN("arch " << first.arch << ": first compile in this process " << first_ms << " ms (NVRTC " << first.compile_ms
+                 << " ms); then median " << total[7] << " ms per new kernel (min " << total.front() << ", max "
+                 << total.back() << "), of which NVRTC " << nvrtc[7] << " ms");
+    CHECK(first.cubin.size() > 0);
 }

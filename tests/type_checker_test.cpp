@@ -126,6 +126,12 @@ TEST_CASE("golden diagnostics of the type rules", "[typecheck]") {
          "op:1:20: error: cannot assign to const local 'c'\nconst float c = 1; c = 2; y = x;\n                   ^"},
         {"T x", "T y", "y = x(1);", f32,
          "op:1:5: error: 'x' is a parameter, not a function\ny = x(1);\n    ^"},
+        {"T x, T exp", "T y", "y = exp(x);", f32,
+         "op:1:5: error: 'exp' is a parameter, not a function\ny = exp(x);\n    ^\nhint: rename the parameter to call "
+         "exp()"},
+        {"T x", "T y", "T sin = x; y = sin(x);", f32,
+         "op:1:16: error: 'sin' is a local variable, not a function\nT sin = x; y = sin(x);\n               ^\nhint: "
+         "rename the variable to call sin()"},
         {"T x", "T y", "y = 99999999999999999999;", f32, nullptr},  // the lexer's error; checked elsewhere
         {"T x", "T y", "y = 18446744073709551615;", f32,
          "op:1:5: error: integer literal 18446744073709551615 is too large for a signed 64-bit integer\ny = "

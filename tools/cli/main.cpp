@@ -1,11 +1,29 @@
 // kjit: the command-line program. Exit status 0 ok, 1 user error, 2 internal error.
 #include <cstdio>
 #include <exception>
-#include <regex>
+#include <cctype>
+#include <string_view>
 
 #include "kjit/error.hpp"
 #include "kjit/version.hpp"
 #include "tools/cli/commands.hpp"
+
+namespace {
+
+// Whether a message starts "where:LINE:COL: error: ", as kjit's diagnostics do.
+bool has_position(std::string_view m) {
+    std::size_t k = 0;
+    while (k < m.size() && (std::islower(static_cast<unsigned char>(m[k])) || m[k] == '_')) ++k;
+    for (int field = 0; field < 2; ++field) {
+        if (k == 0 || k >= m.size() || m[k] != ':') return false;
+        const std::size_t digits = ++k;
+        while (k < m.size() && std::isdigit(static_cast<unsigned char>(m[k]))) ++k;
+        if (k == digits) return false;
+    }
+    return m.substr(k, 9) == ": error: ";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"kjit: JIT-compiled elementwise and reduction kernels for NVIDIA GPUs"};
@@ -25,8 +43,7 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const kjit::Error& e) {
         // Diagnostics with a position already read "where:LINE:COL: error: ..." with the snippet.
-        static const std::regex positioned(R"(^[a-z_]+:\d+:\d+: error: )");
-        if (std::regex_search(e.what(), positioned))
+        if (has_position(e.what()))
             std::fprintf(stderr, "%s\n", e.what());
         else
             std::fprintf(stderr, "kjit: error: %s\n", e.what());

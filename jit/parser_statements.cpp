@@ -1,0 +1,190 @@
+// The parser, part two: statements. See jit/parser.hpp and jit/parser_internals.hpp.
+#include "jit/parser.hpp"
+#include "jit/parser_internals.hpp"
+
+#include "kjit/dtype.hpp"
+
+namespace kjit::jit::parsing {
+
+// ---------------------------------------------------------------------------------------------
+// Statements
+
+// body := statement* end
+Body Parser::parse_body() {
+    Body body;
+    while (!at_end()) {
+        if (at_punct("}")) fail(peek().pos, "'}' without a matching '{'");
+        body.statements.push_back(parse_statement());
+    }
+    return body;
+}
+
+// statement := block | if-statement | for-statement | while-statement
+//            | 'break' ';' | 'continue' ';' | ';' | declaration | expression ';'
+StmtPtr Parser::parse_statement() {
+    Nest nest(*this);
+    const Token t = peek();
+    if (t.kind == TokenKind::punct) {
+        if (t.text == "{") return parse_block();
+        if (t.text == ";") {
+            advance();
+            return std::make_unique<SimpleStmt>(StmtKind::empty, t.pos);
+        }
+        if (t.text == "}") fail(t.pos, "expected a statement");
+    }
+    if (t.kind == TokenKind::end) fail_here("expected a statement");
+    if (t.kind == TokenKind::keyword) {
+        if (t.text == "if") return parse_if();
+        if (t.text == "for") return parse_for();
+        if (t.text == "while") return parse_while();
+        if (t.text == "break" || t.text == "continue") return parse_jump();
+        const bool starts_expression = t.text == "true" || t.text == "false" || t.text == "static_cast";
+        if (!starts_expression && t.text != "const" && t.text != "auto") reject_keyword(t);
+    }
+    if (starts_declaration()) return parse_declaration();
+    return parse_expression_statement();
+}
+
+// block := '{' statement* '}'
+StmtPtr Parser::parse_block() {
+    const Token open = advance();
+    auto block = std::make_unique<BlockStmt>(open.pos);
+    while (!at_punct("}")) {
+        if (at_end()) expect_closing("}", open);
+        block->body.push_back(parse_statement());
+    }
+    advance();
+    return block;
+}
+
+// if-statement := 'if' '(' expression ')' statement ['else' statement]
+StmtPtr Parser::parse_if() {
+    const Token keyword = advance();
+    auto stmt = std::make_unique<IfStmt>(keyword.pos);
+    const Token open = expect_punct("(", "expected '(' after 'if'");
+    stmt->condition = parse_expression();
+    expect_closing(")", open);
+    stmt->then_branch = parse_statement();
+    if (at_keyword("else")) {
+        advance();
+        stmt->else_branch = parse_statement();
+    }
+    return stmt;
+}
+
+// for-statement := 'for' '(' (declaration | expression ';' | ';') [expression] ';' [expression] ')'
+//                  statement
+StmtPtr Parser::parse_for() {
+    const Token keyword = advance();
+    auto stmt = std::make_unique<ForStmt>(keyword.pos);
+    const Token open = expect_punct("(", "expected '(' after 'for'");
+    if (at_punct(";")) {
+        advance();
+    } else if (starts_declaration()) {
+        stmt->init = parse_declaration(/*final_semicolon_optional=*/false);
+    } else {
+        const SourcePos pos = peek().pos;
+        stmt->init = std::make_unique<ExprStmt>(pos, parse_expression());
+        expect_semicolon("the initialisation of 'for'", false);
+    }
+    if (!at_punct(";")) stmt->condition = parse_expression();
+    expect_semicolon("the condition of 'for'", false);
+    if (!at_punct(")")) stmt->step = parse_expression();
+    expect_closing(")", open);
+    stmt->body = parse_statement();
+    return stmt;
+}
+
+// while-statement := 'while' '(' expression ')' statement
+StmtPtr Parser::parse_while() {
+    const Token keyword = advance();
+    auto stmt = std::make_unique<WhileStmt>(keyword.pos);
+    const Token open = expect_punct("(", "expected '(' after 'while'");
+    stmt->condition = parse_expression();
+    expect_closing(")", open);
+    stmt->body = parse_statement();
+    return stmt;
+}
+
+// jump := ('break' | 'continue') ';'
+StmtPtr Parser::parse_jump() {
+    const Token keyword = advance();
+    expect_semicolon("'" + std::string(keyword.text) + "'");
+    return std::make_unique<SimpleStmt>(keyword.text == "break" ? StmtKind::break_ : StmtKind::continue_, keyword.pos);
+}
+
+// A declaration starts with 'const' or a type name not followed by '(' (which makes it a
+// functional cast such as `float(x) * 2;`).
+bool Parser::starts_declaration() {
+    if (at_keyword("const")) return true;
+    const std::size_t n = type_length(0);
+    return n > 0 && !at_punct("(", n);
+}
+
+// declaration := ['const'] type_name declarator (',' declarator)* ';'
+StmtPtr Parser::parse_declaration(bool final_semicolon_optional) {
+    auto decl = std::make_unique<DeclStmt>(peek().pos);
+    if (at_keyword("const")) {
+        advance();
+        decl->is_const = true;
+        if (type_length(0) == 0) fail_here("expected a type after 'const'");
+    }
+    decl->type = parse_type_name(/*allow_auto=*/true);
+    if (at_punct("*")) fail(peek().pos, "pointers are not allowed in kernel code", kNoPointersHint);
+    if (at_punct("&") || at_punct("&&")) fail(peek().pos, "references are not allowed in kernel code");
+    decl->declarators.push_back(parse_declarator(*decl));
+    while (at_punct(",")) {
+        advance();
+        decl->declarators.push_back(parse_declarator(*decl));
+    }
+    expect_semicolon("declaration", final_semicolon_optional);
+    return decl;
+}
+
+// declarator := identifier ['=' assignment]
+Declarator Parser::parse_declarator(const DeclStmt& decl) {
+    const Token name = peek();
+    const std::string type = decl.type.spelling;
+    if (name.kind == TokenKind::keyword) {
+        fail(name.pos, "expected a variable name, found keyword '" + std::string(name.text) + "'",
+             name.text == "const" ? "write 'const' before the type" : "");
+    }
+    if (name.kind != TokenKind::identifier) {
+        if (at_punct("*")) fail(name.pos, "pointers are not allowed in kernel code", kNoPointersHint);
+        fail_here("expected a variable name after '" + type + "'",
+                  is_placeholder_name(type) ? "a single upper-case letter names a type placeholder, not a variable"
+                                            : "");
+    }
+    if (is_type_name(name.text)) {
+        fail(name.pos, "'" + std::string(name.text) + "' is a type name and cannot name a variable",
+             is_placeholder_name(name.text) ? "a single upper-case letter names a type placeholder" : "");
+    }
+    advance();
+    Declarator d;
+    d.name = std::string(name.text);
+    d.pos = name.pos;
+    if (at_punct("=")) {
+        advance();
+        d.init = parse_assignment();
+    } else if (at_punct("[")) {
+        fail(peek().pos, "local arrays are not supported in kernel code", "use separate variables, or a raw parameter");
+    } else if (at_punct("(") || at_punct("{")) {
+        fail(peek().pos, "only '=' initialisation is supported", "write '" + type + " " + d.name + " = value;'");
+    } else if (decl.type.spelling == "auto") {
+        fail(name.pos, "'auto' variable '" + d.name + "' needs an initializer");
+    } else if (decl.is_const) {
+        fail(name.pos, "const variable '" + d.name + "' needs an initializer");
+    }
+    return d;
+}
+
+// expression-statement := expression ';'
+StmtPtr Parser::parse_expression_statement() {
+    const SourcePos pos = peek().pos;
+    ExprPtr e = parse_expression();
+    expect_semicolon("expression");
+    return std::make_unique<ExprStmt>(pos, std::move(e));
+}
+
+
+}  // namespace kjit::jit::parsing
