@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Copies what tools/run-gpu-tests.sh needs from a build folder (the kjit program, libkjit and the
+# test binary, in the same layout) into a small folder that can travel to the GPU machine: the
+# build folder itself holds objects and precompiled headers that need not travel.
+#   tools/pack-for-gpu.sh BUILD_DIR OUT_DIR
+set -euo pipefail
+build=${1:?usage: pack-for-gpu.sh BUILD_DIR OUT_DIR}
+out=${2:?usage: pack-for-gpu.sh BUILD_DIR OUT_DIR}
+rm -rf "$out"
+mkdir -p "$out/tests"
+cp -a "$build"/kjit "$build"/libkjit.so* "$out/"
+cp -a "$build/tests/kjit_tests" "$out/tests/"
+du -sh "$out"
