@@ -10,7 +10,8 @@ out=${1:-build-fuzz}
 seconds=${2:-60}
 mkdir -p "$out/corpus"
 
-sources=(tests/fuzz/parser_fuzzer.cpp jit/source.cpp jit/lexer.cpp jit/parser.cpp jit/params.cpp
+sources=(tests/fuzz/parser_fuzzer.cpp jit/source.cpp jit/lexer.cpp jit/parser.cpp jit/parser_expressions.cpp
+         jit/parser_statements.cpp jit/params.cpp
          runtime/dtype.cpp runtime/error.cpp runtime/detail/driver.cpp runtime/detail/dynamic_library.cpp
          runtime/detail/log.cpp)
 binary="$out/parser_fuzzer"
