@@ -3,6 +3,12 @@
 #include <cctype>
 #include <set>
 
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_key.hpp"
+#include "cache/kernel_cache.hpp"
 #include "jit/arch.hpp"
 #include "jit/codegen.hpp"
 #include "jit/nvrtc_compiler.hpp"
@@ -12,6 +18,7 @@
 #include "jit/type_checker.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/nvrtc.hpp"
 
 namespace kjit {
 
@@ -119,35 +126,125 @@ std::string ElementwiseKernel::source(const TypeBinding& types) const {
     return jit::generate_elementwise(m, c.kernel, c.body, types).source;
 }
 
+namespace {
+
+// The manifest entry for this kernel and one binding: what KJIT_CACHE_RECORD writes and
+// `kjit precompile` reads back.
+std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types) {
+    nlohmann::json e;
+    e["kind"] = "elementwise";
+    e["name"] = k.name();
+    e["in"] = k.in_params();
+    e["out"] = k.out_params();
+    e["op"] = k.operation();
+    if (!k.options().preamble.empty()) e["preamble"] = k.options().preamble;
+    if (!k.options().nvrtc_options.empty()) e["options"] = k.options().nvrtc_options;
+    nlohmann::json binding = nlohmann::json::object();
+    for (const auto& [ph, t] : types) binding[ph] = std::string(t.name());
+    e["types"] = nlohmann::json::array({binding});
+    return e.dump();
+}
+
+std::string describe(const TypeBinding& types) {
+    std::string s;
+    for (const auto& [ph, t] : types) s += (s.empty() ? "" : ",") + ph + "=" + std::string(t.name());
+    return s;
+}
+
+// The target: `arch` if given, else KJIT_ARCH, else the current GPU, else the default; fitted to
+// what NVRTC supports when there is one (without NVRTC, as asked: only a cache can serve it).
+jit::ArchTarget choose_target(const std::string& arch, bool have_nvrtc) {
+    std::optional<int> device_cc;
+    if (arch.empty() && Device::count() > 0) {
+        const DeviceProperties p = Device::current().properties();
+        device_cc = p.cc_major * 10 + p.cc_minor;
+    }
+    if (have_nvrtc) {
+        const std::vector<int> supported = jit::nvrtc_supported_archs();
+        if (!arch.empty()) return jit::clamp_arch(jit::parse_arch(arch, "arch"), supported, "argument");
+        return jit::choose_arch(std::getenv("KJIT_ARCH"), device_cc, supported);
+    }
+    const char* env = std::getenv("KJIT_ARCH");
+    jit::ArchSpec spec{device_cc.value_or(jit::default_compute_capability), false};
+    std::string origin = device_cc ? "device" : "default";
+    if (!arch.empty()) {
+        spec = jit::parse_arch(arch, "arch");
+        origin = "argument";
+    } else if (env != nullptr && *env != '\0') {
+        spec = jit::parse_arch(env, "KJIT_ARCH");
+        origin = "KJIT_ARCH";
+    }
+    jit::ArchTarget t;
+    t.requested = t.compiled = spec.compute_capability;
+    t.ptx_only = spec.ptx_only;
+    t.origin = origin;
+    return t;
+}
+
+}  // namespace
+
 KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::string& arch) const {
     const Checked c = parse_and_check(spec_->in, spec_->out, spec_->op, spec_->name, spec_->options, types, true);
     jit::ElementwiseModuleSpec m{spec_->name, spec_->in, spec_->out, spec_->options.preamble, {}};
     const jit::GeneratedModule g = jit::generate_elementwise(m, c.kernel, c.body, types);
 
+    std::string no_nvrtc;
+    const bool have_nvrtc = detail::try_nvrtc(&no_nvrtc) != nullptr;
     jit::CompileRequest request;
     request.source = g.source;
     request.program_name = spec_->name + ".cu";
-    if (!arch.empty()) {
-        const std::vector<int> supported = jit::nvrtc_supported_archs();
-        request.target = jit::clamp_arch(jit::parse_arch(arch, "arch"), supported, "argument");
-    } else if (Device::count() > 0) {
-        request.target = jit::select_arch(Device::current().properties());
-    } else {
-        request.target = jit::select_arch();
-    }
+    request.target = choose_target(arch, have_nvrtc);
     // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile
     // time on the GPU host (docs/PERFORMANCE.md). A preamble is the user's CUDA, so it may.
     if (spec_->options.preamble.empty()) request.options.push_back("-minimal");
     for (const std::string& o : spec_->options.nvrtc_options) request.options.push_back(o);
-    const jit::CompileResult r = jit::compile_cuda(request);
+
+    const std::vector<std::string> options = jit::compile_options(request);
+    const std::string target = request.target.name();
+    const std::string spec = spec_json(*this, types);
+    const std::string alias = cache::make_alias_key(g.source, options, target);
+    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    std::shared_ptr<const cache::Entry> entry;
+    double compile_ms = 0;
+    std::string log;
+    if (have_nvrtc) {
+        cache::Request r;
+        r.key = cache::make_key(g.source, options, target, jit::nvrtc_version_key());
+        r.alias = alias;
+        r.arch = target;
+        r.spec_json = spec;
+        r.compile = [&] {
+            const jit::CompileResult result = jit::compile_cuda(request);
+            compile_ms = result.compile_ms;
+            log = result.log;
+            cache::Entry e;
+            e.key = r.key;
+            e.meta.kernel_name = spec_->name;
+            e.meta.types = describe(types);
+            e.meta.arch = target;
+            e.meta.nvrtc_version = jit::nvrtc_version_key();
+            e.meta.created_unix = static_cast<std::int64_t>(std::time(nullptr));
+            e.meta.lowered_names = result.lowered_names;
+            e.meta.spec_json = spec;
+            e.cubin = result.cubin;
+            e.ptx = result.ptx;
+            return e;
+        };
+        entry = kernel_cache->get(r);
+    } else {
+        entry = kernel_cache->find_alias(alias, spec, target);
+        if (!entry)
+            throw NoDeviceError("kernel '" + spec_->name + "' (" + describe(types) + ") for " + target +
+                                " is in no kernel cache folder and it cannot be compiled: " + no_nvrtc);
+    }
 
     KernelBinary b;
-    b.arch = r.target.name();
-    b.cubin = r.cubin;
-    b.ptx = r.ptx;
-    b.log = r.log;
+    b.arch = entry->meta.arch;
+    b.cubin = entry->cubin;
+    b.ptx = entry->ptx;
     b.source = g.source;
-    b.compile_ms = r.compile_ms;
+    b.compile_ms = compile_ms;
+    b.log = log;
     b.contiguous32 = g.contiguous32;
     b.contiguous64 = g.contiguous64;
     b.strided32 = g.strided32;

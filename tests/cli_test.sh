@@ -5,6 +5,7 @@ set -u
 kjit=${1:?usage: cli_test.sh PATH/TO/kjit}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export KJIT_CACHE_DIR="$tmp/cache"  # never the user's cache
 passed=0
 failed=0
 
@@ -58,6 +59,28 @@ echo '{"in": 3, "out": "T y", "op": "y = x"}' >"$tmp/bad.json"
 expect 1 "\"in\" must be a string" -- check --spec "$tmp/bad.json"
 echo '{"in": ' >"$tmp/broken.json"
 expect 1 "is not valid JSON" -- check --spec "$tmp/broken.json"
+
+# record -> precompile -> cache commands.
+export KJIT_CACHE_DIR="$tmp/app-cache"
+KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --spec "$tmp/spec.json" --types T=float32 --arch sm_90 >/dev/null
+KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --in "T x" --out "T y" --op "y = x * 2" --name twice --types T=int32 --arch sm_90 >/dev/null
+grep -q '"name": "twice"' "$tmp/m.json" && grep -q '"name": "axpb"' "$tmp/m.json" && passed=$((passed + 1)) \
+  || { failed=$((failed + 1)); echo "FAILED: the recorded manifest lacks a kernel"; cat "$tmp/m.json"; }
+expect 0 "4 compiled, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
+expect 0 "0 compiled, 4 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
+expect 0 "4 entries" -- cache stats --cache-dir "$tmp/shipped"
+expect 0 "last used" -- cache ls --cache-dir "$tmp/shipped"
+expect 0 "4 entries checked, 0 damaged" -- cache verify --cache-dir "$tmp/shipped"
+victim=$(find "$tmp/shipped" -name '*.kjit' | head -1)
+printf 'X' | dd of="$victim" bs=1 seek=100 conv=notrunc status=none
+expect 1 "damaged: $victim" -- cache verify --cache-dir "$tmp/shipped"
+expect 0 "bytes left" -- cache prune --cache-dir "$tmp/shipped" --max-bytes 0
+expect 0 "0 entries" -- cache stats --cache-dir "$tmp/shipped"
+expect 0 "cleared" -- cache clear --cache-dir "$tmp/app-cache"
+echo '{"kernels": [{"kind": "elementwise", "name": "bad", "in": "T x", "out": "T y", "op": "y = sqr(x)", "types": [{"T": "float32"}]}]}' >"$tmp/badm.json"
+expect 1 "unknown function 'sqr'" -- precompile "$tmp/badm.json" --arch sm_90 --cache-dir "$tmp/x"
+expect 1 "\"kernels\" must be a list" -- precompile "$tmp/bad.json" --arch sm_90 --cache-dir "$tmp/x"
+export KJIT_CACHE_DIR="$tmp/cache"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

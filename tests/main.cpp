@@ -4,12 +4,19 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "kjit/device.hpp"
 #include "test_support.hpp"
 
 int main(int argc, char** argv) {
+    // Every run compiles into a cache folder of its own, so that a cache left by an earlier run
+    // can never make a compile test pass without compiling.
+    const kjit::test::TempDir cache_dir;
+    ::setenv("KJIT_CACHE_DIR", cache_dir.path().c_str(), 1);
+    ::unsetenv("KJIT_CACHE_PATH");
+    ::unsetenv("KJIT_CACHE_RECORD");
     Catch::Session session;
     if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
     bool gpu_only = false;

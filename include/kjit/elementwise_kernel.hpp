@@ -35,9 +35,9 @@ struct KernelBinary {
     std::string arch;                 // "sm_90", or "compute_90" when only PTX could be made
     std::vector<unsigned char> cubin;  // empty when PTX only
     std::string ptx;
-    std::string log;                  // NVRTC's warnings, usually empty
+    std::string log;                  // NVRTC's warnings when this call compiled, usually empty
     std::string source;               // the generated CUDA
-    double compile_ms = 0;
+    double compile_ms = 0;            // NVRTC's time when this call compiled; 0 when the cache had it
     // Entry points in the module, by variant.
     std::string contiguous32, contiguous64, strided32, strided64;
 };
@@ -60,7 +60,9 @@ public:
     std::vector<std::string> placeholders() const;
     // The CUDA source for a complete binding.
     std::string source(const TypeBinding& types) const;
-    // Compiles for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else sm_80).
+    // Compiles for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else sm_80), or
+    // finds it in the kernel cache (kjit/cache.hpp): in memory, on disk, or, in a process without
+    // NVRTC, in a folder a precompile filled. Throws NoDeviceError when there is neither.
     KernelBinary compile(const TypeBinding& types, const std::string& arch = {}) const;
 
 private:

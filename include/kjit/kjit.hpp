@@ -3,6 +3,7 @@
 
 #include "kjit/array.hpp"
 #include "kjit/buffer.hpp"
+#include "kjit/cache.hpp"
 #include "kjit/device.hpp"
 #include "kjit/dtype.hpp"
 #include "kjit/elementwise_kernel.hpp"

@@ -1,0 +1,32 @@
+// Cache keys: a strong hash of everything that changes a compiled kernel's bytes (DESIGN.md,
+// example 7). Never std::hash, which differs between standard libraries and runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit::cache {
+
+// Bump when what goes into a key, or the way kjit compiles, changes in a way the inputs below do
+// not show: old entries then simply stop matching.
+inline constexpr std::uint32_t kKeyFormatVersion = 1;
+
+// NVRTC options in one spelling each ("-lineinfo" and "--generate-line-info" are one option),
+// trimmed, empty ones dropped; the order is kept (it can matter to NVRTC).
+std::vector<std::string> normalise_options(const std::vector<std::string>& options);
+
+// 32 lowercase hex digits of XXH3-128 over the format version, the generated source, the
+// normalised options, the target ("sm_90") and NVRTC's version with its build.
+std::string make_key(std::string_view source, const std::vector<std::string>& options, std::string_view arch,
+                     std::string_view nvrtc_version);
+
+// The same without NVRTC's version: the name under which a process that has no NVRTC (an
+// application shipping a precompiled cache) finds entries, whichever NVRTC compiled them.
+std::string make_alias_key(std::string_view source, const std::vector<std::string>& options, std::string_view arch);
+
+// Whether `text` looks like a key (32 lowercase hex digits).
+bool is_key(std::string_view text);
+
+}  // namespace kjit::cache

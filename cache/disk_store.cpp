@@ -1,0 +1,620 @@
+#include "cache/disk_store.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <tuple>
+#include <system_error>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kjit/error.hpp"
+#include "runtime/detail/log.hpp"
+
+namespace kjit::cache {
+namespace fs = std::filesystem;
+using kjit::detail::LogLevel;
+
+namespace {
+
+constexpr std::string_view kEntrySuffix = ".kjit";
+constexpr std::string_view kTmpInfix = ".kjit.tmp.";
+constexpr std::string_view kLockSuffix = ".lock";
+constexpr std::string_view kAliasSuffix = ".alias";
+constexpr std::string_view kAliasTmpInfix = ".alias.tmp.";
+// No entry is anywhere near this (a cubin is at most tens of MB); a bigger file is damage or
+// something else, and reading it whole would be the huge allocation a corrupt cache must not cause.
+constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
+
+std::function<void(const fs::path&)>& write_pause_hook() {
+    static std::function<void(const fs::path&)> hook;
+    return hook;
+}
+
+// "<what> <path>: <strerror>" for the errno of the call that just failed.
+std::string os_error(std::string_view what, const fs::path& path, int err = errno) {
+    return std::string(what) + " " + path.string() + ": " + std::strerror(err);
+}
+
+// Owns a file descriptor; closing a read-only one cannot lose data, so close errors matter only
+// where a file was written, and that path calls close() itself (see write_file).
+class Fd {
+public:
+    explicit Fd(int fd = -1) : fd_(fd) {}
+    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    Fd& operator=(Fd&& o) noexcept {
+        if (this != &o) reset(std::exchange(o.fd_, -1));
+        return *this;
+    }
+    ~Fd() { reset(); }
+    int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+    explicit operator bool() const { return fd_ >= 0; }
+    void reset(int fd = -1) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = fd;
+    }
+
+private:
+    int fd_;
+};
+
+Fd open_retry(const fs::path& path, int flags, mode_t mode = 0) {
+    int fd;
+    do fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    while (fd < 0 && errno == EINTR);
+    return Fd(fd);
+}
+
+// An exclusive flock on <key>.lock. The holder unlinks the file before unlocking, so lock files
+// do not pile up; someone who opened the old file and was waiting on it then sees that the path
+// no longer names what it locked, and starts again on a fresh file. Without that check two
+// processes could hold "the" lock on two different inodes.
+class EntryLock {
+public:
+    EntryLock() = default;
+    EntryLock(Fd fd, fs::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
+    EntryLock(EntryLock&&) noexcept = default;
+    EntryLock& operator=(EntryLock&& o) noexcept {
+        if (this != &o) {
+            unlock();  // a defaulted assignment would close the old lock without removing its file
+            fd_ = std::move(o.fd_);
+            path_ = std::move(o.path_);
+        }
+        return *this;
+    }
+    ~EntryLock() { unlock(); }
+    explicit operator bool() const { return static_cast<bool>(fd_); }
+
+    void unlock() noexcept {
+        if (!fd_) return;
+        ::unlink(path_.c_str());  // while still holding it: see above
+        fd_.reset();
+    }
+
+private:
+    Fd fd_;
+    fs::path path_;
+};
+
+enum class Wait { block, try_only };
+
+// The lock, or an empty one: held by someone else (try_only) or an error (set in `error`).
+EntryLock lock_file(const fs::path& path, mode_t mode, Wait wait, std::string* error = nullptr) {
+    for (;;) {
+        Fd fd = open_retry(path, O_RDWR | O_CREAT, mode);
+        if (!fd) {
+            if (error) *error = os_error("cannot open lock file", path);
+            return {};
+        }
+        int rc;
+        do rc = ::flock(fd.get(), LOCK_EX | (wait == Wait::try_only ? LOCK_NB : 0));
+        while (rc != 0 && errno == EINTR);
+        if (rc != 0) {
+            if (errno != EWOULDBLOCK && error) *error = os_error("cannot lock", path);
+            return {};
+        }
+        struct stat held {}, named {};
+        if (::fstat(fd.get(), &held) != 0) {
+            if (error) *error = os_error("cannot stat lock file", path);
+            return {};
+        }
+        if (::stat(path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev)
+            return EntryLock(std::move(fd), path);
+        // The holder before us removed the file we were waiting on: try again with the new one.
+    }
+}
+
+bool write_all(int fd, const unsigned char* data, std::size_t size) {
+    while (size > 0) {
+        const ssize_t n = ::write(fd, data, size);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// Reads `size` bytes (or up to end of file, if it is shorter than fstat said) from the start.
+bool read_all(int fd, std::vector<unsigned char>& out, std::size_t size) {
+    out.resize(size);
+    std::size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        if (n == 0) break;
+        done += static_cast<std::size_t>(n);
+    }
+    out.resize(done);
+    return true;
+}
+
+// Makes a rename or a new name in `dir` durable; the entry is already visible without it.
+void fsync_dir(const fs::path& dir) {
+    Fd fd = open_retry(dir, O_RDONLY | O_DIRECTORY);
+    if (!fd || ::fsync(fd.get()) != 0)
+        kjit::detail::warn_once("cache-fsync-dir:" + dir.string(), os_error("cannot fsync cache folder", dir));
+}
+
+// Creates a shard folder with exactly `mode` (not whatever the umask leaves).
+bool ensure_dir(const fs::path& dir, const fs::path& parent, mode_t mode, std::string& error) {
+    if (::mkdir(dir.c_str(), mode) == 0) {
+        if (::chmod(dir.c_str(), mode) != 0) {
+            error = os_error("cannot set the mode of", dir);
+            return false;
+        }
+        fsync_dir(parent);
+        return true;
+    }
+    if (errno == EEXIST) return true;
+    error = os_error("cannot create cache folder", dir);
+    return false;
+}
+
+// Time of last use as kjit records it (explicitly, see DiskStore::read), in nanoseconds; mtime
+// for a file system that keeps no atime at all.
+std::int64_t last_used_ns(const struct stat& st) {
+    const timespec t = (st.st_atim.tv_sec != 0 || st.st_atim.tv_nsec != 0) ? st.st_atim : st.st_mtim;
+    return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// What a file name in a shard is, and for which key.
+enum class FileKind { entry, temporary, lock, alias, alias_temporary, other };
+
+FileKind classify(const std::string& name, std::string& key) {
+    if (name.size() < 32) return FileKind::other;
+    key = name.substr(0, 32);
+    if (!is_valid_key(key)) return FileKind::other;
+    const std::string_view rest = std::string_view(name).substr(32);
+    if (rest == kEntrySuffix) return FileKind::entry;
+    if (rest == kLockSuffix) return FileKind::lock;
+    if (rest == kAliasSuffix) return FileKind::alias;
+    if (rest.starts_with(kAliasTmpInfix)) return FileKind::alias_temporary;
+    if (rest.starts_with(kTmpInfix)) return FileKind::temporary;
+    return FileKind::other;
+}
+
+bool is_shard_name(const std::string& name) {
+    return name.size() == 2 && is_valid_key(name + std::string(30, '0'));
+}
+
+struct ShardFile {
+    fs::path path;
+    std::string key;
+    FileKind kind;
+};
+
+// Every file kjit knows in the shard folders. Files may come and go meanwhile (other processes),
+// so errors while listing are skipped rather than reported.
+std::vector<ShardFile> shard_files(const fs::path& dir) {
+    std::vector<ShardFile> files;
+    std::error_code ec;
+    for (fs::directory_iterator shards(dir, ec), end; !ec && shards != end; shards.increment(ec)) {
+        if (!is_shard_name(shards->path().filename().string()) || !shards->is_directory(ec)) continue;
+        std::error_code ec2;
+        for (fs::directory_iterator it(shards->path(), ec2); !ec2 && it != end; it.increment(ec2)) {
+            ShardFile f{it->path(), {}, FileKind::other};
+            f.kind = classify(f.path.filename().string(), f.key);
+            if (f.kind != FileKind::other) files.push_back(std::move(f));
+        }
+    }
+    return files;
+}
+
+struct ScannedEntry {
+    DiskStore::Item item;
+    std::int64_t last_used_ns = 0;
+};
+
+std::vector<ScannedEntry> scan_entries(const fs::path& dir) {
+    std::vector<ScannedEntry> entries;
+    for (auto& f : shard_files(dir)) {
+        struct stat st {};
+        if (f.kind != FileKind::entry || ::stat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        ScannedEntry e;
+        e.last_used_ns = last_used_ns(st);
+        e.item = {std::move(f.key), std::move(f.path), static_cast<std::uint64_t>(st.st_size),
+                  e.last_used_ns / 1'000'000'000};
+        entries.push_back(std::move(e));
+    }
+    return entries;
+}
+
+fs::path lock_path_of(const fs::path& entry_path, const std::string& key) {
+    return entry_path.parent_path() / (key + std::string(kLockSuffix));
+}
+
+// The problem with the entry file at `path`, or the entry. `st` receives the file's identity.
+std::optional<Entry> load(int fd, const fs::path& path, const std::string& key, struct stat& st,
+                          std::string& problem) {
+    if (::fstat(fd, &st) != 0) {
+        problem = os_error("cannot stat", path);
+        return std::nullopt;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        problem = "not a regular file";
+        return std::nullopt;
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxEntryBytes) {
+        problem = "too large: " + std::to_string(st.st_size) + " bytes";
+        return std::nullopt;
+    }
+    std::vector<unsigned char> bytes;
+    if (!read_all(fd, bytes, static_cast<std::size_t>(st.st_size))) {
+        problem = os_error("cannot read", path);
+        return std::nullopt;
+    }
+    return parse_entry(bytes, key, problem);
+}
+
+}  // namespace
+
+namespace detail {
+void set_write_pause_hook(std::function<void(const fs::path& tmp)> hook) { write_pause_hook() = std::move(hook); }
+}  // namespace detail
+
+DiskStore::DiskStore(fs::path dir, bool writable, std::uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {
+    open_folder(writable);
+}
+
+// Decides once what this store may do with its folder (see the constructor's comment).
+void DiskStore::open_folder(bool want_writable) {
+    writable_ = false;
+    const std::string warn_key = "cache-folder:" + dir_.string();
+    struct stat st {};
+    if (::stat(dir_.c_str(), &st) != 0) {
+        if (errno != ENOENT) {
+            usable_ = false;  // every read would fail the same way, and warn for each entry
+            kjit::detail::warn_once(warn_key, os_error("cannot use cache folder", dir_) + "; not using it");
+            return;
+        }
+        if (!want_writable) return;  // a read-only layer that is not there: every read misses
+        std::error_code ec;
+        if (dir_.has_parent_path()) fs::create_directories(dir_.parent_path(), ec);
+        // 0700: a cache kjit creates for itself is private (see the header).
+        if ((::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) || ::stat(dir_.c_str(), &st) != 0) {
+            kjit::detail::warn_once(warn_key, os_error("cannot create cache folder", dir_) +
+                                                  "; kernels are cached in memory only");
+            return;
+        }
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        usable_ = false;
+        kjit::detail::warn_once(warn_key, "cache folder " + dir_.string() + " is not a folder; not using it");
+        return;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        // Refused for reads too: whoever else can write here could plant an entry (a checksum
+        // proves integrity, not authorship), and kjit would load and run that code.
+        usable_ = false;
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        kjit::detail::warn_once(warn_key, "refusing cache folder " + dir_.string() + " (mode " + mode +
+                                              "): other users can write to it and could plant kernel binaries; "
+                                              "not reading or writing it (chmod go-w to use it)");
+        return;
+    }
+    // Files are readable by others only if the folder is.
+    file_mode_ = 0600 | (st.st_mode & (S_IRGRP | S_IROTH));
+    shard_mode_ = 0700 | (st.st_mode & (S_IRGRP | S_IXGRP | S_IROTH | S_IXOTH));
+    if (!want_writable) return;
+    if (::access(dir_.c_str(), W_OK | X_OK) != 0) {
+        kjit::detail::warn_once(warn_key, os_error("cannot write to cache folder", dir_) + "; using it read-only");
+        return;
+    }
+    writable_ = true;
+}
+
+fs::path DiskStore::entry_path(const std::string& key) const {
+    if (!is_valid_key(key)) throw CacheError("invalid cache key '" + key + "': expected 32 lowercase hex characters");
+    return dir_ / key.substr(0, 2) / (key + std::string(kEntrySuffix));
+}
+
+std::optional<Entry> DiskStore::read(const std::string& key) {
+    const fs::path path = entry_path(key);
+    if (!usable_) return std::nullopt;
+    Fd fd = open_retry(path, O_RDONLY);
+    if (!fd) {
+        if (errno != ENOENT && errno != ENOTDIR)
+            kjit::detail::warn_once("cache-read:" + path.string(), os_error("cannot read cache entry", path));
+        return std::nullopt;
+    }
+    struct stat st {};
+    std::string problem;
+    auto entry = load(fd.get(), path, key, st, problem);
+    if (!entry) {
+        std::string what = "damaged cache entry " + path.string() + ": " + problem;
+        if (writable_) {
+            // Only if nobody is writing the key now (a writer replaces it anyway; this also covers
+            // our own get_or_create, which reads again under the lock) and the path still names
+            // the file we read, so that a good entry renamed in meanwhile is not the one removed.
+            EntryLock lock = lock_file(lock_path_of(path, key), file_mode_, Wait::try_only);
+            struct stat now {};
+            if (lock && ::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
+                ::unlink(path.c_str()) == 0)
+                what += "; removed";
+        }
+        kjit::detail::warn_once("cache-damaged:" + path.string(), what);
+        return std::nullopt;
+    }
+    if (writable_) {
+        // Access time kept by kjit itself: file systems are often mounted noatime or relatime.
+        const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+        if (::futimens(fd.get(), times) != 0)
+            kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
+    }
+    return entry;
+}
+
+bool DiskStore::write(const Entry& e) {
+    const fs::path path = entry_path(e.key);
+    if (!writable_) return false;
+    std::string error;
+    if (!ensure_dir(path.parent_path(), dir_, shard_mode_, error)) {
+        kjit::detail::warn_once("cache-write:" + error, "cannot store a cache entry: " + error);
+        return false;
+    }
+    bool ok;
+    {
+        // Serialises with get_or_create and with removal of a damaged file of this key; the
+        // write is atomic without it, so a lock that cannot be had does not stop it.
+        EntryLock lock = lock_file(lock_path_of(path, e.key), file_mode_, Wait::block, &error);
+        if (!lock) kjit::detail::log(LogLevel::debug, error);
+        ok = write_locked(e, path);
+    }
+    if (ok && max_bytes_ > 0) prune_except(max_bytes_, path);
+    return ok;
+}
+
+namespace {
+
+// Writes `bytes` to the new file `tmp`, fsynced and closed; "" or what went wrong. `err`
+// receives the errno of the failure.
+std::string write_file(const fs::path& tmp, const std::vector<unsigned char>& bytes, mode_t mode, int& err) {
+    Fd fd = open_retry(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
+    if (!fd) return err = errno, os_error("cannot create", tmp);
+    if (::fchmod(fd.get(), mode) != 0)  // the umask must not decide who can read it
+        return err = errno, os_error("cannot set the mode of", tmp);
+    const std::size_t half = bytes.size() / 2;
+    if (!write_all(fd.get(), bytes.data(), half)) return err = errno, os_error("cannot write", tmp);
+    if (write_pause_hook()) write_pause_hook()(tmp);
+    if (!write_all(fd.get(), bytes.data() + half, bytes.size() - half)) return err = errno, os_error("cannot write", tmp);
+    if (::fsync(fd.get()) != 0) return err = errno, os_error("cannot fsync", tmp);
+    // close() reports write-back errors of some file systems (NFS): checked, not left to ~Fd.
+    if (::close(fd.release()) != 0) return err = errno, os_error("cannot close", tmp);
+    return {};
+}
+
+}  // namespace
+
+// The entry goes to a temporary file first and is renamed over `path` once complete and on
+// disk, so that the name only ever points at a whole entry, even across a crash.
+bool DiskStore::write_locked(const Entry& e, const fs::path& path) {
+    std::vector<unsigned char> bytes;
+    try {
+        bytes = serialize_entry(e);
+    } catch (const Error& err) {
+        kjit::detail::log(LogLevel::warn, err.what());
+        return false;
+    }
+    const fs::path tmp = path.string() + std::string(".tmp.") + std::to_string(::getpid()) + "." +
+                         std::to_string(tmp_counter_.fetch_add(1));
+    int err = 0;
+    std::string error = write_file(tmp, bytes, file_mode_, err);
+    if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+        err = errno;
+        error = os_error("cannot rename into place", path);
+    }
+    if (!error.empty()) {
+        ::unlink(tmp.c_str());
+        // Once per folder and kind of error: a full disk would otherwise warn for every kernel.
+        kjit::detail::warn_once("cache-write:" + dir_.string() + ":" + std::to_string(err),
+                                "cannot store a cache entry: " + error);
+        return false;
+    }
+    fsync_dir(path.parent_path());
+    return true;
+}
+
+Entry DiskStore::get_or_create(const std::string& key, const std::function<Entry()>& produce) {
+    const fs::path path = entry_path(key);
+    if (auto hit = read(key)) return std::move(*hit);
+    if (!writable_) return produce();
+
+    auto checked = [&](Entry e) {
+        if (e.key != key)
+            throw CacheError("the kernel produced for cache key " + key + " carries the key '" + e.key + "'");
+        return e;
+    };
+    std::string error;
+    EntryLock lock;
+    if (ensure_dir(path.parent_path(), dir_, shard_mode_, error))
+        lock = lock_file(lock_path_of(path, key), file_mode_, Wait::block, &error);
+    if (!lock) {
+        // Without the lock the work may be done twice, never wrongly: writes are atomic.
+        kjit::detail::warn_once("cache-lock:" + dir_.string(), "cache entries may be compiled twice: " + error);
+        Entry e = checked(produce());
+        write(e);
+        return e;
+    }
+    if (auto hit = read(key)) return std::move(*hit);  // someone else made it while we waited
+    // Every writer of this key holds the lock, so any temporary of it is a killed writer's.
+    remove_temporaries(key, std::chrono::seconds(0), /*lock_each=*/false);
+    Entry e = checked(produce());
+    const bool ok = write_locked(e, path);
+    lock.unlock();
+    if (ok && max_bytes_ > 0) prune_except(max_bytes_, path);
+    return e;
+}
+
+std::vector<DiskStore::Item> DiskStore::list() const {
+    std::vector<Item> items;
+    for (auto& e : scan_entries(dir_)) items.push_back(std::move(e.item));
+    return items;
+}
+
+std::uint64_t DiskStore::total_bytes() const {
+    std::uint64_t total = 0;
+    for (const auto& item : list()) total += item.bytes;
+    return total;
+}
+
+std::vector<std::pair<fs::path, std::string>> DiskStore::verify() const {
+    std::vector<std::pair<fs::path, std::string>> damaged;
+    for (const auto& item : list()) {
+        Fd fd = open_retry(item.path, O_RDONLY);
+        if (!fd) {
+            if (errno != ENOENT) damaged.emplace_back(item.path, os_error("cannot open", item.path));
+            continue;  // removed meanwhile
+        }
+        struct stat st {};
+        std::string problem;
+        if (!load(fd.get(), item.path, item.key, st, problem)) damaged.emplace_back(item.path, problem);
+    }
+    return damaged;
+}
+
+std::uint64_t DiskStore::prune(std::uint64_t max_bytes) { return prune_except(max_bytes, {}); }
+
+// Least recently used first; ties (same timestamp) broken by path so the order is stable.
+std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& keep) {
+    if (!writable_) return 0;
+    auto entries = scan_entries(dir_);
+    std::uint64_t total = 0;
+    for (const auto& e : entries) total += e.item.bytes;
+    if (total <= max_bytes) return 0;
+    std::sort(entries.begin(), entries.end(), [](const ScannedEntry& a, const ScannedEntry& b) {
+        return std::tie(a.last_used_ns, a.item.path) < std::tie(b.last_used_ns, b.item.path);
+    });
+    std::uint64_t removed = 0;
+    for (const auto& e : entries) {
+        if (total <= max_bytes) break;
+        if (e.item.path.filename() == keep.filename()) continue;
+        if (::unlink(e.item.path.c_str()) == 0) {
+            removed += e.item.bytes;
+        } else if (errno != ENOENT) {
+            kjit::detail::log(LogLevel::warn, os_error("cannot evict cache entry", e.item.path));
+            continue;
+        }
+        total -= e.item.bytes;  // gone, by us or by someone else
+    }
+    return removed;
+}
+
+void DiskStore::clear() {
+    if (!writable_) return;
+    for (const auto& f : shard_files(dir_)) {
+        if (f.kind == FileKind::entry || f.kind == FileKind::alias || f.kind == FileKind::alias_temporary) {
+            if (::unlink(f.path.c_str()) != 0 && errno != ENOENT)
+                kjit::detail::log(LogLevel::warn, os_error("cannot remove cache file", f.path));
+            continue;
+        }
+        // A lock we can take is nobody's: taking it removes its file (EntryLock). A temporary
+        // whose key lock is free is a killed writer's.
+        EntryLock lock = lock_file(lock_path_of(f.path, f.key), file_mode_, Wait::try_only);
+        if (lock && f.kind == FileKind::temporary) ::unlink(f.path.c_str());
+    }
+}
+
+std::size_t DiskStore::sweep_stale_temporaries(std::chrono::seconds older_than) {
+    if (!writable_) return 0;
+    return remove_temporaries({}, older_than, /*lock_each=*/true);
+}
+
+// Temporaries of `key` (of every key if empty) whose mtime is older than `older_than`; with
+// lock_each, only those whose key lock is free (a live writer holds it).
+std::size_t DiskStore::remove_temporaries(const std::string& key, std::chrono::seconds older_than, bool lock_each) {
+    const std::int64_t now = ::time(nullptr);
+    std::size_t removed = 0;
+    std::vector<ShardFile> files;
+    if (key.empty()) {
+        files = shard_files(dir_);
+    } else {
+        std::error_code ec;
+        for (fs::directory_iterator it(dir_ / key.substr(0, 2), ec), end; !ec && it != end; it.increment(ec)) {
+            ShardFile f{it->path(), {}, FileKind::other};
+            f.kind = classify(f.path.filename().string(), f.key);
+            if (f.kind == FileKind::temporary && f.key == key) files.push_back(std::move(f));
+        }
+    }
+    for (const auto& f : files) {
+        struct stat st {};
+        if (f.kind != FileKind::temporary || ::stat(f.path.c_str(), &st) != 0) continue;
+        if (now - st.st_mtim.tv_sec < older_than.count()) continue;
+        EntryLock lock;
+        if (lock_each && !(lock = lock_file(lock_path_of(f.path, f.key), file_mode_, Wait::try_only))) continue;
+        if (::unlink(f.path.c_str()) == 0) {
+            ++removed;
+            kjit::detail::log(LogLevel::info, "removed stale cache temporary " + f.path.string());
+        }
+    }
+    return removed;
+}
+
+bool DiskStore::write_alias(const std::string& alias, const std::string& key) {
+    if (!writable_ || !is_valid_key(alias) || !is_valid_key(key)) return false;
+    const fs::path path = dir_ / alias.substr(0, 2) / (alias + std::string(kAliasSuffix));
+    std::string error;
+    if (!ensure_dir(path.parent_path(), dir_, shard_mode_, error)) {
+        kjit::detail::warn_once("cache-alias:" + dir_.string(), "cannot store a cache alias: " + error);
+        return false;
+    }
+    const fs::path tmp = path.string() + std::string(".tmp.") + std::to_string(::getpid()) + "." +
+                         std::to_string(tmp_counter_.fetch_add(1));
+    const std::vector<unsigned char> bytes(key.begin(), key.end());
+    int err = 0;
+    error = write_file(tmp, bytes, file_mode_, err);
+    if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = os_error("cannot rename into place", path);
+    if (!error.empty()) {
+        ::unlink(tmp.c_str());
+        kjit::detail::warn_once("cache-alias:" + dir_.string(), "cannot store a cache alias: " + error);
+        return false;
+    }
+    return true;
+}
+
+std::optional<std::string> DiskStore::read_alias(const std::string& alias) const {
+    if (!usable_ || !is_valid_key(alias)) return std::nullopt;
+    const fs::path path = dir_ / alias.substr(0, 2) / (alias + std::string(kAliasSuffix));
+    Fd fd = open_retry(path, O_RDONLY);
+    if (!fd) return std::nullopt;
+    std::vector<unsigned char> bytes;
+    if (!read_all(fd.get(), bytes, 32)) return std::nullopt;
+    std::string key(bytes.begin(), bytes.end());
+    if (!is_valid_key(key)) return std::nullopt;  // damaged: a miss, never a wrong entry (the entry is verified too)
+    return key;
+}
+
+}  // namespace kjit::cache

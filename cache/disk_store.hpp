@@ -1,0 +1,141 @@
+// One cache folder on disk: entries stored atomically, read without locks, created once across
+// threads and processes, verified on every read, evicted least-recently-used under a size cap.
+// The protocol is jitify2's LRUFileCache (DESIGN.md §Examples 6):
+//
+//   <dir>/<key[0..1]>/<key>.kjit                 an entry (cache/entry.hpp), sharded by key prefix
+//   <dir>/<key[0..1]>/<key>.kjit.tmp.<pid>.<n>   an entry being written; renamed into place when
+//                                                complete and fsynced, so a reader never sees half
+//   <dir>/<key[0..1]>/<key>.lock                 flock()ed by whoever writes that key; removed by
+//                                                the holder before it unlocks (see lock_entry)
+//
+// Readers take no lock: rename() is atomic, so they see the old file, the new one or none.
+// Writers of one key serialise on its lock file, which is what makes get_or_create() compile a
+// key once across processes; while holding it, every temporary of that key is known to be stale.
+//
+// Trust: every read is verified (magic, version, sizes, checksum, key); a damaged entry is
+// never returned. A folder that other users can write to is not used at all (see DiskStore()).
+//
+// Thread safety: a DiskStore may be used from many threads at once; it keeps no mutable state
+// besides an atomic counter.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cache/entry.hpp"
+
+namespace kjit::cache {
+
+class DiskStore {
+public:
+    // A store for `dir`. Never throws because of the folder; instead:
+    //  - writable and missing: the folder is created (parents as needed) with mode 0700, so that a
+    //    cache kjit makes for itself is private. To share a cache read-only with other users (a
+    //    cache built on a build machine and shipped), create the folder with 0755 beforehand:
+    //    files follow the folder's read permissions (0644 in a 0755 folder, 0600 in a 0700 one).
+    //  - writable but it cannot be created or written: one warning, writable() == false, and it is
+    //    still read from.
+    //  - group- or world-writable (any S_IWGRP|S_IWOTH on the folder), writable or not: one
+    //    warning and the store is unusable, for reads as well as writes: anyone who can write
+    //    there could plant a binary that kjit would load and run, and a checksum proves nothing
+    //    about who wrote the file. Reads miss, writes fail, get_or_create() just produces.
+    //  - read-only and missing: reads miss.
+    // `max_bytes` caps the total size of the entries (0 = no cap); write() prunes to it.
+    DiskStore(std::filesystem::path dir, bool writable, std::uint64_t max_bytes = 0);
+
+    const std::filesystem::path& dir() const { return dir_; }
+    // False when opened read-only, and also when the folder could not be used for writing.
+    bool writable() const { return writable_; }
+    // False when the folder is refused altogether (other users can write to it).
+    bool usable() const { return usable_; }
+    std::uint64_t max_bytes() const { return max_bytes_; }
+
+    // <dir>/<key[0..1]>/<key>.kjit. Throws kjit::CacheError if `key` is not 32 lowercase hex
+    // characters (a bug in the caller; it also keeps a key from naming a path outside the folder).
+    std::filesystem::path entry_path(const std::string& key) const;
+
+    // The entry, verified, or nullopt. Takes no lock. A damaged entry is never returned: it is
+    // removed (if writable) and a warning is logged once per path. A hit on a writable store
+    // records the access time for LRU eviction.
+    std::optional<Entry> read(const std::string& key);
+
+    // Stores `e` atomically (temporary file, fsync, rename, fsync of the shard folder) under the
+    // key's lock. False if the store is not writable or writing failed (logged). Then, with a cap,
+    // prunes to it, never evicting the entry just written. (The cap check lists the folder, so a
+    // write costs O(entries) stat calls when a cap is set.)
+    bool write(const Entry& e);
+
+    // Compile once across threads and processes: the stored entry if there is one; otherwise,
+    // under the key's exclusive lock, looks again, removes stale temporaries of the key, calls
+    // produce(), stores its result and returns it. Other callers block on the lock and then find
+    // the entry. A store that cannot be written to is read, and on a miss produce() is called and
+    // its result returned without being stored; a failed write is logged and the entry returned.
+    // Exceptions from produce() propagate (the lock is released, nothing is stored).
+    Entry get_or_create(const std::string& key, const std::function<Entry()>& produce);
+
+    struct Item {
+        std::string key;
+        std::filesystem::path path;
+        std::uint64_t bytes = 0;
+        std::int64_t last_used_unix = 0;  // atime as kjit records it, or mtime if there is no atime
+    };
+    // Entries only (not temporaries or lock files), in no particular order. Works on any folder
+    // that exists, even a refused one (listing loads nothing).
+    std::vector<Item> list() const;
+    std::uint64_t total_bytes() const;
+
+    // Every damaged entry and what is wrong with it. Removes nothing.
+    std::vector<std::pair<std::filesystem::path, std::string>> verify() const;
+
+    // Removes least-recently-used entries until the entries total at most `max_bytes`; returns
+    // the bytes removed. Order: the access time kjit records on each hit (see read()), or mtime
+    // where a file system keeps no atime; ties broken by path. Does nothing unless writable().
+    std::uint64_t prune(std::uint64_t max_bytes);
+
+    // Removes every entry, every temporary whose key is not being written, and every lock file
+    // not held. Shard folders are left (a writer may be about to use one). Does nothing unless
+    // writable().
+    void clear();
+
+    // Aliases: <dir>/<aa>/<alias>.alias holds the key of an entry, so that a process without NVRTC
+    // (whose version is part of every key) finds entries by a key without it
+    // (cache/kernel_cache.hpp). Written atomically like entries; clear() removes them; an alias
+    // whose entry was evicted just misses.
+    bool write_alias(const std::string& alias, const std::string& key);
+    std::optional<std::string> read_alias(const std::string& alias) const;
+
+    // Removes temporaries older than `older_than` whose key nobody is writing now (left by a
+    // killed writer); returns how many. Does nothing unless writable().
+    std::size_t sweep_stale_temporaries(std::chrono::seconds older_than);
+
+private:
+    std::uint64_t prune_except(std::uint64_t max_bytes, const std::filesystem::path& keep);
+    bool write_locked(const Entry& e, const std::filesystem::path& path);
+    std::size_t remove_temporaries(const std::string& key, std::chrono::seconds older_than, bool lock_each);
+    void open_folder(bool want_writable);
+
+    std::filesystem::path dir_;
+    bool writable_ = false;
+    bool usable_ = true;
+    std::uint64_t max_bytes_ = 0;
+    unsigned file_mode_ = 0600;   // entries, temporaries and lock files
+    unsigned shard_mode_ = 0700;  // shard folders
+    std::atomic<std::uint64_t> tmp_counter_{0};
+};
+
+namespace detail {
+// For tests only: called while an entry is being written, after the first half of its bytes are
+// in the temporary file (with the temporary's path), so that a test can kill a writer mid-write.
+// Not thread-safe to change while stores are writing.
+void set_write_pause_hook(std::function<void(const std::filesystem::path& tmp)> hook);
+}  // namespace detail
+
+}  // namespace kjit::cache

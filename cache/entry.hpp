@@ -1,0 +1,77 @@
+// One compiled kernel as stored on disk: its key, what produced it, the cubin and the PTX, in a
+// self-checking binary format. The disk store (cache/disk_store.hpp) only moves these bytes
+// around; everything about what an entry file looks like is here.
+//
+// File layout, all integers little-endian:
+//   offset  size  field
+//        0     8  magic "KJITCACH"
+//        8     4  format version (u32), kEntryFormatVersion
+//       12     8  key length (u64)
+//       20     8  metadata length (u64)
+//       28     8  cubin length (u64)
+//       36     8  ptx length (u64)
+//       44     …  key bytes (32 lowercase hex chars), metadata (a JSON object, UTF-8),
+//                 cubin bytes, PTX text, one after the other with no padding
+//   end - 8    8  XXH3-64 (seed 0) of every byte before it
+// The lengths must add up to the file size exactly, so trailing garbage is an error as well as
+// truncation. A reader checks magic, version, lengths, checksum, key and metadata in that order
+// and never allocates more than the file it was given.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kjit::cache {
+
+// Bumped whenever the layout above or the meaning of a metadata field changes; a file with
+// another version is reported as unsupported, never guessed at.
+inline constexpr std::uint32_t kEntryFormatVersion = 1;
+
+// The 8 bytes every entry file starts with.
+inline constexpr std::string_view kEntryMagic = "KJITCACH";
+
+// Who made an entry and from what. Stored as JSON in the metadata section, so a reader can show
+// it without understanding the binary parts.
+struct EntryMetadata {
+    std::string kernel_name;
+    std::string types;          // the dtype binding, e.g. "T=float32,U=int64"
+    std::string arch;           // "sm_90" or "compute_90"
+    std::string nvrtc_version;
+    std::int64_t created_unix = 0;
+    std::vector<std::pair<std::string, std::string>> lowered_names;  // name expression -> mangled
+    std::string spec_json;      // the manifest entry that produced it, opaque to the cache
+
+    bool operator==(const EntryMetadata&) const = default;
+};
+
+struct Entry {
+    std::string key;  // 32 lowercase hex characters
+    EntryMetadata meta;
+    std::vector<unsigned char> cubin;
+    std::string ptx;
+
+    bool operator==(const Entry&) const = default;
+};
+
+// True when `key` is 32 lowercase hex characters, the only keys the cache accepts. The store also
+// uses this to keep a key from naming a path outside its folder.
+bool is_valid_key(std::string_view key) noexcept;
+
+// The bytes of an entry file. Throws kjit::CacheError when a metadata string is not valid UTF-8
+// (JSON cannot hold it, and storing it altered would break the round trip).
+std::vector<unsigned char> serialize_entry(const Entry& entry);
+
+// The entry stored in `bytes`, or nullopt with `problem` saying exactly what is wrong: too short,
+// bad magic, unsupported format version, sizes that do not add up, checksum mismatch, key differs
+// from `expected_key`, malformed metadata. An empty `expected_key` accepts any valid key (for
+// tools that inspect a file whose name they do not trust). No content makes it throw; only running
+// out of memory for a file's own size could.
+std::optional<Entry> parse_entry(std::span<const unsigned char> bytes, std::string_view expected_key,
+                                 std::string& problem);
+
+}  // namespace kjit::cache

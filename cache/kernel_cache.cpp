@@ -1,0 +1,196 @@
+#include "cache/kernel_cache.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+
+#include "cache/cache_key.hpp"
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "cache/manifest.hpp"
+#include "kjit/error.hpp"
+#include "kjit/info.hpp"
+#include "runtime/detail/log.hpp"
+
+namespace kjit {
+
+CacheSettings CacheSettings::from_environment() {
+    CacheSettings s;
+    s.dir = default_cache_dir();
+    for (const std::string& d : cache_search_path()) s.read_only.push_back(d);
+    const char* disable = std::getenv("KJIT_CACHE_DISABLE");
+    s.disk = !(disable != nullptr && std::string(disable) == "1");
+    if (const char* cap = std::getenv("KJIT_CACHE_MAX_BYTES"); cap && *cap) {
+        char* end = nullptr;
+        const unsigned long long v = std::strtoull(cap, &end, 10);
+        if (end != nullptr && *end == '\0')
+            s.max_bytes = v;
+        else
+            ::kjit::detail::warn_once("KJIT_CACHE_MAX_BYTES", "KJIT_CACHE_MAX_BYTES='" + std::string(cap) +
+                                                          "' is not a number of bytes; no size cap is applied");
+    }
+    if (const char* rec = std::getenv("KJIT_CACHE_RECORD"); rec && *rec) s.record = rec;
+    return s;
+}
+
+namespace cache {
+namespace {
+
+std::mutex g_process_mutex;
+std::shared_ptr<KernelCache> g_process;
+
+}  // namespace
+
+std::shared_ptr<KernelCache> process_cache() {
+    std::lock_guard lock(g_process_mutex);
+    if (!g_process) g_process = std::make_shared<KernelCache>(CacheSettings::from_environment());
+    return g_process;
+}
+
+KernelCache::KernelCache(const CacheSettings& settings) : settings_(settings) {
+    if (settings_.disk && !settings_.dir.empty())
+        writable_ = std::make_unique<DiskStore>(settings_.dir, /*writable=*/true, settings_.max_bytes);
+    if (settings_.disk)
+        for (const std::string& d : settings_.read_only) read_only_.push_back(std::make_unique<DiskStore>(d, false));
+    const std::size_t layers = (writable_ ? 1 : 0) + read_only_.size();
+    layer_hits_ = std::make_unique<std::atomic<std::uint64_t>[]>(layers);
+    layer_misses_ = std::make_unique<std::atomic<std::uint64_t>[]>(layers);
+}
+
+KernelCache::Shard& KernelCache::shard_of(const std::string& key) {
+    return shards_[XXH3_64bits(key.data(), key.size()) % kShards];
+}
+
+std::shared_ptr<const Entry> KernelCache::get(const Request& request) {
+    Shard& shard = shard_of(request.key);
+    std::promise<std::shared_ptr<const Entry>> promise;
+    {
+        std::unique_lock lock(shard.mutex);
+        if (auto it = shard.entries.find(request.key); it != shard.entries.end()) {
+            const Future found = it->second;
+            lock.unlock();
+            ++memory_hits_;
+            return found.get();  // waits while another thread compiles it; rethrows its failure
+        }
+        shard.entries.emplace(request.key, promise.get_future().share());
+    }
+    ++memory_misses_;
+    record(request.spec_json, request.arch);
+    try {
+        std::shared_ptr<const Entry> entry = load_or_compile(request);
+        promise.set_value(entry);
+        return entry;
+    } catch (...) {
+        promise.set_exception(std::current_exception());
+        std::lock_guard lock(shard.mutex);
+        shard.entries.erase(request.key);  // not remembered: the next call tries again
+        throw;
+    }
+}
+
+std::shared_ptr<const Entry> KernelCache::load_or_compile(const Request& request) {
+    std::size_t layer = 0;
+    if (writable_) {
+        if (std::optional<Entry> e = writable_->read(request.key)) {
+            ++layer_hits_[layer];
+            return std::make_shared<const Entry>(std::move(*e));
+        }
+        ++layer_misses_[layer++];
+    }
+    for (const auto& store : read_only_) {
+        if (std::optional<Entry> e = store->read(request.key)) {
+            ++layer_hits_[layer];
+            return std::make_shared<const Entry>(std::move(*e));
+        }
+        ++layer_misses_[layer++];
+    }
+    bool compiled = false;
+    auto compile = [&] {
+        const auto start = std::chrono::steady_clock::now();
+        Entry e = request.compile();
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+        ++compiles_;
+        compile_us_ += static_cast<std::uint64_t>(us.count());
+        compiled = true;
+        return e;
+    };
+    Entry entry = writable_ ? writable_->get_or_create(request.key, compile) : compile();
+    if (compiled && writable_ && !request.alias.empty()) writable_->write_alias(request.alias, request.key);
+    return std::make_shared<const Entry>(std::move(entry));
+}
+
+std::shared_ptr<const Entry> KernelCache::find_alias(const std::string& alias, const std::string& spec_json,
+                                                     const std::string& arch) {
+    Shard& shard = shard_of(alias);
+    {
+        std::lock_guard lock(shard.mutex);
+        if (auto it = shard.entries.find(alias); it != shard.entries.end()) {
+            ++memory_hits_;
+            return it->second.get();
+        }
+    }
+    ++memory_misses_;
+    record(spec_json, arch);
+    std::vector<DiskStore*> stores;
+    if (writable_) stores.push_back(writable_.get());
+    for (const auto& s : read_only_) stores.push_back(s.get());
+    for (std::size_t layer = 0; layer < stores.size(); ++layer) {
+        if (const std::optional<std::string> key = stores[layer]->read_alias(alias)) {
+            if (std::optional<Entry> e = stores[layer]->read(*key)) {
+                ++layer_hits_[layer];
+                auto entry = std::make_shared<const Entry>(std::move(*e));
+                std::promise<std::shared_ptr<const Entry>> p;
+                p.set_value(entry);
+                std::lock_guard lock(shard.mutex);
+                shard.entries.emplace(alias, p.get_future().share());
+                return entry;
+            }
+        }
+        ++layer_misses_[layer];
+    }
+    return nullptr;
+}
+
+void KernelCache::record(const std::string& spec_json, const std::string& arch) {
+    if (settings_.record.empty() || spec_json.empty()) return;
+    try {
+        record_in_manifest(settings_.record, nlohmann::json::parse(spec_json), arch);
+    } catch (const std::exception& e) {
+        ::kjit::detail::warn_once("record:" + settings_.record,
+                          "KJIT_CACHE_RECORD: cannot record in '" + settings_.record + "': " + e.what());
+    }
+}
+
+CacheStats KernelCache::stats() const {
+    CacheStats s;
+    s.memory_hits = memory_hits_;
+    s.memory_misses = memory_misses_;
+    s.compiles = compiles_;
+    s.compile_ms = static_cast<double>(compile_us_.load()) / 1000.0;
+    std::size_t layer = 0;
+    if (writable_) {
+        s.layers.push_back({writable_->dir().string(), writable_->writable(), layer_hits_[0], layer_misses_[0]});
+        ++layer;
+    }
+    for (const auto& store : read_only_) {
+        s.layers.push_back({store->dir().string(), false, layer_hits_[layer], layer_misses_[layer]});
+        ++layer;
+    }
+    return s;
+}
+
+}  // namespace cache
+
+void configure_cache(const CacheSettings& settings) {
+    auto fresh = std::make_shared<cache::KernelCache>(settings);
+    std::lock_guard lock(cache::g_process_mutex);
+    cache::g_process = std::move(fresh);
+}
+
+CacheSettings cache_settings() { return cache::process_cache()->settings(); }
+
+CacheStats cache_stats() { return cache::process_cache()->stats(); }
+
+}  // namespace kjit

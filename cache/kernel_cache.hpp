@@ -1,0 +1,69 @@
+// The process's kernel cache: compiled kernels by key, in memory, in the writable folder and in
+// read-only folders, compiling each key once per process (and once across processes sharing the
+// writable folder). It knows bytes and keys, not kernels: the caller says how to compile.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/disk_store.hpp"
+#include "cache/entry.hpp"
+#include "kjit/cache.hpp"
+
+namespace kjit::cache {
+
+struct Request {
+    std::string key;        // make_key(): with NVRTC's version
+    std::string alias;      // make_alias_key(): without it, for processes that have no NVRTC
+    std::string arch;       // for the manifest KJIT_CACHE_RECORD writes
+    std::string spec_json;  // the manifest entry (one binding) for KJIT_CACHE_RECORD
+    std::function<Entry()> compile;
+};
+
+class KernelCache {
+public:
+    explicit KernelCache(const CacheSettings& settings);
+    const CacheSettings& settings() const { return settings_; }
+
+    // Memory, then the writable folder, then the read-only ones, then request.compile(). Throws
+    // what compile() throws; a failed key is forgotten, so that a later call tries again.
+    std::shared_ptr<const Entry> get(const Request& request);
+    // The entry stored under an alias in any folder (for a process without NVRTC), or null.
+    std::shared_ptr<const Entry> find_alias(const std::string& alias, const std::string& spec_json,
+                                            const std::string& arch);
+
+    CacheStats stats() const;
+
+private:
+    using Future = std::shared_future<std::shared_ptr<const Entry>>;
+    struct Shard {
+        std::mutex mutex;
+        std::unordered_map<std::string, Future> entries;
+    };
+    // A warm lookup locks one of many shards (by key), never one lock for the whole process.
+    static constexpr std::size_t kShards = 64;
+
+    Shard& shard_of(const std::string& key);
+    std::shared_ptr<const Entry> load_or_compile(const Request& request);
+    void record(const std::string& spec_json, const std::string& arch);
+
+    CacheSettings settings_;
+    std::unique_ptr<DiskStore> writable_;                  // null: memory only
+    std::vector<std::unique_ptr<DiskStore>> read_only_;
+    std::array<Shard, kShards> shards_;
+
+    std::atomic<std::uint64_t> memory_hits_{0}, memory_misses_{0}, compiles_{0}, compile_us_{0};
+    std::unique_ptr<std::atomic<std::uint64_t>[]> layer_hits_, layer_misses_;  // writable first
+};
+
+// The process's cache, made from the environment (or configure_cache()) on first use.
+std::shared_ptr<KernelCache> process_cache();
+
+}  // namespace kjit::cache

@@ -1,0 +1,115 @@
+#include "cache/manifest.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "kjit/error.hpp"
+
+namespace kjit::cache {
+namespace {
+
+// The fields that identify a kernel: everything but its bindings.
+nlohmann::json identity(const nlohmann::json& kernel) {
+    nlohmann::json id = kernel;
+    id.erase("types");
+    return id;
+}
+
+void add_unique(nlohmann::json& list, const nlohmann::json& item) {
+    for (const auto& existing : list)
+        if (existing == item) return;
+    list.push_back(item);
+}
+
+// Holds an exclusive flock on `<path>.lock` for its lifetime.
+class FileLock {
+public:
+    explicit FileLock(const std::filesystem::path& path) : lock_path_(path.string() + ".lock") {
+        fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) throw IoError("cannot create lock file '" + lock_path_ + "': " + std::strerror(errno));
+        while (::flock(fd_, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                ::close(fd_);
+                throw IoError("cannot lock '" + lock_path_ + "': " + std::strerror(errno));
+            }
+        }
+    }
+    ~FileLock() { ::close(fd_); }  // closing releases the lock
+    FileLock(const FileLock&) = delete;
+    FileLock& operator=(const FileLock&) = delete;
+
+private:
+    std::string lock_path_;
+    int fd_ = -1;
+};
+
+}  // namespace
+
+nlohmann::json read_manifest(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw IoError("cannot read manifest '" + path.string() + "'");
+    nlohmann::json m;
+    try {
+        m = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        throw IoError("manifest '" + path.string() + "' is not valid JSON: " + e.what());
+    }
+    const std::string where = "manifest '" + path.string() + "'";
+    if (!m.is_object()) throw CacheError(where + ": expected a JSON object with \"kernels\"");
+    if (!m.contains("kernels") || !m["kernels"].is_array()) throw CacheError(where + ": \"kernels\" must be a list");
+    if (m.contains("arch")) {
+        if (!m["arch"].is_array()) throw CacheError(where + ": \"arch\" must be a list of strings such as \"sm_90\"");
+        for (const auto& a : m["arch"])
+            if (!a.is_string()) throw CacheError(where + ": \"arch\" must be a list of strings such as \"sm_90\"");
+    }
+    for (std::size_t k = 0; k < m["kernels"].size(); ++k) {
+        const auto& e = m["kernels"][k];
+        const std::string entry = where + ", kernel " + std::to_string(k);
+        if (!e.is_object()) throw CacheError(entry + ": expected an object");
+        if (!e.contains("kind") || !e["kind"].is_string()) throw CacheError(entry + ": \"kind\" must be a string");
+        if (e.contains("types") && !e["types"].is_array()) throw CacheError(entry + ": \"types\" must be a list");
+    }
+    return m;
+}
+
+void merge_into_manifest(nlohmann::json& manifest, const nlohmann::json& kernel, const std::string& arch) {
+    if (!manifest.is_object()) manifest = nlohmann::json::object();
+    if (!manifest.contains("arch")) manifest["arch"] = nlohmann::json::array();
+    if (!manifest.contains("kernels")) manifest["kernels"] = nlohmann::json::array();
+    if (!arch.empty()) add_unique(manifest["arch"], arch);
+    const nlohmann::json id = identity(kernel);
+    for (auto& existing : manifest["kernels"]) {
+        if (identity(existing) != id) continue;
+        if (kernel.contains("types")) {
+            if (!existing.contains("types")) existing["types"] = nlohmann::json::array();
+            for (const auto& b : kernel["types"]) add_unique(existing["types"], b);
+        }
+        return;
+    }
+    manifest["kernels"].push_back(kernel);
+}
+
+void record_in_manifest(const std::filesystem::path& path, const nlohmann::json& kernel, const std::string& arch) {
+    const FileLock lock(path);
+    nlohmann::json manifest = nlohmann::json::object();
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) manifest = read_manifest(path);
+    merge_into_manifest(manifest, kernel, arch);
+    const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << manifest.dump(2) << "\n";
+        out.flush();
+        if (!out) throw IoError("cannot write manifest '" + tmp + "'");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::filesystem::remove(tmp, ec);
+        throw IoError("cannot replace manifest '" + path.string() + "': " + std::strerror(errno));
+    }
+}
+
+}  // namespace kjit::cache

@@ -1,0 +1,51 @@
+// The kernel cache: every compiled kernel is kept in memory for the process and on disk in a
+// writable folder, and looked up in read-only folders too (a cache shipped with an application,
+// built by `kjit precompile` on a machine without a GPU). See docs/CACHE.md.
+//
+// Settings come from the environment on first use: KJIT_CACHE_DIR (writable, default
+// $XDG_CACHE_HOME/kjit or ~/.cache/kjit), KJIT_CACHE_PATH (read-only folders, ':'-separated,
+// searched after the writable one), KJIT_CACHE_MAX_BYTES (size cap of the writable folder, least
+// recently used entries go first), KJIT_CACHE_DISABLE=1 (memory only), KJIT_CACHE_RECORD=FILE
+// (append every kernel used to a manifest that `kjit precompile` reads).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kjit {
+
+struct CacheSettings {
+    std::string dir;                      // the writable folder; empty: none
+    std::vector<std::string> read_only;   // searched after it, in order
+    bool disk = true;                     // false: memory only
+    std::uint64_t max_bytes = 0;          // 0: no cap
+    std::string record;                   // manifest to append kernels to; empty: none
+
+    static CacheSettings from_environment();
+};
+
+// Replaces the process's cache settings (tools and tests; an application normally uses the
+// environment). Kernels already in memory stay there.
+void configure_cache(const CacheSettings& settings);
+CacheSettings cache_settings();
+
+struct CacheLayerStats {
+    std::string dir;
+    bool writable = false;
+    std::uint64_t hits = 0;
+    std::uint64_t misses = 0;
+};
+
+struct CacheStats {
+    std::uint64_t memory_hits = 0;
+    std::uint64_t memory_misses = 0;
+    std::vector<CacheLayerStats> layers;  // the writable folder first, then the read-only ones
+    std::uint64_t compiles = 0;           // NVRTC runs
+    double compile_ms = 0;                // their total time
+};
+
+// Counters since the process started (or since configure_cache()).
+CacheStats cache_stats();
+
+}  // namespace kjit

@@ -1,0 +1,108 @@
+#include "jit/precompile.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "kjit/cache.hpp"
+#include "kjit/elementwise_kernel.hpp"
+#include "kjit/error.hpp"
+
+namespace kjit::jit {
+namespace {
+
+struct Job {
+    std::string label;  // "axpb (T=float32) for sm_90"
+    ElementwiseKernel kernel;
+    TypeBinding types;
+    std::string arch;
+};
+
+TypeBinding binding_of(const nlohmann::json& b) {
+    if (!b.is_object()) throw CacheError("a \"types\" item must be an object such as {\"T\": \"float32\"}");
+    TypeBinding t;
+    for (const auto& [ph, name] : b.items()) {
+        if (!name.is_string()) throw CacheError("the type of '" + ph + "' must be a string");
+        t[ph] = DType::parse(name.get<std::string>());
+    }
+    return t;
+}
+
+std::string describe(const TypeBinding& b) {
+    std::string s;
+    for (const auto& [ph, t] : b) s += (s.empty() ? "" : ",") + ph + "=" + std::string(t.name());
+    return s;
+}
+
+std::string text_field(const nlohmann::json& e, const char* key, bool required) {
+    if (!e.contains(key)) {
+        if (required) throw CacheError(std::string("missing \"") + key + "\"");
+        return {};
+    }
+    if (!e[key].is_string()) throw CacheError(std::string("\"") + key + "\" must be a string");
+    return e[key].get<std::string>();
+}
+
+// The jobs of one manifest entry; a malformed entry is a failure, not an exception.
+void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs, std::vector<Job>& jobs,
+              std::vector<std::string>& failures) {
+    const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "kernel";
+    const std::string where = "kernel " + std::to_string(index) + " ('" + name + "')";
+    try {
+        const std::string kind = text_field(e, "kind", true);
+        if (kind != "elementwise") throw CacheError("kind \"" + kind + "\" is not supported by this kjit");
+        KernelOptions options;
+        options.preamble = text_field(e, "preamble", false);
+        if (e.contains("options")) options.nvrtc_options = e["options"].get<std::vector<std::string>>();
+        const ElementwiseKernel k(text_field(e, "in", false), text_field(e, "out", false), text_field(e, "op", true),
+                                  name, options);
+        std::vector<TypeBinding> bindings;
+        if (e.contains("types"))
+            for (const auto& b : e["types"]) bindings.push_back(binding_of(b));
+        if (bindings.empty()) bindings.emplace_back();
+        for (const TypeBinding& b : bindings)
+            for (const std::string& arch : archs) jobs.push_back({name + " (" + describe(b) + ") for " + arch, k, b, arch});
+    } catch (const std::exception& ex) {
+        failures.push_back(where + ": " + ex.what());
+    }
+}
+
+}  // namespace
+
+PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
+                            const std::function<void(std::size_t, std::size_t)>& on_step) {
+    if (archs.empty() && manifest.contains("arch")) archs = manifest["arch"].get<std::vector<std::string>>();
+    if (archs.empty()) throw Error("no architecture: give one (e.g. sm_80,sm_90) or an \"arch\" list in the manifest");
+    PrecompileResult result;
+    std::vector<Job> jobs;
+    for (std::size_t n = 0; n < manifest["kernels"].size(); ++n) add_jobs(manifest["kernels"][n], n, archs, jobs, result.failures);
+    result.jobs = jobs.size();
+
+    const std::uint64_t compiles_before = cache_stats().compiles;
+    const auto start = std::chrono::steady_clock::now();
+    std::mutex failures_mutex;
+    std::atomic<std::size_t> next{0}, done{0};
+    const int n = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    std::vector<std::thread> workers;
+    for (int w = 0; w < n; ++w) {
+        workers.emplace_back([&] {
+            for (std::size_t j; (j = next++) < jobs.size();) {
+                try {
+                    jobs[j].kernel.compile(jobs[j].types, jobs[j].arch);
+                } catch (const std::exception& e) {
+                    std::lock_guard lock(failures_mutex);
+                    result.failures.push_back(jobs[j].label + ":\n" + e.what());
+                }
+                const std::size_t finished = ++done;
+                if (on_step) on_step(finished, jobs.size());
+            }
+        });
+    }
+    for (std::thread& t : workers) t.join();
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.compiled = static_cast<std::size_t>(cache_stats().compiles - compiles_before);
+    return result;
+}
+
+}  // namespace kjit::jit

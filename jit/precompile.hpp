@@ -1,0 +1,27 @@
+// Precompiling a manifest: every kernel x type binding x architecture compiled into the process's
+// kernel cache (configure_cache() says where), in parallel. `kjit precompile` is this, plus a
+// progress bar.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kjit::jit {
+
+struct PrecompileResult {
+    std::size_t jobs = 0;                  // kernel x binding x arch
+    std::size_t compiled = 0;              // NVRTC runs (the rest came from the cache)
+    std::vector<std::string> failures;     // each with its diagnostic
+    double seconds = 0;
+};
+
+// `archs` empty: the manifest's "arch" list. `threads` <= 0: one per core. `on_step` runs after
+// each job (from worker threads).
+PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
+                            const std::function<void(std::size_t done, std::size_t total)>& on_step = {});
+
+}  // namespace kjit::jit

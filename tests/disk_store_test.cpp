@@ -1,0 +1,584 @@
+// One cache folder: atomic writes, compile-once across threads and processes, killed writers,
+// damage detection, LRU eviction, folder permissions.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cache/disk_store.hpp"
+#include "kjit/error.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using kjit::cache::DiskStore;
+using kjit::cache::Entry;
+
+namespace {
+
+std::string key_of(int i) {
+    char buf[33];
+    std::snprintf(buf, sizeof buf, "%08x%024x", 0xabcd0000u + static_cast<unsigned>(i), static_cast<unsigned>(i) * 7919u);
+    return buf;
+}
+
+Entry make_entry(const std::string& key, std::size_t cubin_bytes = 200) {
+    Entry e;
+    e.key = key;
+    e.meta.kernel_name = "k_" + key.substr(0, 6);
+    e.meta.types = "T=float32";
+    e.meta.arch = "sm_90";
+    e.meta.nvrtc_version = "12.8";
+    e.meta.created_unix = 1'700'000'000;
+    e.meta.lowered_names = {{"k<float>", "_Z1kIfEvv"}};
+    e.meta.spec_json = R"({"kind":"raw"})";
+    e.cubin.resize(cubin_bytes);
+    for (auto& b : e.cubin) b = static_cast<unsigned char>(kjit::test::rng()());
+    e.ptx = "// ptx of " + key;
+    return e;
+}
+
+std::vector<unsigned char> file_bytes(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void put_file(const fs::path& p, const std::vector<unsigned char>& bytes) {
+    fs::create_directories(p.parent_path());
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+unsigned mode_of(const fs::path& p) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+
+void set_atime(const fs::path& p, std::int64_t seconds) {
+    const timespec times[2] = {{static_cast<time_t>(seconds), 0}, {0, UTIME_OMIT}};
+    REQUIRE(::utimensat(AT_FDCWD, p.c_str(), times, 0) == 0);
+}
+
+// Every file name in the folder's shards, to see what a test left behind.
+std::set<std::string> names_in(const fs::path& dir) {
+    std::set<std::string> names;
+    for (const auto& f : fs::recursive_directory_iterator(dir))
+        if (!f.is_directory()) names.insert(f.path().filename().string());
+    return names;
+}
+
+// What kjit writes to stderr (its warnings) while this object lives.
+class StderrCapture {
+public:
+    StderrCapture() : file_(std::tmpfile()) {
+        std::fflush(stderr);
+        saved_ = ::dup(2);
+        ::dup2(::fileno(file_), 2);
+    }
+    ~StderrCapture() {
+        restore();
+        std::fclose(file_);
+    }
+    std::string text() {
+        restore();
+        std::string s;
+        std::rewind(file_);
+        for (int c; (c = std::fgetc(file_)) != EOF;) s.push_back(static_cast<char>(c));
+        return s;
+    }
+
+private:
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        ::dup2(saved_, 2);
+        ::close(saved_);
+        saved_ = -1;
+    }
+    std::FILE* file_;
+    int saved_ = -1;
+};
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// A folder with exactly `mode`, whatever the umask.
+void chmod_dir(const fs::path& p, unsigned mode) { REQUIRE(::chmod(p.c_str(), mode) == 0); }
+
+}  // namespace
+
+TEST_CASE("entries round-trip through a folder, sharded by key prefix", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    REQUIRE(store.writable());
+    const Entry e = make_entry(key_of(1));
+    CHECK(store.entry_path(e.key) == tmp.path() / e.key.substr(0, 2) / (e.key + ".kjit"));
+    CHECK_FALSE(store.read(e.key).has_value());
+    REQUIRE(store.write(e));
+    CHECK(store.read(e.key) == e);
+    CHECK(DiskStore(tmp.path(), false).read(e.key) == e);
+
+    const auto items = store.list();
+    REQUIRE(items.size() == 1);
+    CHECK(items[0].key == e.key);
+    CHECK(items[0].path == store.entry_path(e.key));
+    CHECK(items[0].bytes == fs::file_size(items[0].path));
+    CHECK(store.total_bytes() == items[0].bytes);
+    CHECK(store.verify().empty());
+    // Nothing but the entry is left: no temporary, no lock file.
+    CHECK(names_in(tmp.path()) == std::set<std::string>{e.key + ".kjit"});
+
+    // Writing again replaces it atomically.
+    const Entry e2 = make_entry(e.key, 300);
+    REQUIRE(store.write(e2));
+    CHECK(store.read(e.key) == e2);
+}
+
+TEST_CASE("a key that is not 32 lowercase hex characters is refused", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    for (const std::string bad : {"", "../../etc/passwd", "0123456789ABCDEF0123456789ABCDEF", "abc"}) {
+        CHECK_THROWS_AS(store.entry_path(bad), kjit::CacheError);
+        CHECK_THROWS_AS(store.read(bad), kjit::CacheError);
+        CHECK_THROWS_AS(store.get_or_create(bad, [] { return Entry{}; }), kjit::CacheError);
+    }
+    // produce() must return the entry of the key asked for.
+    CHECK_THROWS_AS(store.get_or_create(key_of(1), [] { return make_entry(key_of(2)); }), kjit::CacheError);
+    CHECK(store.list().empty());
+}
+
+TEST_CASE("threads calling get_or_create on one key produce it once", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    const std::string key = key_of(7);
+    std::atomic<int> produced{0};
+    std::vector<Entry> results(16);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < results.size(); ++t)
+        threads.emplace_back([&, t] {
+            results[t] = store.get_or_create(key, [&] {
+                ++produced;
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                return make_entry(key, 5000);
+            });
+        });
+    for (auto& t : threads) t.join();
+    CHECK(produced == 1);
+    for (const auto& r : results) CHECK(r == results[0]);
+    CHECK(store.read(key) == results[0]);
+    CHECK(names_in(tmp.path()) == std::set<std::string>{key + ".kjit"});
+}
+
+TEST_CASE("threads on different keys each produce their own once", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    std::atomic<int> produced{0};
+    std::vector<std::string> got(24);  // checked after the join: Catch's assertions are not thread-safe
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 24; ++t)
+        threads.emplace_back([&, t] {
+            const std::string key = key_of(t % 6);
+            got[t] = store.get_or_create(key, [&] {
+                ++produced;
+                return make_entry(key);
+            }).key;
+        });
+    for (auto& t : threads) t.join();
+    for (int t = 0; t < 24; ++t) CHECK(got[t] == key_of(t % 6));
+    CHECK(produced == 6);
+    CHECK(store.list().size() == 6);
+}
+
+TEST_CASE("processes calling get_or_create on one folder produce once in total", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const fs::path cache = tmp.path() / "cache";
+    const fs::path counter = tmp.path() / "produced";
+    const std::string key = key_of(11);
+    int go[2];
+    REQUIRE(::pipe(go) == 0);
+    std::vector<pid_t> children;
+    for (int i = 0; i < 6; ++i) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            // Child: wait until every sibling exists, then race. Never returns into Catch.
+            ::close(go[1]);
+            char c;
+            while (::read(go[0], &c, 1) < 0 && errno == EINTR) {
+            }
+            int rc = 1;
+            try {
+                DiskStore store(cache, true);
+                const Entry got = store.get_or_create(key, [&] {
+                    const int fd = ::open(counter.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+                    if (fd >= 0 && ::write(fd, "x", 1) == 1) ::close(fd);
+                    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                    Entry e = make_entry(key, 100'000);
+                    e.meta.created_unix = 42;
+                    return e;
+                });
+                rc = got.key == key && got.meta.created_unix == 42 && got.cubin.size() == 100'000 ? 0 : 2;
+            } catch (...) {
+                rc = 3;
+            }
+            ::_exit(rc);
+        }
+        children.push_back(pid);
+    }
+    ::close(go[0]);
+    ::close(go[1]);  // start them all
+    for (const pid_t pid : children) {
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    CHECK(fs::file_size(counter) == 1);
+    CHECK(names_in(cache) == std::set<std::string>{key + ".kjit"});
+}
+
+TEST_CASE("a writer killed mid-write leaves nothing visible and the next one succeeds", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const std::string key = key_of(21);
+    int paused[2];
+    REQUIRE(::pipe(paused) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(paused[0]);
+        // Half of the temporary is written: tell the parent, then wait to be killed.
+        kjit::cache::detail::set_write_pause_hook([&](const fs::path&) {
+            if (::write(paused[1], "p", 1) != 1) ::_exit(4);
+            for (;;) ::pause();
+        });
+        try {
+            DiskStore store(tmp.path(), true);
+            store.get_or_create(key, [&] { return make_entry(key, 4 << 20); });
+        } catch (...) {
+        }
+        ::_exit(5);  // only reached if the hook did not run
+    }
+    ::close(paused[1]);
+    char c = 0;
+    ssize_t n;
+    do n = ::read(paused[0], &c, 1);
+    while (n < 0 && errno == EINTR);
+    ::close(paused[0]);
+    REQUIRE(n == 1);
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFSIGNALED(status));
+
+    DiskStore store(tmp.path(), true);
+    const fs::path path = store.entry_path(key);
+    CHECK_FALSE(fs::exists(path));
+    std::size_t temporaries = 0;
+    for (const auto& name : names_in(tmp.path())) temporaries += name.starts_with(key + ".kjit.tmp.");
+    CHECK(temporaries == 1);  // the half-written file, left by the killed writer
+    CHECK_FALSE(store.read(key).has_value());
+    CHECK(store.list().empty());
+
+    int produced = 0;
+    const Entry got = store.get_or_create(key, [&] {
+        ++produced;
+        return make_entry(key, 1000);
+    });
+    CHECK(produced == 1);
+    CHECK(store.read(key) == got);
+    // The stale temporary was swept under the lock, and the killed writer's lock file is gone.
+    CHECK(names_in(tmp.path()) == std::set<std::string>{key + ".kjit"});
+}
+
+TEST_CASE("stale temporaries are swept by age, unless their key is being written", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    const std::string a = key_of(1), b = key_of(2);
+    const fs::path ta = store.entry_path(a).string() + ".tmp.99999.0";
+    const fs::path tb = store.entry_path(b).string() + ".tmp.99999.1";
+    put_file(ta, {1, 2, 3});
+    put_file(tb, {1, 2, 3});
+    CHECK(store.sweep_stale_temporaries(std::chrono::hours(1)) == 0);  // too young
+    const auto old = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) - 7200;
+    for (const auto& p : {ta, tb}) {
+        const timespec times[2] = {{old, 0}, {old, 0}};
+        REQUIRE(::utimensat(AT_FDCWD, p.c_str(), times, 0) == 0);
+    }
+    // Someone holds b's lock: its temporary may be a live write.
+    const fs::path lock_b = store.entry_path(b).parent_path() / (b + ".lock");
+    const int fd = ::open(lock_b.c_str(), O_RDWR | O_CREAT, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);
+    CHECK(store.sweep_stale_temporaries(std::chrono::hours(1)) == 1);
+    CHECK_FALSE(fs::exists(ta));
+    CHECK(fs::exists(tb));
+    ::close(fd);
+    CHECK(store.sweep_stale_temporaries(std::chrono::hours(1)) == 1);
+    CHECK_FALSE(fs::exists(tb));
+}
+
+TEST_CASE("every bit flip and truncation of a stored entry is detected on read", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    const Entry e = make_entry(key_of(3), 24);
+    REQUIRE(store.write(e));
+    const fs::path path = store.entry_path(e.key);
+    const auto good = file_bytes(path);
+    StderrCapture capture;
+    for (std::size_t bit = 0; bit < good.size() * 8; ++bit) {
+        auto bad = good;
+        bad[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));
+        put_file(path, bad);
+        INFO("bit " << bit);
+        CHECK_FALSE(store.read(e.key).has_value());
+        CHECK_FALSE(fs::exists(path));  // removed, so that it is compiled again
+    }
+    for (std::size_t n = 0; n < good.size(); ++n) {
+        put_file(path, std::vector<unsigned char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n)));
+        INFO("truncated to " << n);
+        CHECK_FALSE(store.read(e.key).has_value());
+        CHECK_FALSE(fs::exists(path));
+    }
+    const std::string log = capture.text();
+    CHECK(count_of(log, "damaged cache entry " + path.string()) == 1);  // once per path
+    CHECK(count_of(log, "; removed") == 1);
+    put_file(path, good);
+    CHECK(store.read(e.key) == e);
+}
+
+TEST_CASE("a damaged entry in a read-only store is ignored, not removed", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const Entry e = make_entry(key_of(4));
+    REQUIRE(DiskStore(tmp.path(), true).write(e));
+    DiskStore store(tmp.path(), false);
+    const fs::path path = store.entry_path(e.key);
+    auto bytes = file_bytes(path);
+    bytes[bytes.size() / 2] ^= 0x10;
+    put_file(path, bytes);
+    StderrCapture capture;
+    for (int i = 0; i < 3; ++i) CHECK_FALSE(store.read(e.key).has_value());
+    CHECK(fs::exists(path));
+    int produced = 0;
+    CHECK(store.get_or_create(e.key, [&] { return ++produced, e; }) == e);
+    CHECK(produced == 1);
+    const std::string log = capture.text();
+    CHECK(count_of(log, "damaged cache entry " + path.string() + ": checksum mismatch") == 1);
+    CHECK(count_of(log, "removed") == 0);
+
+    const auto damaged = store.verify();
+    REQUIRE(damaged.size() == 1);
+    CHECK(damaged[0].first == path);
+    CHECK(damaged[0].second.starts_with("checksum mismatch"));
+}
+
+TEST_CASE("verify names every damaged entry and removes nothing", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    for (int i = 0; i < 5; ++i) REQUIRE(store.write(make_entry(key_of(i))));
+    // Entry 1 truncated, entry 3 stored under the wrong name.
+    const fs::path p1 = store.entry_path(key_of(1));
+    auto b1 = file_bytes(p1);
+    b1.resize(b1.size() - 1);
+    put_file(p1, b1);
+    const fs::path p3 = store.entry_path(key_of(3));
+    put_file(p3, file_bytes(store.entry_path(key_of(4))));
+    auto damaged = store.verify();
+    std::sort(damaged.begin(), damaged.end());
+    REQUIRE(damaged.size() == 2);
+    CHECK(damaged[0].first == std::min(p1, p3));
+    const auto& problem3 = damaged[0].first == p3 ? damaged[0].second : damaged[1].second;
+    const auto& problem1 = damaged[0].first == p1 ? damaged[0].second : damaged[1].second;
+    CHECK(problem1.starts_with("sizes do not add up"));
+    CHECK(problem3.starts_with("key differs from expected"));
+    CHECK(store.list().size() == 5);
+}
+
+TEST_CASE("eviction removes the least recently used entries first", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    for (int i = 0; i < 4; ++i) REQUIRE(store.write(make_entry(key_of(i), 1000)));
+    const std::uint64_t one = fs::file_size(store.entry_path(key_of(0)));
+    // Last used: 2 (oldest), 0, 3, 1 (newest).
+    const std::int64_t base = 1'600'000'000;
+    set_atime(store.entry_path(key_of(2)), base);
+    set_atime(store.entry_path(key_of(0)), base + 10);
+    set_atime(store.entry_path(key_of(3)), base + 20);
+    set_atime(store.entry_path(key_of(1)), base + 30);
+    for (const auto& item : store.list())
+        if (item.key == key_of(3)) CHECK(item.last_used_unix == base + 20);
+
+    CHECK(store.prune(4 * one) == 0);
+    CHECK(store.prune(3 * one) == one);
+    CHECK_FALSE(fs::exists(store.entry_path(key_of(2))));
+    CHECK(store.prune(2 * one + one / 2) == one);
+    CHECK_FALSE(fs::exists(store.entry_path(key_of(0))));
+
+    // A read is a use: 3 becomes newer than 1, so 1 goes next.
+    REQUIRE(store.read(key_of(3)).has_value());
+    CHECK(store.prune(one) == one);
+    CHECK_FALSE(fs::exists(store.entry_path(key_of(1))));
+    CHECK(fs::exists(store.entry_path(key_of(3))));
+    CHECK(store.prune(0) == one);
+    CHECK(store.list().empty());
+}
+
+TEST_CASE("a size cap prunes after each write but never the entry just written", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const std::uint64_t one = kjit::cache::serialize_entry(make_entry(key_of(0), 1000)).size();
+    DiskStore store(tmp.path(), true, 2 * one);
+    CHECK(store.max_bytes() == 2 * one);
+    REQUIRE(store.write(make_entry(key_of(0), 1000)));
+    REQUIRE(store.write(make_entry(key_of(1), 1000)));
+    set_atime(store.entry_path(key_of(0)), 1'600'000'100);
+    set_atime(store.entry_path(key_of(1)), 1'600'000'000);  // 1 is older than 0
+    REQUIRE(store.write(make_entry(key_of(2), 1000)));
+    CHECK(fs::exists(store.entry_path(key_of(0))));
+    CHECK_FALSE(fs::exists(store.entry_path(key_of(1))));
+    CHECK(store.total_bytes() == 2 * one);
+
+    // An entry bigger than the cap stays (everything else goes); so does one from get_or_create.
+    REQUIRE(store.write(make_entry(key_of(3), 5000)));
+    CHECK(store.list().size() == 1);
+    CHECK(fs::exists(store.entry_path(key_of(3))));
+    store.get_or_create(key_of(4), [] { return make_entry(key_of(4), 5000); });
+    REQUIRE(store.list().size() == 1);
+    CHECK(store.list()[0].key == key_of(4));
+}
+
+TEST_CASE("clear removes entries, stale temporaries and free lock files only", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    for (int i = 0; i < 3; ++i) REQUIRE(store.write(make_entry(key_of(i))));
+    const fs::path shard = store.entry_path(key_of(0)).parent_path();
+    put_file(store.entry_path(key_of(0)).string() + ".tmp.1.0", {1});  // a killed writer's
+    put_file(shard / (key_of(0) + ".lock"), {});                         // a killed writer's lock
+    put_file(store.entry_path(key_of(5)).string() + ".tmp.1.1", {1});  // a live writer's:
+    const fs::path live_lock = store.entry_path(key_of(5)).parent_path() / (key_of(5) + ".lock");
+    const int fd = ::open(live_lock.c_str(), O_RDWR | O_CREAT, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);
+    put_file(shard / "README", {'h', 'i'});  // not ours: left alone
+
+    store.clear();
+    CHECK(store.list().empty());
+    CHECK(names_in(tmp.path()) == std::set<std::string>{key_of(5) + ".kjit.tmp.1.1", key_of(5) + ".lock", "README"});
+    ::close(fd);
+}
+
+TEST_CASE("list counts entries only", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    REQUIRE(store.write(make_entry(key_of(1))));
+    put_file(store.entry_path(key_of(1)).string() + ".tmp.5.5", std::vector<unsigned char>(1000));
+    put_file(store.entry_path(key_of(2)).parent_path() / (key_of(2) + ".lock"), {});
+    put_file(tmp.path() / "zz" / (key_of(3) + ".kjit"), {1});  // not a hex shard
+    put_file(tmp.path() / (key_of(4) + ".kjit"), {1});         // not in a shard
+    const auto items = store.list();
+    REQUIRE(items.size() == 1);
+    CHECK(store.total_bytes() == fs::file_size(store.entry_path(key_of(1))));
+}
+
+TEST_CASE("a read-only store whose folder is missing just misses", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const fs::path missing = tmp.path() / "not" / "there";
+    DiskStore store(missing, false);
+    CHECK_FALSE(store.writable());
+    CHECK_FALSE(store.read(key_of(1)).has_value());
+    CHECK_FALSE(store.write(make_entry(key_of(1))));
+    int produced = 0;
+    CHECK(store.get_or_create(key_of(1), [&] { return ++produced, make_entry(key_of(1)); }).key == key_of(1));
+    CHECK(produced == 1);
+    CHECK(store.list().empty());
+    CHECK(store.verify().empty());
+    CHECK_FALSE(fs::exists(missing));
+}
+
+TEST_CASE("a writable store creates its folder privately, or falls back with a warning", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const fs::path dir = tmp.path() / "a" / "b";
+    DiskStore store(dir, true);
+    CHECK(store.writable());
+    CHECK(mode_of(dir) == 0700);
+    REQUIRE(store.write(make_entry(key_of(1))));
+    CHECK(mode_of(store.entry_path(key_of(1))) == 0600);
+    CHECK(mode_of(store.entry_path(key_of(1)).parent_path()) == 0700);
+
+    // A folder that cannot exist (under a regular file): a warning, no exception, memory only.
+    put_file(tmp.path() / "file", {1});
+    StderrCapture capture;
+    DiskStore impossible(tmp.path() / "file" / "cache", true);
+    CHECK_FALSE(impossible.writable());
+    CHECK_FALSE(impossible.write(make_entry(key_of(1))));
+    int produced = 0;
+    impossible.get_or_create(key_of(1), [&] { return ++produced, make_entry(key_of(1)); });
+    CHECK(produced == 1);
+    CHECK(count_of(capture.text(), "cache folder " + (tmp.path() / "file" / "cache").string()) == 1);
+}
+
+TEST_CASE("a folder other users can write to is refused for writing and reading", "[disk_store]") {
+    for (const unsigned mode : {0775u, 0757u, 0777u, 0720u}) {
+        kjit::test::TempDir tmp;
+        const Entry e = make_entry(key_of(9));
+        REQUIRE(DiskStore(tmp.path(), true).write(e));  // as if planted while the folder was open
+        chmod_dir(tmp.path(), mode);
+        INFO("mode " << std::oct << mode);
+        StderrCapture capture;
+        for (const bool writable : {true, false}) {
+            DiskStore store(tmp.path(), writable);
+            CHECK_FALSE(store.writable());
+            CHECK_FALSE(store.usable());
+            CHECK_FALSE(store.read(e.key).has_value());
+            CHECK_FALSE(store.write(make_entry(key_of(10))));
+            int produced = 0;
+            store.get_or_create(e.key, [&] { return ++produced, e; });
+            CHECK(produced == 1);
+        }
+        CHECK(count_of(capture.text(), "refusing cache folder " + tmp.path().string()) == 1);
+        CHECK_FALSE(fs::exists(DiskStore(tmp.path(), false).entry_path(key_of(10))));
+        chmod_dir(tmp.path(), 0700);
+    }
+}
+
+TEST_CASE("files are readable by others only if the folder is", "[disk_store]") {
+    const mode_t old_umask = ::umask(077);  // the folder decides, not the umask
+    for (const auto& [dir_mode, file_mode, shard_mode] :
+         {std::tuple{0755u, 0644u, 0755u}, {0700u, 0600u, 0700u}, {0750u, 0640u, 0750u}, {0705u, 0604u, 0705u}}) {
+        kjit::test::TempDir tmp;
+        chmod_dir(tmp.path(), dir_mode);
+        DiskStore store(tmp.path(), true);
+        REQUIRE(store.writable());
+        store.get_or_create(key_of(1), [] { return make_entry(key_of(1)); });
+        INFO("folder " << std::oct << dir_mode);
+        CHECK(mode_of(store.entry_path(key_of(1))) == file_mode);
+        CHECK(mode_of(store.entry_path(key_of(1)).parent_path()) == shard_mode);
+    }
+    ::umask(old_umask);
+}
+
+TEST_CASE("an exception from produce() stores nothing and releases the lock", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    const std::string key = key_of(8);
+    CHECK_THROWS_AS(store.get_or_create(key, []() -> Entry { throw std::runtime_error("compile failed"); }),
+                    std::runtime_error);
+    CHECK_FALSE(store.read(key).has_value());
+    CHECK(store.get_or_create(key, [&] { return make_entry(key); }).key == key);
+    CHECK(names_in(tmp.path()) == std::set<std::string>{key + ".kjit"});
+}

@@ -1,0 +1,308 @@
+// The kernel cache: keys, memory, layers, compile-once, record mode, and a cache precompiled
+// from a recorded manifest that serves a process without NVRTC.
+#include "test_support.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "cache/cache_key.hpp"
+#include "cache/kernel_cache.hpp"
+#include "cache/manifest.hpp"
+#include "jit/precompile.hpp"
+#include "kjit/cache.hpp"
+#include "kjit/elementwise_kernel.hpp"
+#include "kjit/error.hpp"
+#include "kjit/device.hpp"
+#include "runtime/detail/driver.hpp"
+#include "runtime/detail/nvrtc.hpp"
+
+using kjit::DType;
+using kjit::cache::Entry;
+using kjit::cache::KernelCache;
+using kjit::cache::Request;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Entry fake_entry(const std::string& key, const std::string& ptx) {
+    Entry e;
+    e.key = key;
+    e.meta.kernel_name = "k";
+    e.meta.arch = "sm_90";
+    const unsigned char elf[] = {0x7f, 'E', 'L', 'F', 1, 2, 3};
+    e.cubin.assign(std::begin(elf), std::end(elf));
+    e.ptx = ptx;
+    return e;
+}
+
+kjit::CacheSettings settings_in(const std::filesystem::path& dir) {
+    kjit::CacheSettings s;
+    s.dir = dir.string();
+    return s;
+}
+
+// Restores the process cache's settings when a test that changes them ends.
+struct ProcessCacheGuard {
+    kjit::CacheSettings saved = kjit::cache_settings();
+    ~ProcessCacheGuard() { kjit::configure_cache(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("cache keys hash everything that changes the bytes, and nothing else", "[kernel_cache]") {
+    using kjit::cache::make_key;
+    const std::vector<std::string> opts{"-std=c++17", "-minimal"};
+    const std::string k = make_key("src", opts, "sm_90", "nvrtc-13.0+bid:1");
+    CHECK(kjit::cache::is_key(k));
+    CHECK(k == make_key("src", opts, "sm_90", "nvrtc-13.0+bid:1"));
+    CHECK(k != make_key("src2", opts, "sm_90", "nvrtc-13.0+bid:1"));
+    CHECK(k != make_key("src", {"-std=c++17"}, "sm_90", "nvrtc-13.0+bid:1"));
+    CHECK(k != make_key("src", opts, "sm_80", "nvrtc-13.0+bid:1"));
+    CHECK(k != make_key("src", opts, "sm_90", "nvrtc-13.0+bid:2"));
+    CHECK(k != kjit::cache::make_alias_key("src", opts, "sm_90"));
+    // One option, two spellings: one key.
+    CHECK(make_key("s", {"-lineinfo", " -std=c++17 "}, "sm_90", "v") ==
+          make_key("s", {"--generate-line-info", "--std=c++17"}, "sm_90", "v"));
+    // Fields cannot run into each other.
+    CHECK(make_key("ab", {"c"}, "sm_90", "v") != make_key("a", {"bc"}, "sm_90", "v"));
+    CHECK_FALSE(kjit::cache::is_key("xyz"));
+}
+
+TEST_CASE("the cache compiles a key once, then serves it from memory, then from disk", "[kernel_cache]") {
+    const kjit::test::TempDir dir;
+    std::atomic<int> compiles{0};
+    const std::string key = kjit::cache::make_key("a", {}, "sm_90", "v");
+    Request r{key, kjit::cache::make_alias_key("a", {}, "sm_90"), "sm_90", "", [&] {
+                  ++compiles;
+                  return fake_entry(key, "ptx-a");
+              }};
+    {
+        KernelCache cache(settings_in(dir.path()));
+        CHECK(cache.get(r)->ptx == "ptx-a");
+        CHECK(cache.get(r)->ptx == "ptx-a");
+        CHECK(compiles == 1);
+        const kjit::CacheStats s = cache.stats();
+        CHECK(s.memory_hits == 1);
+        CHECK(s.memory_misses == 1);
+        CHECK(s.compiles == 1);
+        REQUIRE(s.layers.size() == 1);
+        CHECK(s.layers[0].misses == 1);
+    }
+    KernelCache fresh(settings_in(dir.path()));  // as a new process would
+    CHECK(fresh.get(r)->ptx == "ptx-a");
+    CHECK(compiles == 1);
+    CHECK(fresh.stats().layers[0].hits == 1);
+}
+
+TEST_CASE("concurrent first calls compile once; different keys compile in parallel", "[kernel_cache]") {
+    const kjit::test::TempDir dir;
+    KernelCache cache(settings_in(dir.path()));
+    std::atomic<int> compiles{0}, running{0}, most_running{0};
+    auto request = [&](const std::string& name) {
+        const std::string key = kjit::cache::make_key(name, {}, "sm_90", "v");
+        return Request{key, "", "sm_90", "", [&, key] {
+                           ++compiles;
+                           const int now = ++running;
+                           for (int seen = most_running; now > seen && !most_running.compare_exchange_weak(seen, now);) {
+                           }
+                           std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                           --running;
+                           return fake_entry(key, "ptx");
+                       }};
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t) threads.emplace_back([&] { CHECK(cache.get(request("same"))->ptx == "ptx"); });
+    for (auto& t : threads) t.join();
+    CHECK(compiles == 1);
+    threads.clear();
+    compiles = 0;
+    most_running = 0;
+    for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { cache.get(request("other" + std::to_string(t))); });
+    for (auto& t : threads) t.join();
+    CHECK(compiles == 4);
+    CHECK(most_running > 1);  // no lock held across a compile
+}
+
+TEST_CASE("a failed compile reaches every waiter and is retried by the next call", "[kernel_cache]") {
+    const kjit::test::TempDir dir;
+    KernelCache cache(settings_in(dir.path()));
+    const std::string key = kjit::cache::make_key("f", {}, "sm_90", "v");
+    int attempts = 0;
+    Request r{key, "", "sm_90", "", [&]() -> Entry {
+                  if (++attempts == 1) throw kjit::CompileError("broken", "log", "src");
+                  return fake_entry(key, "ok");
+              }};
+    CHECK_THROWS_AS(cache.get(r), kjit::CompileError);
+    CHECK(cache.get(r)->ptx == "ok");
+    CHECK(attempts == 2);
+}
+
+TEST_CASE("read-only layers serve entries; an unusable writable folder only warns", "[kernel_cache]") {
+    const kjit::test::TempDir shipped, other;
+    const std::string key = kjit::cache::make_key("ro", {}, "sm_90", "v");
+    int compiles = 0;
+    Request r{key, "", "sm_90", "", [&] {
+                  ++compiles;
+                  return fake_entry(key, "shipped");
+              }};
+    KernelCache(settings_in(shipped.path())).get(r);
+    REQUIRE(compiles == 1);
+    kjit::CacheSettings s;
+    s.dir = (other.path() / "file-not-folder").string();
+    std::ofstream(s.dir) << "in the way";  // the writable folder cannot be created
+    s.read_only = {(other.path() / "missing").string(), shipped.path().string()};
+    KernelCache layered(s);
+    CHECK(layered.get(r)->ptx == "shipped");
+    CHECK(compiles == 1);
+    const kjit::CacheStats st = layered.stats();
+    REQUIRE(st.layers.size() == 3);
+    CHECK_FALSE(st.layers[0].writable);
+    CHECK(st.layers[1].misses == 1);
+    CHECK(st.layers[2].hits == 1);
+}
+
+TEST_CASE("manifests merge kernels and bindings without duplicates", "[kernel_cache]") {
+    nlohmann::json m;
+    const nlohmann::json k1 = {{"kind", "elementwise"}, {"name", "a"}, {"in", "T x"}, {"out", "T y"}, {"op", "y = x"},
+                               {"types", {{{"T", "float32"}}}}};
+    nlohmann::json k2 = k1;
+    k2["types"] = {{{"T", "int8"}}};
+    kjit::cache::merge_into_manifest(m, k1, "sm_90");
+    kjit::cache::merge_into_manifest(m, k2, "sm_90");
+    kjit::cache::merge_into_manifest(m, k1, "sm_80");
+    REQUIRE(m["kernels"].size() == 1);
+    CHECK(m["kernels"][0]["types"].size() == 2);
+    CHECK(m["arch"] == nlohmann::json({"sm_90", "sm_80"}));
+    const kjit::test::TempDir dir;
+    std::ofstream(dir.path() / "bad.json") << R"({"kernels": [{"name": 3}]})";
+    CHECK_THROWS_WITH(kjit::cache::read_manifest(dir.path() / "bad.json"), Contains("kernel 0: \"kind\" must be a string"));
+    CHECK_THROWS_AS(kjit::cache::read_manifest(dir.path() / "none.json"), kjit::IoError);
+}
+
+TEST_CASE("record, precompile, then a process without NVRTC finds every kernel", "[kernel_cache][nvrtc]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    const auto manifest = work.path() / "manifest.json";
+    const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb_rec");
+    const kjit::ElementwiseKernel scale("T x, float64 s", "T y", "y = x * s", "scale_rec");
+
+    // 1. An application runs with KJIT_CACHE_RECORD: each kernel it uses is appended.
+    kjit::CacheSettings app = settings_in(work.path() / "app-cache");
+    app.record = manifest.string();
+    kjit::configure_cache(app);
+    axpb.compile({{"T", DType::float32}}, "sm_90");
+    axpb.compile({{"T", DType::float64}}, "sm_90");
+    axpb.compile({{"T", DType::float32}}, "sm_90");
+    scale.compile({{"T", DType::int16}}, "sm_90");
+    const nlohmann::json recorded = kjit::cache::read_manifest(manifest);
+    REQUIRE(recorded["kernels"].size() == 2);
+    CHECK(recorded["kernels"][0]["types"].size() == 2);
+
+    // 2. A build machine precompiles it for two architectures; a second run compiles nothing.
+    kjit::configure_cache(settings_in(work.path() / "shipped"));
+    const auto first = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
+    CHECK(first.failures.empty());
+    CHECK(first.jobs == 6);
+    kjit::configure_cache(settings_in(work.path() / "shipped"));
+    const auto second = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
+    CHECK(second.compiled == 0);
+
+    // 3. The application ships that folder read-only and has no NVRTC.
+    kjit::CacheSettings shipped;
+    shipped.dir = (work.path() / "empty-writable").string();
+    shipped.read_only = {(work.path() / "shipped").string()};
+    kjit::configure_cache(shipped);
+    const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+        INFO(arch);
+        const kjit::KernelBinary b = axpb.compile({{"T", DType::float64}}, arch);
+        CHECK(b.arch == arch);
+        CHECK_FALSE(b.cubin.empty());
+        CHECK(b.compile_ms == 0);
+        CHECK_NOTHROW(scale.compile({{"T", DType::int16}}, arch));
+    }
+    CHECK(kjit::cache_stats().compiles == 0);
+    // A kernel the manifest did not have: a clear error naming it and the missing NVRTC.
+    CHECK_THROWS_AS(scale.compile({{"T", DType::float32}}, "sm_90"), kjit::NoDeviceError);
+    CHECK_THROWS_WITH(scale.compile({{"T", DType::float32}}, "sm_90"),
+                      Contains("scale_rec") && Contains("T=float32") && Contains("NVRTC"));
+}
+
+// Not a test: what a cache hit costs, run by hand or by the GPU script with
+// `kjit_tests "[cache_bench]"`; numbers go to docs/PERFORMANCE.md.
+TEST_CASE("cost of cache hits", "[.][cache_bench]") {
+    using clock = std::chrono::steady_clock;
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir dir;
+    // Warm in-memory lookup of a key: what the kernel cache adds to a call that finds it there.
+    {
+        KernelCache cache(settings_in(dir.path() / "warm"));
+        const std::string key = kjit::cache::make_key("warm", {}, "sm_90", "v");
+        const Request r{key, "", "sm_90", "", [&] { return fake_entry(key, "ptx"); }};
+        cache.get(r);
+        const int n = 1000000;
+        const auto t = clock::now();
+        for (int k = 0; k < n; ++k) cache.get(r);
+        const double ns = std::chrono::duration<double, std::nano>(clock::now() - t).count() / n;
+        WARN("warm in-memory lookup: " << ns << " ns per get()");
+    }
+    // A kernel compiled earlier in this folder, asked for again by a cache with an empty memory
+    // (as a new process): parse, check, generate, hash, read and verify the entry.
+    std::vector<kjit::ElementwiseKernel> kernels;
+    for (int k = 0; k < 15; ++k)
+        kernels.emplace_back("T x, T a, T b", "T y", "y = a * x + b + " + std::to_string(k), "hit" + std::to_string(k));
+    const kjit::TypeBinding f32{{"T", DType::float32}};
+    kjit::configure_cache(settings_in(dir.path() / "disk"));
+    for (const auto& k : kernels) k.compile(f32, "sm_90");
+    kjit::configure_cache(settings_in(dir.path() / "disk"));
+    std::vector<double> us;
+    for (const auto& k : kernels) {
+        const auto t = clock::now();
+        const kjit::KernelBinary b = k.compile(f32, "sm_90");
+        us.push_back(std::chrono::duration<double, std::micro>(clock::now() - t).count());
+        CHECK(b.compile_ms == 0);
+    }
+    std::sort(us.begin(), us.end());
+    CHECK(kjit::cache_stats().compiles == 0);
+    WARN("disk hit with an empty memory (NVRTC already loaded): median " << us[7] << " us (min " << us.front()
+                                                                        << ", max " << us.back() << ")");
+}
+
+// Not a test: run twice as separate processes with KJIT_BENCH_CACHE_DIR set to one folder; the
+// first fills it, the second reports what its first call of the (now cached) kernel costs.
+TEST_CASE("first call of a cached kernel in a fresh process", "[.][cache_bench_fresh]") {
+    using clock = std::chrono::steady_clock;
+    auto us_since = [](clock::time_point t) { return std::chrono::duration<double, std::micro>(clock::now() - t).count(); };
+    const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
+    REQUIRE(dir != nullptr);
+    const ProcessCacheGuard restore;
+    // The CUDA driver's start is paid by every CUDA program: before the clock.
+    const bool gpu = kjit::Device::count() > 0;
+    if (gpu) (void)kjit::Device::current().properties();
+    kjit::configure_cache(settings_in(dir));
+    const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh");
+    auto t = clock::now();
+    REQUIRE(kjit::detail::try_nvrtc() != nullptr);
+    const double nvrtc_us = us_since(t);
+    t = clock::now();
+    const kjit::KernelBinary b = k.compile({{"T", DType::float32}});
+    const double compile_us = us_since(t);
+    double load_us = 0;
+    if (gpu) {
+        auto& d = kjit::detail::driver_on(0);
+        CUmodule m = nullptr;
+        t = clock::now();
+        REQUIRE(d.cuModuleLoadData(&m, b.cubin.data()) == CUDA_SUCCESS);
+        load_us = us_since(t);
+        d.cuModuleUnload(m);
+    }
+    if (b.compile_ms > 0)
+        WARN("filled the cache (compiled in " << b.compile_ms << " ms); run again to measure");
+    else
+        WARN("first call of a cached kernel in a fresh process (" << b.arch << "): loading NVRTC " << nvrtc_us
+                                                                 << " us, then compile() from disk " << compile_us
+                                                                 << " us, cuModuleLoadData " << load_us << " us");
+}

@@ -1,0 +1,145 @@
+// `kjit precompile MANIFEST` and `kjit cache ls|stats|verify|prune|clear`: filling a kernel cache
+// on a machine without a GPU, and looking after one.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cache/disk_store.hpp"
+#include "cache/manifest.hpp"
+#include "kjit/cache.hpp"
+#include "jit/precompile.hpp"
+#include "kjit/error.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace kjit::cli {
+namespace {
+
+std::vector<std::string> split_archs(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find(',', start);
+        if (end == std::string::npos) end = text.size();
+        if (end > start) out.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+// A one-line progress bar on a terminal; nothing otherwise (logs get the summary line only).
+class Progress {
+public:
+    void show(std::size_t done, std::size_t total) {
+        if (!terminal_) return;
+        std::lock_guard lock(mutex_);
+        const std::size_t width = 30, filled = total ? width * done / total : width;
+        fmt::print(stderr, "\r[{}{}] {}/{}", std::string(filled, '#'), std::string(width - filled, ' '), done, total);
+        if (done == total) fmt::print(stderr, "\n");
+    }
+
+private:
+    bool terminal_ = ::isatty(2) != 0;
+    std::mutex mutex_;
+};
+
+int precompile(const std::string& manifest_path, const std::string& arch_flag, const std::string& cache_dir, int jobs_n) {
+    const nlohmann::json manifest = cache::read_manifest(manifest_path);
+    CacheSettings settings = CacheSettings::from_environment();
+    if (!cache_dir.empty()) settings.dir = cache_dir;
+    settings.disk = true;
+    settings.record.clear();  // precompiling must not write the manifest it reads
+    configure_cache(settings);
+    Progress progress;
+    const jit::PrecompileResult r = jit::precompile(manifest, split_archs(arch_flag), jobs_n,
+                                                    [&](std::size_t done, std::size_t total) { progress.show(done, total); });
+    for (const std::string& f : r.failures) fmt::print(stderr, "kjit precompile: failed: {}\n", f);
+    const std::size_t failed_jobs = std::min(r.jobs, r.failures.size());
+    fmt::print("precompiled {} kernel builds into {} in {:.1f} s: {} compiled, {} already cached, {} failed\n", r.jobs,
+               settings.dir, r.seconds, r.compiled, r.jobs - std::min(r.jobs, r.compiled + failed_jobs), r.failures.size());
+    return r.failures.empty() ? 0 : 1;
+}
+
+std::string when(std::int64_t unix_time) {
+    char buf[32] = "-";
+    const std::time_t t = static_cast<std::time_t>(unix_time);
+    if (std::tm tm{}; unix_time > 0 && gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+    return buf;
+}
+
+int cache_command(const std::string& action, const std::string& dir_flag, std::uint64_t max_bytes) {
+    const std::string dir = dir_flag.empty() ? CacheSettings::from_environment().dir : dir_flag;
+    cache::DiskStore store(dir, /*writable=*/action == "prune" || action == "clear");
+    if (action == "ls") {
+        for (const auto& item : store.list()) {
+            fmt::print("{}  {:>9}  last used {}\n", item.key, item.bytes, when(item.last_used_unix));
+        }
+        return 0;
+    }
+    if (action == "stats") {
+        const auto items = store.list();
+        fmt::print("{}: {} entries, {} bytes\n", dir, items.size(), store.total_bytes());
+        return 0;
+    }
+    if (action == "verify") {
+        const auto damaged = store.verify();
+        for (const auto& [path, problem] : damaged) fmt::print("damaged: {}: {}\n", path.string(), problem);
+        fmt::print("{}: {} entries checked, {} damaged\n", dir, store.list().size(), damaged.size());
+        return damaged.empty() ? 0 : 1;
+    }
+    if (action == "prune") {
+        const std::uint64_t removed = store.prune(max_bytes);
+        fmt::print("{}: removed {} bytes; {} bytes left\n", dir, removed, store.total_bytes());
+        return 0;
+    }
+    if (action == "clear") {
+        store.clear();
+        fmt::print("{}: cleared\n", dir);
+        return 0;
+    }
+    throw Error("unknown cache action '" + action + "'");
+}
+
+}  // namespace
+
+void add_cache_commands(CLI::App& app, int& exit_status) {
+    {
+        struct Flags {
+            std::string manifest, arch, cache_dir;
+            int jobs = 0;
+        };
+        auto f = std::make_shared<Flags>();
+        CLI::App* cmd = app.add_subcommand("precompile", "Compile every kernel of a manifest into a cache (no GPU needed)");
+        cmd->add_option("manifest", f->manifest, "The manifest (JSON), e.g. one KJIT_CACHE_RECORD wrote")->required();
+        cmd->add_option("--arch", f->arch, "Targets, e.g. sm_80,sm_90 (default: the manifest's \"arch\")");
+        cmd->add_option("--cache-dir", f->cache_dir, "The cache folder to fill (default: KJIT_CACHE_DIR)");
+        cmd->add_option("-j,--jobs", f->jobs, "Parallel compiles (default: one per core)");
+        cmd->callback([f, &exit_status] { exit_status = precompile(f->manifest, f->arch, f->cache_dir, f->jobs); });
+    }
+    {
+        auto dir = std::make_shared<std::string>();
+        auto max_bytes = std::make_shared<std::uint64_t>(0);
+        CLI::App* cmd = app.add_subcommand("cache", "Look after a kernel cache folder");
+        cmd->require_subcommand(1);
+        for (const char* action : {"ls", "stats", "verify", "prune", "clear"}) {
+            static const std::map<std::string, std::string> help = {
+                {"ls", "List the entries"},
+                {"stats", "Count entries and bytes"},
+                {"verify", "Check every entry; exit 1 naming each damaged one"},
+                {"prune", "Remove least recently used entries down to --max-bytes"},
+                {"clear", "Remove every entry"}};
+            CLI::App* sub = cmd->add_subcommand(action, help.at(action));
+            sub->add_option("--cache-dir", *dir, "The cache folder (default: KJIT_CACHE_DIR)");
+            if (std::string(action) == "prune") sub->add_option("--max-bytes", *max_bytes, "Size to prune to")->required();
+            sub->callback([action, dir, max_bytes, &exit_status] { exit_status = cache_command(action, *dir, *max_bytes); });
+        }
+    }
+}
+
+}  // namespace kjit::cli
