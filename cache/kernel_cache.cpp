@@ -153,6 +153,18 @@ std::shared_ptr<const Entry> KernelCache::find_alias(const std::string& alias, c
     return nullptr;
 }
 
+void KernelCache::store(const Entry& entry, const std::string& alias) {
+    auto shared = std::make_shared<const Entry>(entry);
+    for (const std::string& name : {entry.key, alias}) {
+        std::promise<std::shared_ptr<const Entry>> p;
+        p.set_value(shared);
+        Shard& shard = shard_of(name);
+        std::lock_guard lock(shard.mutex);
+        shard.entries[name] = p.get_future().share();
+    }
+    if (writable_ && writable_->write(entry)) writable_->write_alias(alias, entry.key);
+}
+
 void KernelCache::record(const std::string& spec_json, const std::string& arch) {
     if (settings_.record.empty() || spec_json.empty()) return;
     try {

@@ -39,6 +39,10 @@ public:
     std::shared_ptr<const Entry> find_alias(const std::string& alias, const std::string& spec_json,
                                             const std::string& arch);
 
+    // Stores an entry made outside a compile (a cubin the driver made from PTX) in the writable
+    // folder and in memory, reachable by its key and by `alias`.
+    void store(const Entry& entry, const std::string& alias);
+
     CacheStats stats() const;
 
 private:

@@ -18,6 +18,7 @@
 #include "jit/type_checker.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/module.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
 namespace kjit {
@@ -153,9 +154,8 @@ std::string describe(const TypeBinding& types) {
 
 // The target: `arch` if given, else KJIT_ARCH, else the current GPU, else the default; fitted to
 // what NVRTC supports when there is one (without NVRTC, as asked: only a cache can serve it).
-jit::ArchTarget choose_target(const std::string& arch, bool have_nvrtc) {
-    std::optional<int> device_cc;
-    if (arch.empty() && Device::count() > 0) {
+jit::ArchTarget choose_target(const std::string& arch, bool have_nvrtc, std::optional<int> device_cc = std::nullopt) {
+    if (arch.empty() && !device_cc && Device::count() > 0) {
         const DeviceProperties p = Device::current().properties();
         device_cc = p.cc_major * 10 + p.cc_minor;
     }
@@ -181,75 +181,154 @@ jit::ArchTarget choose_target(const std::string& arch, bool have_nvrtc) {
     return t;
 }
 
+// A kernel for one binding, ready to be looked up: its generated module and compile request.
+struct Prepared {
+    jit::GeneratedModule generated;
+    jit::CompileRequest request;
+    std::string spec;
+    std::string types;
+};
+
+Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types) {
+    const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
+    jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, {}};
+    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}, spec_json(k, types), describe(types)};
+    p.request.source = p.generated.source;
+    p.request.program_name = k.name() + ".cu";
+    // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile
+    // time on the GPU host (docs/PERFORMANCE.md). A preamble is the user's CUDA, so it may.
+    if (k.options().preamble.empty()) p.request.options.push_back("-minimal");
+    for (const std::string& o : k.options().nvrtc_options) p.request.options.push_back(o);
+    return p;
+}
+
+// The entry for `p` built for `target`: from the cache, or compiled now (with NVRTC); without
+// NVRTC, found by alias or null.
+std::shared_ptr<const cache::Entry> find_or_compile(Prepared& p, const jit::ArchTarget& target, bool have_nvrtc,
+                                                    double* compile_ms, std::string* log) {
+    p.request.target = target;
+    const std::vector<std::string> options = jit::compile_options(p.request);
+    const std::string name = target.name();
+    const std::string alias = cache::make_alias_key(p.request.source, options, name);
+    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    if (!have_nvrtc) return kernel_cache->find_alias(alias, p.spec, name);
+    cache::Request r;
+    r.key = cache::make_key(p.request.source, options, name, jit::nvrtc_version_key());
+    r.alias = alias;
+    r.arch = name;
+    r.spec_json = p.spec;
+    r.compile = [&] {
+        const jit::CompileResult result = jit::compile_cuda(p.request);
+        if (compile_ms) *compile_ms = result.compile_ms;
+        if (log) *log = result.log;
+        cache::Entry e;
+        e.key = r.key;
+        e.meta.kernel_name = p.request.program_name.substr(0, p.request.program_name.size() - 3);
+        e.meta.types = p.types;
+        e.meta.arch = name;
+        e.meta.nvrtc_version = jit::nvrtc_version_key();
+        e.meta.created_unix = static_cast<std::int64_t>(std::time(nullptr));
+        e.meta.lowered_names = result.lowered_names;
+        e.meta.spec_json = p.spec;
+        e.cubin = result.cubin;
+        e.ptx = result.ptx;
+        return e;
+    };
+    return kernel_cache->get(r);
+}
+
+[[noreturn]] void fail_not_cached(const ElementwiseKernel& k, const Prepared& p, const std::string& target,
+                                  const std::string& why) {
+    throw NoDeviceError("kernel '" + k.name() + "' (" + p.types + ") for " + target +
+                        " is in no kernel cache folder and it cannot be compiled: " + why);
+}
+
+// Every architecture a cubin or PTX of which kjit may find in a cache, newest first.
+constexpr int kKnownArchs[] = {121, 120, 110, 103, 100, 90, 89, 88, 87, 86, 80, 75};
+
 }  // namespace
 
 KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::string& arch) const {
-    const Checked c = parse_and_check(spec_->in, spec_->out, spec_->op, spec_->name, spec_->options, types, true);
-    jit::ElementwiseModuleSpec m{spec_->name, spec_->in, spec_->out, spec_->options.preamble, {}};
-    const jit::GeneratedModule g = jit::generate_elementwise(m, c.kernel, c.body, types);
-
+    Prepared p = prepare(*this, types);
     std::string no_nvrtc;
     const bool have_nvrtc = detail::try_nvrtc(&no_nvrtc) != nullptr;
-    jit::CompileRequest request;
-    request.source = g.source;
-    request.program_name = spec_->name + ".cu";
-    request.target = choose_target(arch, have_nvrtc);
-    // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile
-    // time on the GPU host (docs/PERFORMANCE.md). A preamble is the user's CUDA, so it may.
-    if (spec_->options.preamble.empty()) request.options.push_back("-minimal");
-    for (const std::string& o : spec_->options.nvrtc_options) request.options.push_back(o);
-
-    const std::vector<std::string> options = jit::compile_options(request);
-    const std::string target = request.target.name();
-    const std::string spec = spec_json(*this, types);
-    const std::string alias = cache::make_alias_key(g.source, options, target);
-    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
-    std::shared_ptr<const cache::Entry> entry;
+    const jit::ArchTarget target = choose_target(arch, have_nvrtc);
     double compile_ms = 0;
     std::string log;
-    if (have_nvrtc) {
-        cache::Request r;
-        r.key = cache::make_key(g.source, options, target, jit::nvrtc_version_key());
-        r.alias = alias;
-        r.arch = target;
-        r.spec_json = spec;
-        r.compile = [&] {
-            const jit::CompileResult result = jit::compile_cuda(request);
-            compile_ms = result.compile_ms;
-            log = result.log;
-            cache::Entry e;
-            e.key = r.key;
-            e.meta.kernel_name = spec_->name;
-            e.meta.types = describe(types);
-            e.meta.arch = target;
-            e.meta.nvrtc_version = jit::nvrtc_version_key();
-            e.meta.created_unix = static_cast<std::int64_t>(std::time(nullptr));
-            e.meta.lowered_names = result.lowered_names;
-            e.meta.spec_json = spec;
-            e.cubin = result.cubin;
-            e.ptx = result.ptx;
-            return e;
-        };
-        entry = kernel_cache->get(r);
-    } else {
-        entry = kernel_cache->find_alias(alias, spec, target);
-        if (!entry)
-            throw NoDeviceError("kernel '" + spec_->name + "' (" + describe(types) + ") for " + target +
-                                " is in no kernel cache folder and it cannot be compiled: " + no_nvrtc);
-    }
+    const std::shared_ptr<const cache::Entry> entry = find_or_compile(p, target, have_nvrtc, &compile_ms, &log);
+    if (!entry) fail_not_cached(*this, p, target.name(), no_nvrtc);
 
     KernelBinary b;
     b.arch = entry->meta.arch;
     b.cubin = entry->cubin;
     b.ptx = entry->ptx;
-    b.source = g.source;
+    b.source = p.generated.source;
     b.compile_ms = compile_ms;
     b.log = log;
-    b.contiguous32 = g.contiguous32;
-    b.contiguous64 = g.contiguous64;
-    b.strided32 = g.strided32;
-    b.strided64 = g.strided64;
+    b.contiguous32 = p.generated.contiguous32;
+    b.contiguous64 = p.generated.contiguous64;
+    b.strided32 = p.generated.strided32;
+    b.strided64 = p.generated.strided64;
     return b;
+}
+
+KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) const {
+    if (!device.is_cuda()) throw Error("ElementwiseKernel::load needs a CUDA device, not " + device.to_string());
+    const int ordinal = device.ordinal();
+    const DeviceProperties props = Device::cuda(ordinal).properties();
+    const int cc = props.cc_major * 10 + props.cc_minor;
+    Prepared p = prepare(*this, types);
+    std::string no_nvrtc;
+    const bool have_nvrtc = detail::try_nvrtc(&no_nvrtc) != nullptr;
+    const jit::ArchTarget target = choose_target("", have_nvrtc, cc);
+
+    // The device's own cubin, when a cache has it (also one the driver made from PTX earlier).
+    jit::ArchTarget native;
+    native.requested = native.compiled = cc;
+    native.origin = "device";
+    std::shared_ptr<const cache::Entry> entry;
+    if (!have_nvrtc || target.ptx_only || target.compiled != cc) entry = find_or_compile(p, native, false, nullptr, nullptr);
+    if (!entry && have_nvrtc) entry = find_or_compile(p, target, true, nullptr, nullptr);
+    // Without NVRTC: PTX precompiled for an older architecture, compiled for this GPU by the driver.
+    for (const int older : kKnownArchs) {
+        if (entry || have_nvrtc || older >= cc) continue;
+        jit::ArchTarget t;
+        t.requested = t.compiled = older;
+        t.origin = "cache";
+        entry = find_or_compile(p, t, false, nullptr, nullptr);
+        if (entry && entry->ptx.empty()) entry = nullptr;
+    }
+    if (!entry) fail_not_cached(*this, p, native.name(), no_nvrtc);
+
+    std::vector<unsigned char> jitted;
+    const std::shared_ptr<detail::LoadedModule> module =
+        detail::load_module({entry->meta.arch, entry->cubin, entry->ptx}, ordinal, &jitted);
+    KernelModule km;
+    km.arch = entry->meta.arch;
+    if (!jitted.empty()) {
+        // Keep what the driver made under the device's own architecture, so that the next process
+        // loads the cubin instead of compiling the PTX again.
+        p.request.target = native;
+        const std::vector<std::string> options = jit::compile_options(p.request);
+        cache::Entry e;
+        e.key = cache::make_key(p.request.source, options, native.name(),
+                                "driver-jit-" + std::to_string(driver_version()));
+        e.meta = entry->meta;
+        e.meta.arch = native.name();
+        e.meta.nvrtc_version = "driver-jit-" + std::to_string(driver_version()) + " from " + entry->meta.arch;
+        e.meta.created_unix = static_cast<std::int64_t>(std::time(nullptr));
+        e.cubin = std::move(jitted);
+        e.ptx = entry->ptx;
+        cache::process_cache()->store(e, cache::make_alias_key(p.request.source, options, native.name()));
+        km.arch = native.name();
+        km.compiled_from_ptx = true;
+    }
+    km.module = module;
+    km.contiguous32 = module->function(p.generated.contiguous32);
+    km.contiguous64 = module->function(p.generated.contiguous64);
+    km.strided32 = module->function(p.generated.strided32);
+    km.strided64 = module->function(p.generated.strided64);
+    return km;
 }
 
 }  // namespace kjit

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <cuda.h>
+
+#include "kjit/device.hpp"
 #include "kjit/dtype.hpp"
 
 namespace kjit {
@@ -42,6 +45,14 @@ struct KernelBinary {
     std::string contiguous32, contiguous64, strided32, strided64;
 };
 
+// A compiled kernel's module loaded on one device, and its entry points.
+struct KernelModule {
+    std::shared_ptr<void> module;     // keeps the CUmodule loaded
+    CUfunction contiguous32 = nullptr, contiguous64 = nullptr, strided32 = nullptr, strided64 = nullptr;
+    std::string arch;                 // what the loaded cubin was built for
+    bool compiled_from_ptx = false;   // the driver compiled cached PTX for this GPU (and kjit cached the result)
+};
+
 class ElementwiseKernel {
 public:
     ElementwiseKernel(std::string in_params, std::string out_params, std::string operation,
@@ -64,6 +75,11 @@ public:
     // finds it in the kernel cache (kjit/cache.hpp): in memory, on disk, or, in a process without
     // NVRTC, in a folder a precompile filled. Throws NoDeviceError when there is neither.
     KernelBinary compile(const TypeBinding& types, const std::string& arch = {}) const;
+
+    // The kernel compiled for `device` (or found in a cache) and loaded there: the cubin for the
+    // device's architecture, else cached PTX of an older one compiled by the driver, whose result is
+    // then cached under the device's architecture.
+    KernelModule load(const TypeBinding& types, Device device = Device()) const;
 
 private:
     struct Spec;

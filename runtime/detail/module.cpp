@@ -1,0 +1,103 @@
+#include "runtime/detail/module.hpp"
+
+#include <cstdlib>
+
+#include "kjit/error.hpp"
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/driver.hpp"
+#include "runtime/detail/log.hpp"
+
+namespace kjit::detail {
+namespace {
+
+// The compute capability in "sm_90" / "compute_90" (90), or 0.
+int arch_number(const std::string& arch) {
+    const std::size_t underscore = arch.find('_');
+    if (underscore == std::string::npos) return 0;
+    return std::atoi(arch.c_str() + underscore + 1);
+}
+
+// Owns a cuLink state; the cubin it completes lives until the state is destroyed.
+struct LinkState {
+    CUlinkState handle = nullptr;
+    ~LinkState() {
+        if (handle != nullptr) driver().cuLinkDestroy(handle);
+    }
+};
+
+// The driver's JIT: PTX in, cubin for the current context's device out. The error log goes into
+// the exception, since a PTX the driver rejects is a kjit bug worth reading about.
+std::vector<unsigned char> jit_ptx(Driver& d, const std::string& ptx) {
+    char error_log[8192] = {};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {error_log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof error_log - 1))};
+    LinkState link;
+    KJIT_CU_CHECK(d.cuLinkCreate(2, options, values, &link.handle));
+    const CUresult added = d.cuLinkAddData(link.handle, CU_JIT_INPUT_PTX, const_cast<char*>(ptx.c_str()), ptx.size() + 1,
+                                           "kernel.ptx", 0, nullptr, nullptr);
+    if (added != CUDA_SUCCESS)
+        throw CudaError(added, "cuLinkAddData(PTX)", __FILE__, __LINE__, std::string("driver JIT log: ") + error_log);
+    void* cubin = nullptr;
+    std::size_t size = 0;
+    const CUresult done = d.cuLinkComplete(link.handle, &cubin, &size);
+    if (done != CUDA_SUCCESS)
+        throw CudaError(done, "cuLinkComplete", __FILE__, __LINE__, std::string("driver JIT log: ") + error_log);
+    const auto* bytes = static_cast<const unsigned char*>(cubin);
+    return std::vector<unsigned char>(bytes, bytes + size);
+}
+
+}  // namespace
+
+LoadedModule::~LoadedModule() {
+    Driver* d = try_driver();
+    if (d == nullptr || handle_ == nullptr) return;
+    try {
+        d->make_current(device_);
+        const CUresult st = d->cuModuleUnload(handle_);
+        if (st != CUDA_SUCCESS && st != CUDA_ERROR_DEINITIALIZED)
+            log(LogLevel::warn, "cuModuleUnload failed: " + cu_status_name(st));
+    } catch (const std::exception& e) {
+        log(LogLevel::warn, std::string("unloading a module failed: ") + e.what());
+    }
+}
+
+CUfunction LoadedModule::function(const std::string& name) const {
+    Driver& d = driver();
+    CUfunction f = nullptr;
+    const CUresult st = d.cuModuleGetFunction(&f, handle_, name.c_str());
+    if (st != CUDA_SUCCESS) throw CudaError(st, "cuModuleGetFunction(\"" + name + "\")", __FILE__, __LINE__);
+    return f;
+}
+
+bool cubin_runs_on(const std::string& arch, int device_cc) {
+    if (arch.rfind("sm_", 0) != 0) return false;
+    const int built = arch_number(arch);
+    return built > 0 && built / 10 == device_cc / 10 && built % 10 <= device_cc % 10;
+}
+
+std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, std::vector<unsigned char>* jitted) {
+    Driver& d = driver_on(device);
+    CUdevice dev{};
+    KJIT_CU_CHECK(d.cuDeviceGet(&dev, device));
+    int major = 0, minor = 0;
+    KJIT_CU_CHECK(d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    KJIT_CU_CHECK(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    CUmodule module = nullptr;
+    if (!image.cubin.empty() && cubin_runs_on(image.arch, major * 10 + minor)) {
+        KJIT_CU_CHECK(d.cuModuleLoadData(&module, image.cubin.data()));
+        return std::make_shared<LoadedModule>(module, device);
+    }
+    if (image.ptx.empty())
+        throw Error("a kernel built for " + image.arch + " cannot run on device " + std::to_string(device) + " (sm_" +
+                    std::to_string(major * 10 + minor) + ") and has no PTX to compile for it");
+    const int ptx_arch = arch_number(image.arch);
+    if (ptx_arch > major * 10 + minor)
+        throw Error("a kernel built for " + image.arch + " cannot run on device " + std::to_string(device) + " (sm_" +
+                    std::to_string(major * 10 + minor) + "): its PTX needs a newer GPU");
+    std::vector<unsigned char> cubin = jit_ptx(d, image.ptx);
+    KJIT_CU_CHECK(d.cuModuleLoadData(&module, cubin.data()));
+    if (jitted != nullptr) *jitted = std::move(cubin);
+    return std::make_shared<LoadedModule>(module, device);
+}
+
+}  // namespace kjit::detail

@@ -1,0 +1,114 @@
+// Loading compiled kernels onto the GPU: the device's cubin, or cached PTX of an older
+// architecture compiled by the driver (without NVRTC), whose result is then cached.
+#include "test_support.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "kjit/array.hpp"
+#include "kjit/cache.hpp"
+#include "kjit/elementwise_kernel.hpp"
+#include "kjit/error.hpp"
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/driver.hpp"
+#include "runtime/detail/module.hpp"
+#include "runtime/detail/nvrtc.hpp"
+
+using kjit::Array;
+using kjit::DType;
+
+namespace {
+
+struct CacheSettingsGuard {
+    kjit::CacheSettings saved = kjit::cache_settings();
+    ~CacheSettingsGuard() { kjit::configure_cache(saved); }
+};
+
+// Runs the module's contiguous variant of y = a * x + b (float32) and counts wrong elements.
+std::size_t wrong_axpb(const kjit::KernelModule& km) {
+    const std::int64_t n = 100003;
+    const auto bytes = [&] { return kjit::test::random_elements(DType::float32, n); };
+    const auto x = bytes(), a = bytes(), b = bytes();
+    const Array dx = Array::from_host(x.data(), DType::float32, {n}, kjit::Device::cuda(0));
+    const Array da = Array::from_host(a.data(), DType::float32, {n}, kjit::Device::cuda(0));
+    const Array db = Array::from_host(b.data(), DType::float32, {n}, kjit::Device::cuda(0));
+    const std::vector<float> poison(n, std::nanf(""));
+    const Array dy = Array::from_host(poison.data(), DType::float32, {n}, kjit::Device::cuda(0));
+    struct {
+        const void *x, *a, *b;
+        void* y;
+        long long n;
+    } args{dx.data(), da.data(), db.data(), dy.data(), n};
+    void* params[] = {&args};
+    auto& d = kjit::detail::driver_on(0);
+    KJIT_CU_CHECK(d.cuLaunchKernel(km.contiguous32, 128, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+    KJIT_CU_CHECK(d.cuCtxSynchronize());
+    std::vector<float> xs(n), as(n), bs(n), y(n);
+    std::memcpy(xs.data(), x.data(), x.size());
+    std::memcpy(as.data(), a.data(), a.size());
+    std::memcpy(bs.data(), b.data(), b.size());
+    dy.copy_to_host(y.data());
+    std::size_t wrong = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const double ref = double(as[k]) * double(xs[k]) + double(bs[k]);
+        if (!(std::fabs(y[k] - ref) <= 1e-5 * (std::fabs(ref) + 1))) ++wrong;
+    }
+    return wrong;
+}
+
+kjit::CacheSettings folder(const std::filesystem::path& dir) {
+    kjit::CacheSettings s;
+    s.dir = dir.string();
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("which cubins run on which GPUs", "[module]") {
+    using kjit::detail::cubin_runs_on;
+    CHECK(cubin_runs_on("sm_90", 90));
+    CHECK(cubin_runs_on("sm_80", 86));   // later minor of the same major
+    CHECK_FALSE(cubin_runs_on("sm_86", 80));
+    CHECK_FALSE(cubin_runs_on("sm_80", 90));  // another major: PTX needed
+    CHECK_FALSE(cubin_runs_on("compute_90", 90));
+    CHECK_FALSE(cubin_runs_on("nonsense", 90));
+}
+
+TEST_CASE("load() puts the device's cubin on the GPU", "[gpu][module]") {
+    KJIT_REQUIRE_GPU();
+    const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "load_axpb");
+    const kjit::KernelModule km = k.load({{"T", DType::float32}});
+    CHECK_FALSE(km.compiled_from_ptx);
+    CHECK(km.arch == kjit::Device::cuda(0).properties().arch());
+    REQUIRE(km.contiguous32 != nullptr);
+    CHECK(km.strided64 != nullptr);
+    CHECK(wrong_axpb(km) == 0);
+}
+
+TEST_CASE("without NVRTC, PTX cached for an older GPU is compiled by the driver and kept", "[gpu][module][nvrtc]") {
+    KJIT_REQUIRE_GPU();
+    const CacheSettingsGuard restore;
+    const kjit::test::TempDir work;
+    const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "ptx_axpb");
+    const kjit::TypeBinding f32{{"T", DType::float32}};
+    // A cache built elsewhere for sm_80 only (the H200 is sm_90: its cubin cannot run here).
+    kjit::configure_cache(folder(work.path() / "shipped"));
+    REQUIRE(k.compile(f32, "sm_80").arch == "sm_80");
+
+    kjit::CacheSettings app = folder(work.path() / "app");
+    app.read_only = {(work.path() / "shipped").string()};
+    kjit::configure_cache(app);
+    const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
+    const kjit::KernelModule first = k.load(f32);
+    CHECK(first.compiled_from_ptx);
+    CHECK(first.arch == kjit::Device::cuda(0).properties().arch());
+    CHECK(wrong_axpb(first) == 0);
+
+    kjit::configure_cache(app);  // as a new process: empty memory, same folders
+    const kjit::KernelModule second = k.load(f32);
+    CHECK_FALSE(second.compiled_from_ptx);  // the driver's cubin was kept in the writable folder
+    CHECK(wrong_axpb(second) == 0);
+
+    const kjit::ElementwiseKernel missing("T x", "T y", "y = x + 1", "not_shipped");
+    CHECK_THROWS_AS(missing.load(f32), kjit::NoDeviceError);
+}
