@@ -2,10 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <unistd.h>
 
-#include "cache/cache_key.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 

@@ -101,14 +101,7 @@ private:
         if (is_c_type_word(first.text)) {
             std::vector<std::string_view> words{first.text};
             while (peek().kind == TokenKind::identifier && is_c_type_word(peek().text)) words.push_back(advance().text);
-            std::optional<std::string> canonical = canonical_c_type(words);
-            if (!canonical) {
-                std::string spelling;
-                for (std::string_view w : words) spelling += (spelling.empty() ? "" : " ") + std::string(w);
-                fail(first.pos, "'" + spelling + "' is not a valid type",
-                     "C integer types are [unsigned] char, short, int, long, long long");
-            }
-            p.type.spelling = std::move(*canonical);
+            p.type.spelling = c_type_spelling(source_, first.pos, words);
         }
         if (is_placeholder_name(p.type.spelling)) {
             p.is_placeholder = true;

@@ -216,14 +216,7 @@ TypeName Parser::parse_type_name(bool allow_auto) {
     if (is_c_type_word(first.text)) {
         std::vector<std::string_view> words{first.text};
         for (std::size_t k = 1; k < n; ++k) words.push_back(advance().text);
-        std::optional<std::string> canonical = canonical_c_type(words);
-        if (!canonical) {
-            std::string spelling;
-            for (std::string_view w : words) spelling += (spelling.empty() ? "" : " ") + std::string(w);
-            fail(first.pos, "'" + spelling + "' is not a valid type",
-                 "C integer types are [unsigned] char, short, int, long, long long");
-        }
-        type.spelling = std::move(*canonical);
+        type.spelling = c_type_spelling(source_, first.pos, words);
     }
     return type;
 }
@@ -270,6 +263,14 @@ std::optional<std::string> canonical_c_type(const std::vector<std::string_view>&
     if (n_unsigned) return "unsigned " + base;
     if (n_signed && n_char) return std::string("signed char");
     return base;
+}
+
+std::string c_type_spelling(const SourceText& source, SourcePos pos, const std::vector<std::string_view>& words) {
+    if (std::optional<std::string> canonical = canonical_c_type(words)) return *canonical;
+    std::string spelling;
+    for (std::string_view w : words) spelling += (spelling.empty() ? "" : " ") + std::string(w);
+    fail_parse(source, pos, "'" + spelling + "' is not a valid type",
+               "C integer types are [unsigned] char, short, int, long, long long");
 }
 
 }  // namespace kjit::jit

@@ -38,5 +38,7 @@ bool is_c_type_word(std::string_view word);
 // {"long", "unsigned", "int"} -> "unsigned long", {"short", "int"} -> "short",
 // {"signed", "char"} -> "signed char". Empty when the words make no C type ("long char").
 std::optional<std::string> canonical_c_type(const std::vector<std::string_view>& words);
+// canonical_c_type, or a ParseError at `pos` of `source` saying the words are not a valid type.
+std::string c_type_spelling(const SourceText& source, SourcePos pos, const std::vector<std::string_view>& words);
 
 }  // namespace kjit::jit

@@ -1,11 +1,8 @@
 // `kjit precompile MANIFEST` and `kjit cache ls|stats|verify|prune|clear`: filling a kernel cache
 // on a machine without a GPU, and looking after one.
-#include <atomic>
-#include <chrono>
-#include <cstdio>
 #include <ctime>
+#include <map>
 #include <mutex>
-#include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -13,8 +10,8 @@
 
 #include "cache/disk_store.hpp"
 #include "cache/manifest.hpp"
-#include "kjit/cache.hpp"
 #include "jit/precompile.hpp"
+#include "kjit/cache.hpp"
 #include "kjit/error.hpp"
 #include "tools/cli/commands.hpp"
 
