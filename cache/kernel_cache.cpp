@@ -118,36 +118,51 @@ std::shared_ptr<const Entry> KernelCache::load_or_compile(const Request& request
     return std::make_shared<const Entry>(std::move(entry));
 }
 
-std::shared_ptr<const Entry> KernelCache::find_alias(const std::string& alias, const std::string& spec_json,
-                                                     const std::string& arch) {
-    Shard& shard = shard_of(alias);
+std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_alias, const std::string& spec_json,
+                                               const std::string& arch) {
+    Shard& shard = shard_of(name);
     {
         std::lock_guard lock(shard.mutex);
-        if (auto it = shard.entries.find(alias); it != shard.entries.end()) {
+        if (auto it = shard.entries.find(name); it != shard.entries.end()) {
             ++memory_hits_;
             return it->second.get();
         }
     }
     ++memory_misses_;
-    record(spec_json, arch);
     std::vector<DiskStore*> stores;
     if (writable_) stores.push_back(writable_.get());
     for (const auto& s : read_only_) stores.push_back(s.get());
     for (std::size_t layer = 0; layer < stores.size(); ++layer) {
-        if (const std::optional<std::string> key = stores[layer]->read_alias(alias)) {
+        const std::optional<std::string> key = is_alias ? stores[layer]->read_alias(name) : std::optional(name);
+        if (key) {
             if (std::optional<Entry> e = stores[layer]->read(*key)) {
                 ++layer_hits_[layer];
+                record(spec_json, arch);
                 auto entry = std::make_shared<const Entry>(std::move(*e));
                 std::promise<std::shared_ptr<const Entry>> p;
                 p.set_value(entry);
                 std::lock_guard lock(shard.mutex);
-                shard.entries.emplace(alias, p.get_future().share());
+                shard.entries.emplace(name, p.get_future().share());
                 return entry;
             }
         }
         ++layer_misses_[layer];
     }
     return nullptr;
+}
+
+std::shared_ptr<const Entry> KernelCache::find_alias(const std::string& alias, const std::string& spec_json,
+                                                     const std::string& arch) {
+    return find(alias, true, spec_json, arch);
+}
+
+std::shared_ptr<const Entry> KernelCache::find_key(const std::string& key, const std::string& spec_json,
+                                                   const std::string& arch) {
+    return find(key, false, spec_json, arch);
+}
+
+std::string KernelCache::writable_dir() const {
+    return writable_ && writable_->writable() ? writable_->dir().string() : std::string();
 }
 
 void KernelCache::store(const Entry& entry, const std::string& alias) {

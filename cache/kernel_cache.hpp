@@ -38,6 +38,10 @@ public:
     // The entry stored under an alias in any folder (for a process without NVRTC), or null.
     std::shared_ptr<const Entry> find_alias(const std::string& alias, const std::string& spec_json,
                                             const std::string& arch);
+    // The entry of `key` in memory or any folder, or null; never compiles.
+    std::shared_ptr<const Entry> find_key(const std::string& key, const std::string& spec_json, const std::string& arch);
+    // The writable folder when it can be written; empty otherwise.
+    std::string writable_dir() const;
 
     // Stores an entry made outside a compile (a cubin the driver made from PTX) in the writable
     // folder and in memory, reachable by its key and by `alias`.
@@ -55,6 +59,8 @@ private:
     static constexpr std::size_t kShards = 64;
 
     Shard& shard_of(const std::string& key);
+    std::shared_ptr<const Entry> find(const std::string& name, bool is_alias, const std::string& spec_json,
+                                      const std::string& arch);
     std::shared_ptr<const Entry> load_or_compile(const Request& request);
     void record(const std::string& spec_json, const std::string& arch);
 

@@ -4,6 +4,8 @@
 #include <set>
 
 #include <ctime>
+#include <mutex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +14,7 @@
 #include "jit/arch.hpp"
 #include "jit/codegen.hpp"
 #include "jit/nvrtc_compiler.hpp"
+#include "jit/nvrtc_identity.hpp"
 #include "jit/params.hpp"
 #include "jit/parser.hpp"
 #include "jit/preamble.hpp"
@@ -154,13 +157,14 @@ std::string describe(const TypeBinding& types) {
 
 // The target: `arch` if given, else KJIT_ARCH, else the current GPU, else the default; fitted to
 // what NVRTC supports when there is one (without NVRTC, as asked: only a cache can serve it).
-jit::ArchTarget choose_target(const std::string& arch, bool have_nvrtc, std::optional<int> device_cc = std::nullopt) {
+// `supported`: NVRTC's architectures when known (loaded, or remembered); empty: no NVRTC.
+jit::ArchTarget choose_target(const std::string& arch, const std::vector<int>& supported,
+                              std::optional<int> device_cc = std::nullopt) {
     if (arch.empty() && !device_cc && Device::count() > 0) {
         const DeviceProperties p = Device::current().properties();
         device_cc = p.cc_major * 10 + p.cc_minor;
     }
-    if (have_nvrtc) {
-        const std::vector<int> supported = jit::nvrtc_supported_archs();
+    if (!supported.empty()) {
         if (!arch.empty()) return jit::clamp_arch(jit::parse_arch(arch, "arch"), supported, "argument");
         return jit::choose_arch(std::getenv("KJIT_ARCH"), device_cc, supported);
     }
@@ -243,6 +247,42 @@ std::shared_ptr<const cache::Entry> find_or_compile(Prepared& p, const jit::Arch
                         " is in no kernel cache folder and it cannot be compiled: " + why);
 }
 
+std::vector<int> supported_archs(bool have_nvrtc) {
+    return have_nvrtc ? jit::nvrtc_supported_archs() : std::vector<int>{};
+}
+
+// Records which NVRTC this process loaded beside the writable cache folder, once per folder, so
+// that later processes can compute keys without loading it (jit/nvrtc_identity.hpp).
+void remember_nvrtc_once(const std::string& dir) {
+    static std::mutex mutex;
+    static std::set<std::string> done;
+    if (dir.empty() || !detail::nvrtc_loaded()) return;
+    {
+        std::lock_guard lock(mutex);
+        if (!done.insert(dir).second) return;
+    }
+    jit::remember_nvrtc(dir);
+}
+
+// A cache hit that does not load NVRTC (6-7 ms): when NVRTC is not loaded yet and the writable
+// folder remembers which NVRTC this process would load, the key is computed from that record and
+// looked up without compiling. Null on a miss (the caller then loads NVRTC as usual).
+std::shared_ptr<const cache::Entry> find_without_loading_nvrtc(Prepared& p, const std::string& arch,
+                                                               std::optional<int> device_cc = std::nullopt) {
+    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    const std::string dir = kernel_cache->writable_dir();
+    if (detail::nvrtc_loaded()) {
+        remember_nvrtc_once(dir);
+        return nullptr;
+    }
+    const std::optional<jit::NvrtcIdentity> id = jit::remembered_nvrtc(dir);
+    if (!id) return nullptr;
+    p.request.target = choose_target(arch, id->supported_archs, device_cc);
+    const std::vector<std::string> options = jit::compile_options(p.request);
+    const std::string name = p.request.target.name();
+    return kernel_cache->find_key(cache::make_key(p.request.source, options, name, id->version_key), p.spec, name);
+}
+
 // Every architecture a cubin or PTX of which kjit may find in a cache, newest first.
 constexpr int kKnownArchs[] = {121, 120, 110, 103, 100, 90, 89, 88, 87, 86, 80, 75};
 
@@ -250,13 +290,17 @@ constexpr int kKnownArchs[] = {121, 120, 110, 103, 100, 90, 89, 88, 87, 86, 80, 
 
 KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::string& arch) const {
     Prepared p = prepare(*this, types);
-    std::string no_nvrtc;
-    const bool have_nvrtc = detail::try_nvrtc(&no_nvrtc) != nullptr;
-    const jit::ArchTarget target = choose_target(arch, have_nvrtc);
     double compile_ms = 0;
     std::string log;
-    const std::shared_ptr<const cache::Entry> entry = find_or_compile(p, target, have_nvrtc, &compile_ms, &log);
-    if (!entry) fail_not_cached(*this, p, target.name(), no_nvrtc);
+    std::shared_ptr<const cache::Entry> entry = find_without_loading_nvrtc(p, arch);
+    if (!entry) {
+        std::string no_nvrtc;
+        const bool have_nvrtc = detail::try_nvrtc(&no_nvrtc) != nullptr;
+        const jit::ArchTarget target = choose_target(arch, supported_archs(have_nvrtc));
+        entry = find_or_compile(p, target, have_nvrtc, &compile_ms, &log);
+        if (!entry) fail_not_cached(*this, p, target.name(), no_nvrtc);
+        remember_nvrtc_once(cache::process_cache()->writable_dir());
+    }
 
     KernelBinary b;
     b.arch = entry->meta.arch;
@@ -278,17 +322,22 @@ KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) co
     const DeviceProperties props = Device::cuda(ordinal).properties();
     const int cc = props.cc_major * 10 + props.cc_minor;
     Prepared p = prepare(*this, types);
-    std::string no_nvrtc;
-    const bool have_nvrtc = detail::try_nvrtc(&no_nvrtc) != nullptr;
-    const jit::ArchTarget target = choose_target("", have_nvrtc, cc);
-
-    // The device's own cubin, when a cache has it (also one the driver made from PTX earlier).
     jit::ArchTarget native;
     native.requested = native.compiled = cc;
     native.origin = "device";
-    std::shared_ptr<const cache::Entry> entry;
-    if (!have_nvrtc || target.ptx_only || target.compiled != cc) entry = find_or_compile(p, native, false, nullptr, nullptr);
-    if (!entry && have_nvrtc) entry = find_or_compile(p, target, true, nullptr, nullptr);
+    // A cubin for this GPU found without loading NVRTC (see find_without_loading_nvrtc).
+    std::shared_ptr<const cache::Entry> entry = find_without_loading_nvrtc(p, "", cc);
+    if (entry && !detail::cubin_runs_on(entry->meta.arch, cc)) entry = nullptr;
+    std::string no_nvrtc;
+    const bool have_nvrtc = entry ? false : detail::try_nvrtc(&no_nvrtc) != nullptr;
+    // The device's own cubin, when a cache has it (also one the driver made from PTX earlier).
+    if (!entry) {
+        const jit::ArchTarget target = choose_target("", supported_archs(have_nvrtc), cc);
+        if (!have_nvrtc || target.ptx_only || target.compiled != cc)
+            entry = find_or_compile(p, native, false, nullptr, nullptr);
+        if (!entry && have_nvrtc) entry = find_or_compile(p, target, true, nullptr, nullptr);
+        remember_nvrtc_once(cache::process_cache()->writable_dir());
+    }
     // Without NVRTC: PTX precompiled for an older architecture, compiled for this GPU by the driver.
     for (const int older : kKnownArchs) {
         if (entry || have_nvrtc || older >= cc) continue;

@@ -16,6 +16,7 @@ namespace kjit::detail {
 namespace {
 
 std::once_flag g_load_once;
+std::atomic<bool> g_load_attempted{false};
 NvrtcApi g_real;
 bool g_real_ok = false;
 std::string g_real_error;
@@ -71,12 +72,20 @@ const NvrtcApi* try_nvrtc(std::string* why) noexcept {
         if (api == nullptr && why != nullptr) *why = "NVRTC not available (disabled by a test override)";
         return api;
     }
-    std::call_once(g_load_once, load_real_nvrtc);
+    std::call_once(g_load_once, [] {
+        load_real_nvrtc();
+        g_load_attempted.store(true, std::memory_order_release);
+    });
     if (!g_real_ok) {
         if (why != nullptr) *why = g_real_error;
         return nullptr;
     }
     return &g_real;
+}
+
+bool nvrtc_loaded() noexcept {
+    if (g_override_set.load(std::memory_order_acquire)) return g_override.load(std::memory_order_acquire) != nullptr;
+    return g_load_attempted.load(std::memory_order_acquire) && g_real_ok;
 }
 
 const NvrtcApi& nvrtc() {

@@ -22,6 +22,9 @@ struct NvrtcApi {
     std::string library_path;  // what was opened
 };
 
+// Whether this process has loaded NVRTC already (or a test installed a table); never loads it.
+bool nvrtc_loaded() noexcept;
+
 // The process's NVRTC, loaded on first use; throws NoDeviceError naming every place tried.
 const NvrtcApi& nvrtc();
 // As nvrtc(), but null (and the reason in `why`) instead of throwing.
