@@ -349,9 +349,10 @@ KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) co
     }
     if (!entry) fail_not_cached(*this, p, native.name(), no_nvrtc);
 
+    // Loaded once per entry and device in this process.
     std::vector<unsigned char> jitted;
-    const std::shared_ptr<detail::LoadedModule> module =
-        detail::load_module({entry->meta.arch, entry->cubin, entry->ptx}, ordinal, &jitted);
+    const std::shared_ptr<detail::LoadedModule> module = detail::ModuleRegistry::process().get(
+        entry->key, ordinal, [&] { return detail::load_module({entry->meta.arch, entry->cubin, entry->ptx}, ordinal, &jitted); });
     KernelModule km;
     km.arch = entry->meta.arch;
     if (!jitted.empty()) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "kjit/array.hpp"
 #include "kjit/cache.hpp"
@@ -83,6 +84,16 @@ TEST_CASE("load() puts the device's cubin on the GPU", "[gpu][module]") {
     REQUIRE(km.contiguous32 != nullptr);
     CHECK(km.strided64 != nullptr);
     CHECK(wrong_axpb(km) == 0);
+    // Loaded once per device: the same module again, also when 8 threads ask at once.
+    const kjit::KernelModule again = k.load({{"T", DType::float32}});
+    CHECK(again.module == km.module);
+    CHECK(again.contiguous32 == km.contiguous32);
+    const kjit::ElementwiseKernel fresh("T x, T a, T b", "T y", "y = a * x + b + 0", "load_threads");
+    std::vector<std::shared_ptr<void>> seen(8);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) threads.emplace_back([&, t] { seen[t] = fresh.load({{"T", DType::float32}}).module; });
+    for (auto& th : threads) th.join();
+    for (int t = 1; t < 8; ++t) CHECK(seen[t] == seen[0]);
 }
 
 TEST_CASE("without NVRTC, PTX cached for an older GPU is compiled by the driver and kept", "[gpu][module][nvrtc]") {

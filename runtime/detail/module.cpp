@@ -1,6 +1,12 @@
 #include "runtime/detail/module.hpp"
 
 #include <cstdlib>
+#include <future>
+#include <mutex>
+#include <unordered_map>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
@@ -98,6 +104,63 @@ std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, 
     KJIT_CU_CHECK(d.cuModuleLoadData(&module, cubin.data()));
     if (jitted != nullptr) *jitted = std::move(cubin);
     return std::make_shared<LoadedModule>(module, device);
+}
+
+}  // namespace kjit::detail
+
+namespace kjit::detail {
+
+struct ModuleRegistry::Shard {
+    mutable std::mutex mutex;
+    std::unordered_map<std::string, std::shared_future<std::shared_ptr<LoadedModule>>> modules;
+};
+
+ModuleRegistry::ModuleRegistry() : shards_(std::make_unique<Shard[]>(kShards)) {}
+ModuleRegistry::~ModuleRegistry() = default;
+
+ModuleRegistry& ModuleRegistry::process() {
+    // Never destroyed: modules outliving the driver's shutdown at exit would unload too late.
+    static ModuleRegistry* registry = new ModuleRegistry();
+    return *registry;
+}
+
+ModuleRegistry::Shard& ModuleRegistry::shard_of(const std::string& name) const {
+    return shards_[XXH3_64bits(name.data(), name.size()) % kShards];
+}
+
+std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int device,
+                                                  const std::function<std::shared_ptr<LoadedModule>()>& load) {
+    const std::string name = key + "@" + std::to_string(device);
+    Shard& shard = shard_of(name);
+    std::promise<std::shared_ptr<LoadedModule>> promise;
+    {
+        std::unique_lock lock(shard.mutex);
+        if (auto it = shard.modules.find(name); it != shard.modules.end()) {
+            auto found = it->second;
+            lock.unlock();
+            return found.get();
+        }
+        shard.modules.emplace(name, promise.get_future().share());
+    }
+    try {
+        std::shared_ptr<LoadedModule> module = load();
+        promise.set_value(module);
+        return module;
+    } catch (...) {
+        promise.set_exception(std::current_exception());
+        std::lock_guard lock(shard.mutex);
+        shard.modules.erase(name);
+        throw;
+    }
+}
+
+std::size_t ModuleRegistry::size() const {
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < kShards; ++k) {
+        std::lock_guard lock(shards_[k].mutex);
+        n += shards_[k].modules.size();
+    }
+    return n;
 }
 
 }  // namespace kjit::detail

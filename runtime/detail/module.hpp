@@ -3,6 +3,7 @@
 // also hands back the cubin it made so that the caller can cache it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,5 +43,30 @@ struct ModuleImage {
 // the device, the driver compiles the PTX for it and *jitted receives that cubin (for the device's
 // "sm_XY"); otherwise *jitted is left empty.
 std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, std::vector<unsigned char>* jitted);
+
+}  // namespace kjit::detail
+
+namespace kjit::detail {
+
+// Modules loaded in this process, by cache key and device: a kernel is loaded once per device,
+// concurrent first loads of one key wait for the one that loads it, different keys load in
+// parallel, and a lookup locks one of many shards, never the whole map.
+class ModuleRegistry {
+public:
+    ModuleRegistry();
+    ~ModuleRegistry();
+    static ModuleRegistry& process();
+    // The module for (key, device), calling `load` (once) when there is none yet. A failed load
+    // is not remembered.
+    std::shared_ptr<LoadedModule> get(const std::string& key, int device,
+                                      const std::function<std::shared_ptr<LoadedModule>()>& load);
+    std::size_t size() const;
+
+private:
+    struct Shard;
+    Shard& shard_of(const std::string& name) const;
+    static constexpr std::size_t kShards = 32;
+    std::unique_ptr<Shard[]> shards_;
+};
 
 }  // namespace kjit::detail
