@@ -4,6 +4,7 @@
 #include <set>
 
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -275,7 +276,17 @@ std::shared_ptr<const cache::Entry> find_without_loading_nvrtc(Prepared& p, cons
         remember_nvrtc_once(dir);
         return nullptr;
     }
-    const std::optional<jit::NvrtcIdentity> id = jit::remembered_nvrtc(dir);
+    // Read once per folder and process: the record describes files that do not change under a
+    // running process.
+    static std::mutex mutex;
+    static std::map<std::string, std::optional<jit::NvrtcIdentity>> records;
+    std::optional<jit::NvrtcIdentity> id;
+    {
+        std::lock_guard lock(mutex);
+        auto it = records.find(dir);
+        if (it == records.end()) it = records.emplace(dir, jit::remembered_nvrtc(dir)).first;
+        id = it->second;
+    }
     if (!id) return nullptr;
     p.request.target = choose_target(arch, id->supported_archs, device_cc);
     const std::vector<std::string> options = jit::compile_options(p.request);

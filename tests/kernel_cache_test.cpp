@@ -329,3 +329,39 @@ TEST_CASE("first call of a cached kernel in a fresh process", "[.][cache_bench_f
                                                                  << " us (NVRTC loaded: " << nvrtc_was_loaded
                                                                  << "), cuModuleLoadData " << load_us << " us");
 }
+
+// Not a test: where a fresh process's first cached call spends its time, phase by phase (each
+// phase is the first of its kind in the process). Run after "[cache_bench_fresh]" filled the
+// folder: KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_phases]".
+TEST_CASE("phases of a fresh process's first cached call", "[.][cache_bench_phases]") {
+    using clock = std::chrono::steady_clock;
+    auto us_since = [](clock::time_point t) { return std::chrono::duration<double, std::micro>(clock::now() - t).count(); };
+    const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
+    REQUIRE(dir != nullptr);
+    const ProcessCacheGuard restore;
+    if (kjit::Device::count() > 0) (void)kjit::Device::current().properties();
+    const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh");
+    const kjit::TypeBinding f32{{"T", DType::float32}};
+    auto t = clock::now();
+    k.check(f32);
+    const double check_us = us_since(t);
+    t = clock::now();
+    const std::string src = k.source(f32);
+    const double source_us = us_since(t);
+    t = clock::now();
+    kjit::configure_cache(settings_in(dir));
+    (void)kjit::cache::process_cache();
+    const double cache_us = us_since(t);
+    t = clock::now();
+    const auto id = kjit::jit::remembered_nvrtc(dir);
+    const double record_us = us_since(t);
+    t = clock::now();
+    const kjit::KernelBinary b = k.compile(f32);
+    const double compile_us = us_since(t);
+    WARN("fresh process, first of each: check " << check_us << " us, source " << source_us
+                                              << " us (parse+check+generate again), cache object " << cache_us
+                                              << " us, NVRTC record " << record_us << " us (found: " << id.has_value()
+                                              << "), then compile() " << compile_us << " us (from cache: "
+                                              << (b.compile_ms == 0) << ", NVRTC loaded: " << kjit::detail::nvrtc_loaded()
+                                              << ")");
+}
