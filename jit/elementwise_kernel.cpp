@@ -70,6 +70,12 @@ Checked parse_and_check(const std::string& in, const std::string& out, const std
 
 }  // namespace
 
+std::string format_type_binding(const TypeBinding& types) {
+    std::string s;
+    for (const auto& [ph, t] : types) s += (s.empty() ? "" : ",") + ph + "=" + std::string(t.name());
+    return s;
+}
+
 TypeBinding parse_type_binding(const std::string& text) {
     TypeBinding b;
     std::size_t start = 0;
@@ -150,11 +156,6 @@ std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types) {
     return e.dump();
 }
 
-std::string describe(const TypeBinding& types) {
-    std::string s;
-    for (const auto& [ph, t] : types) s += (s.empty() ? "" : ",") + ph + "=" + std::string(t.name());
-    return s;
-}
 
 // The target: `arch` if given, else KJIT_ARCH, else the current GPU, else the default; fitted to
 // what NVRTC supports when there is one (without NVRTC, as asked: only a cache can serve it).
@@ -197,7 +198,7 @@ struct Prepared {
 Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types) {
     const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
     jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, {}};
-    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}, spec_json(k, types), describe(types)};
+    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}, spec_json(k, types), kjit::format_type_binding(types)};
     p.request.source = p.generated.source;
     p.request.program_name = k.name() + ".cu";
     // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile

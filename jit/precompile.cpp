@@ -29,11 +29,6 @@ TypeBinding binding_of(const nlohmann::json& b) {
     return t;
 }
 
-std::string describe(const TypeBinding& b) {
-    std::string s;
-    for (const auto& [ph, t] : b) s += (s.empty() ? "" : ",") + ph + "=" + std::string(t.name());
-    return s;
-}
 
 std::string text_field(const nlohmann::json& e, const char* key, bool required) {
     if (!e.contains(key)) {
@@ -62,7 +57,7 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
             for (const auto& b : e["types"]) bindings.push_back(binding_of(b));
         if (bindings.empty()) bindings.emplace_back();
         for (const TypeBinding& b : bindings)
-            for (const std::string& arch : archs) jobs.push_back({name + " (" + describe(b) + ") for " + arch, k, b, arch});
+            for (const std::string& arch : archs) jobs.push_back({name + " (" + kjit::format_type_binding(b) + ") for " + arch, k, b, arch});
     } catch (const std::exception& ex) {
         failures.push_back(where + ": " + ex.what());
     }

@@ -24,6 +24,8 @@ using TypeBinding = std::map<std::string, DType>;
 
 // Parses "T=float32,U=int64" (spaces allowed). Throws TypeError naming the bad item.
 TypeBinding parse_type_binding(const std::string& text);
+// "T=float32,U=int64": what parse_type_binding reads.
+std::string format_type_binding(const TypeBinding& types);
 
 struct KernelOptions {
     // Raw CUDA placed before the kernel: helper functions it declares become callable from the

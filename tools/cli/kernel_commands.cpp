@@ -12,11 +12,6 @@
 namespace kjit::cli {
 namespace {
 
-std::string describe(const TypeBinding& b) {
-    std::string s;
-    for (const auto& [ph, t] : b) s += fmt::format("{}{}={}", s.empty() ? "" : ",", ph, t.name());
-    return s;
-}
 
 // The single binding a command that generates code works on.
 TypeBinding one_binding(const KernelRequest& r, const char* command) {
@@ -69,7 +64,7 @@ void add_kernel_commands(CLI::App& app, int& exit_status) {
             }
             for (const TypeBinding& b : r.bindings) {
                 r.kernel.check(b);
-                fmt::print("kernel '{}' is valid for {}\n", r.kernel.name(), describe(b));
+                fmt::print("kernel '{}' is valid for {}\n", r.kernel.name(), kjit::format_type_binding(b));
             }
             exit_status = 0;
         });
@@ -108,7 +103,7 @@ void add_kernel_commands(CLI::App& app, int& exit_status) {
                 }
             }
             fmt::print("compiled '{}'{} for {} in {:.1f} ms: cubin {} bytes, PTX {} bytes{}\n", r.kernel.name(),
-                       b.empty() ? "" : " (" + describe(b) + ")", bin.arch, bin.compile_ms, bin.cubin.size(),
+                       b.empty() ? "" : " (" + kjit::format_type_binding(b) + ")", bin.arch, bin.compile_ms, bin.cubin.size(),
                        bin.ptx.size(), output->empty() ? "" : ", written to " + *output);
             if (!bin.log.empty()) fmt::print(stderr, "NVRTC log:\n{}\n", bin.log);
             exit_status = 0;
