@@ -91,7 +91,7 @@ BinaryOp binary_of(AssignOp op) {
 
 class Printer {
 public:
-    Printer(const CheckedKernel& kernel, const Binding& binding) : kernel_(kernel), binding_(binding) {}
+    explicit Printer(const CheckedKernel& kernel) : kernel_(kernel) {}
 
     std::string expr(const Expr& e, int min_prec) {
         int prec = kPostfix;
@@ -317,7 +317,6 @@ private:
     }
 
     const CheckedKernel& kernel_;
-    const Binding& binding_;
 };
 
 // --- the module ---
@@ -403,7 +402,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
 
     // The operation as a function of one element of each parameter.
-    Printer printer(kernel, binding);
+    Printer printer(kernel);
     std::vector<std::string> body_params;
     for (std::size_t k = 0; k < np; ++k) {
         const Param& p = params[k];

@@ -92,6 +92,7 @@ private:
     StmtPtr parse_if();
     StmtPtr parse_for();
     StmtPtr parse_while();
+    ExprPtr parse_condition(std::string_view keyword);
     StmtPtr parse_jump();
     bool starts_declaration();
     StmtPtr parse_declaration(bool final_semicolon_optional = true);

@@ -61,9 +61,7 @@ StmtPtr Parser::parse_block() {
 StmtPtr Parser::parse_if() {
     const Token keyword = advance();
     auto stmt = std::make_unique<IfStmt>(keyword.pos);
-    const Token open = expect_punct("(", "expected '(' after 'if'");
-    stmt->condition = parse_expression();
-    expect_closing(")", open);
+    stmt->condition = parse_condition("if");
     stmt->then_branch = parse_statement();
     if (at_keyword("else")) {
         advance();
@@ -99,9 +97,7 @@ StmtPtr Parser::parse_for() {
 StmtPtr Parser::parse_while() {
     const Token keyword = advance();
     auto stmt = std::make_unique<WhileStmt>(keyword.pos);
-    const Token open = expect_punct("(", "expected '(' after 'while'");
-    stmt->condition = parse_expression();
-    expect_closing(")", open);
+    stmt->condition = parse_condition("while");
     stmt->body = parse_statement();
     return stmt;
 }
@@ -186,5 +182,13 @@ StmtPtr Parser::parse_expression_statement() {
     return std::make_unique<ExprStmt>(pos, std::move(e));
 }
 
+
+// condition := '(' expression ')'   (after 'if' or 'while')
+ExprPtr Parser::parse_condition(std::string_view keyword) {
+    const Token open = expect_punct("(", "expected '(' after '" + std::string(keyword) + "'");
+    ExprPtr condition = parse_expression();
+    expect_closing(")", open);
+    return condition;
+}
 
 }  // namespace kjit::jit::parsing

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "jit/manifest_kernel.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
@@ -19,45 +20,17 @@ struct Job {
     std::string arch;
 };
 
-TypeBinding binding_of(const nlohmann::json& b) {
-    if (!b.is_object()) throw CacheError("a \"types\" item must be an object such as {\"T\": \"float32\"}");
-    TypeBinding t;
-    for (const auto& [ph, name] : b.items()) {
-        if (!name.is_string()) throw CacheError("the type of '" + ph + "' must be a string");
-        t[ph] = DType::parse(name.get<std::string>());
-    }
-    return t;
-}
-
-
-std::string text_field(const nlohmann::json& e, const char* key, bool required) {
-    if (!e.contains(key)) {
-        if (required) throw CacheError(std::string("missing \"") + key + "\"");
-        return {};
-    }
-    if (!e[key].is_string()) throw CacheError(std::string("\"") + key + "\" must be a string");
-    return e[key].get<std::string>();
-}
-
 // The jobs of one manifest entry; a malformed entry is a failure, not an exception.
 void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs, std::vector<Job>& jobs,
               std::vector<std::string>& failures) {
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "kernel";
     const std::string where = "kernel " + std::to_string(index) + " ('" + name + "')";
     try {
-        const std::string kind = text_field(e, "kind", true);
-        if (kind != "elementwise") throw CacheError("kind \"" + kind + "\" is not supported by this kjit");
-        KernelOptions options;
-        options.preamble = text_field(e, "preamble", false);
-        if (e.contains("options")) options.nvrtc_options = e["options"].get<std::vector<std::string>>();
-        const ElementwiseKernel k(text_field(e, "in", false), text_field(e, "out", false), text_field(e, "op", true),
-                                  name, options);
-        std::vector<TypeBinding> bindings;
-        if (e.contains("types"))
-            for (const auto& b : e["types"]) bindings.push_back(binding_of(b));
-        if (bindings.empty()) bindings.emplace_back();
-        for (const TypeBinding& b : bindings)
-            for (const std::string& arch : archs) jobs.push_back({name + " (" + kjit::format_type_binding(b) + ") for " + arch, k, b, arch});
+        ManifestKernel m = kernel_from_manifest_entry(e);
+        if (m.bindings.empty()) m.bindings.emplace_back();
+        for (const TypeBinding& b : m.bindings)
+            for (const std::string& arch : archs)
+                jobs.push_back({name + " (" + format_type_binding(b) + ") for " + arch, m.kernel, b, arch});
     } catch (const std::exception& ex) {
         failures.push_back(where + ": " + ex.what());
     }

@@ -57,6 +57,10 @@ expect 1 "must end in .cubin or .ptx" -- compile --spec "$tmp/spec.json" --types
 expect 1 "arch='sm90' is not a GPU architecture" -- compile --spec "$tmp/spec.json" --types T=float32 --arch sm90
 echo '{"in": 3, "out": "T y", "op": "y = x"}' >"$tmp/bad.json"
 expect 1 "\"in\" must be a string" -- check --spec "$tmp/bad.json"
+echo '{"in": "T x", "out": "T y", "op": "y = x", "options": "-lineinfo"}' >"$tmp/badopt.json"
+expect 1 "\"options\" must be a list of strings" -- check --spec "$tmp/badopt.json"
+echo '{"in": "T x", "out": "T y", "op": "y = x", "options": ["-lineinfo"], "types": [{"T": "int8"}]}' >"$tmp/opt.json"
+expect 0 "for sm_90" -- compile --spec "$tmp/opt.json" --arch sm_90
 echo '{"in": ' >"$tmp/broken.json"
 expect 1 "is not valid JSON" -- check --spec "$tmp/broken.json"
 

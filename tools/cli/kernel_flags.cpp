@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jit/manifest_kernel.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::cli {
@@ -20,15 +21,6 @@ std::string text_or_file(const std::string& value, const char* flag) {
     return s.str();
 }
 
-std::string json_string(const nlohmann::json& entry, const char* key, const std::string& path, bool required) {
-    if (!entry.contains(key)) {
-        if (required) throw Error("spec '" + path + "': the entry has no \"" + key + "\"");
-        return {};
-    }
-    if (!entry[key].is_string()) throw Error("spec '" + path + "': \"" + key + "\" must be a string");
-    return entry[key].get<std::string>();
-}
-
 KernelRequest load_spec(const std::string& path) {
     std::ifstream in(path);
     if (!in) throw IoError("cannot read spec '" + path + "'");
@@ -38,29 +30,12 @@ KernelRequest load_spec(const std::string& path) {
     } catch (const nlohmann::json::exception& e) {
         throw IoError("spec '" + path + "' is not valid JSON: " + e.what());
     }
-    if (!entry.is_object()) throw Error("spec '" + path + "' must hold one manifest entry (a JSON object)");
-    const std::string kind = entry.value("kind", std::string("elementwise"));
-    if (kind != "elementwise")
-        throw Error("spec '" + path + "': kind \"" + kind + "\" is not supported by this kjit (only elementwise)");
-    KernelOptions options;
-    options.preamble = json_string(entry, "preamble", path, false);
-    KernelRequest r{ElementwiseKernel(json_string(entry, "in", path, true), json_string(entry, "out", path, true),
-                                      json_string(entry, "op", path, true), entry.value("name", std::string("kernel")),
-                                      options),
-                    {}};
-    if (entry.contains("types")) {
-        if (!entry["types"].is_array()) throw Error("spec '" + path + "': \"types\" must be a list of objects");
-        for (const auto& b : entry["types"]) {
-            if (!b.is_object()) throw Error("spec '" + path + "': each \"types\" item must be an object like {\"T\": \"float32\"}");
-            TypeBinding binding;
-            for (const auto& [ph, t] : b.items()) {
-                if (!t.is_string()) throw Error("spec '" + path + "': the type of '" + ph + "' must be a string");
-                binding[ph] = DType::parse(t.get<std::string>());
-            }
-            r.bindings.push_back(binding);
-        }
+    try {
+        jit::ManifestKernel m = jit::kernel_from_manifest_entry(entry);
+        return KernelRequest{std::move(m.kernel), std::move(m.bindings)};
+    } catch (const CacheError& e) {
+        throw Error("spec '" + path + "': " + e.what());
     }
-    return r;
 }
 
 }  // namespace
