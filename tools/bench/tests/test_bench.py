@@ -1,0 +1,452 @@
+"""Tests of the benchmark scripts without a GPU: peers.py against numpy fakes of cupy and torch
+(tests/fakes), table.py on synthetic records, run-bench.sh end to end with a stand-in kjit_bench.
+
+    python3 -m unittest discover -s tools/bench/tests -v      (needs numpy for the peers tests)
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(TESTS)
+ROOT = os.path.dirname(os.path.dirname(BENCH))
+FAKES = os.path.join(TESTS, "fakes")
+PEERS = os.path.join(BENCH, "peers.py")
+TABLE = os.path.join(BENCH, "table.py")
+RUN_BENCH = os.path.join(ROOT, "tools", "run-bench.sh")
+sys.path.insert(0, BENCH)
+
+import cases as C  # noqa: E402
+import peers  # noqa: E402  (imports no GPU module at load time)
+import table  # noqa: E402
+
+HAVE_NUMPY = importlib.util.find_spec("numpy") is not None
+needs_numpy = unittest.skipUnless(HAVE_NUMPY, "numpy is not installed for this python")
+
+REQUIRED = {"impl": str, "case": str, "bytes": int, "n": int, "dtype": str, "note": str,
+            "date": str, "device": str}
+NUMERIC = ("gbps", "tflops", "us_per_call", "ms")
+
+
+def fake_env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = FAKES + os.pathsep + env.get("PYTHONPATH", "")
+    for k in ("FAKE_BROKEN", "FAKE_WRONG", "FAKE_SLOW", "FAKE_TORCH_IMPORT_ERROR",
+              "FAKE_CUPY_IMPORT_ERROR"):
+        env.pop(k, None)
+    env.update(extra)
+    return env
+
+
+def run_peers(args, env=None, timeout=300):
+    """Runs peers.py --tiny with the fakes; returns (returncode, records, stderr)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "p.jsonl")
+        p = subprocess.run([sys.executable, PEERS, "--tiny", "--out", out] + args,
+                           env=env or fake_env(), capture_output=True, text=True,
+                           timeout=timeout)
+        recs = []
+        if os.path.exists(out):
+            with open(out) as f:
+                recs = [json.loads(line) for line in f if line.strip()]
+        return p.returncode, recs, p.stderr
+
+
+class CaseCatalogue(unittest.TestCase):
+    def test_ids_unique_and_described(self):
+        ids = [c.id for c in C.CASES]
+        self.assertEqual(len(ids), len(set(ids)))
+        for c in C.CASES:
+            self.assertIn(c.metric, C.UNITS, c.id)
+            self.assertEqual(len(c.shape), len(c.tiny), c.id)
+            self.assertTrue(c.doc, c.id)
+            if c.metric == C.GBPS:
+                self.assertGreater(c.bytes(), 0, c.id)
+            if c.metric == C.TFLOPS:
+                self.assertEqual(c.flops(), 2 * c.shape[0] ** 3, c.id)
+            if c.id != "copy":
+                self.assertIsNotNone(c.goal, c.id)
+            for impl in c.issue:
+                self.assertIn(impl, ("cupy", "torch", "cublas", "ceiling"), c.id)
+
+    def test_bytes_counted(self):
+        self.assertEqual(C.BY_ID["ew_axpb_f32"].bytes(), 8 << 28)           # read x, write y
+        self.assertEqual(C.BY_ID["ew_abc_f32"].bytes(), 16 << 28)           # 3 reads + 1 write
+        self.assertEqual(C.BY_ID["ew_axpb_bf16"].bytes(), 4 << 28)
+        self.assertEqual(C.BY_ID["ew_inplace_f64"].bytes(), 16 * 300_000_000)
+        self.assertEqual(C.BY_ID["ew_rowadd_f32"].bytes(), 4 * (2 * 16384 ** 2 + 16384))
+        self.assertEqual(C.BY_ID["copy"].bytes(), 8 << 28)
+        self.assertEqual(C.BY_ID["red_sum_ax0_f32"].bytes(), 4 * (16384 ** 2 + 16384))
+
+    def test_every_case_has_a_peer(self):
+        for c in C.CASES:
+            self.assertTrue(any((c.id, i) in peers.PEERS for i in peers.IMPLS), c.id)
+        self.assertNotIn(("ew_first_new", "torch"), peers.PEERS)     # the issue has no number
+
+    def test_select_cases(self):
+        ids, bad = peers.select_cases("ew_*")
+        self.assertEqual(bad, [])
+        self.assertTrue(ids and all(i.startswith("ew_") for i in ids))
+        ids, bad = peers.select_cases("red,copy")
+        self.assertIn("copy", ids)
+        self.assertTrue(all(i == "copy" or i.startswith("red_") for i in ids))
+        ids, bad = peers.select_cases("mm_f32_8192, nope")
+        self.assertEqual((ids, bad), (["mm_f32_8192"], ["nope"]))
+        ids, bad = peers.select_cases("")
+        self.assertEqual(ids, C.ORDER)
+
+
+class PeersList(unittest.TestCase):
+    def test_list_needs_no_gpu_module(self):
+        p = subprocess.run([sys.executable, PEERS, "--list"], capture_output=True, text=True,
+                           env=fake_env(FAKE_CUPY_IMPORT_ERROR="1", FAKE_TORCH_IMPORT_ERROR="1"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for cid in C.ORDER:
+            self.assertIn(cid, p.stdout)
+
+    def test_unknown_case_or_impl(self):
+        p = subprocess.run([sys.executable, PEERS, "--cases", "nope"], capture_output=True,
+                           text=True, env=fake_env())
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("nope", p.stderr)
+        p = subprocess.run([sys.executable, PEERS, "--impl", "jax"], capture_output=True,
+                           text=True, env=fake_env())
+        self.assertEqual(p.returncode, 2)
+
+
+@needs_numpy
+class PeersRun(unittest.TestCase):
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rc, cls.recs, cls.err = run_peers([])
+
+    def test_exit_and_records(self):
+        self.assertEqual(self.rc, 0, self.err[-2000:])
+        self.assertGreater(len(self.recs), 60)
+
+    def test_record_format(self):
+        for r in self.recs:
+            for k, t in REQUIRED.items():
+                self.assertIsInstance(r.get(k), t, f"{k} in {r}")
+            for k in NUMERIC:
+                self.assertIn(k, r)
+                self.assertTrue(r[k] is None or isinstance(r[k], (int, float)), r)
+            self.assertIn(r["impl"], ("cupy", "torch", "ceiling"))
+            self.assertIn(r["case"], C.BY_ID)
+            self.assertIsInstance(r.get("primary"), bool)
+            self.assertIn("tiny sizes", r["note"])
+            if not r.get("error"):
+                metric = C.BY_ID[r["case"]].metric
+                self.assertIsNotNone(r.get(metric), f"no {metric}: {r}")
+                self.assertGreater(r[metric], 0)
+            if r.get("spread"):
+                self.assertEqual(len(r["spread"]), 2)
+                self.assertLessEqual(r["spread"][0], r["spread"][1])
+
+    def test_every_peer_case_has_a_main_record(self):
+        have = {(r["case"], r["impl"]) for r in self.recs if r["primary"]}
+        for (cid, impl) in peers.PEERS:
+            if cid == "copy":
+                continue
+            self.assertIn((cid, impl), have)
+        self.assertIn(("copy", "ceiling"), have)
+
+    def test_checks_pass_and_only_bfloat16_cupy_fails(self):
+        for r in self.recs:
+            chk = r.get("check")
+            if chk is not None:
+                self.assertTrue(chk.startswith("ok"), r)
+            if r.get("error"):
+                # the fakes have no ml_dtypes: CuPy's bfloat16 cases must say so, nothing else fails
+                self.assertEqual(r["impl"], "cupy", r)
+                self.assertIn("bf16", r["case"], r)
+                self.assertIn("ml_dtypes", r["error"])
+
+    def test_gbps_from_bytes_and_ms(self):
+        for r in self.recs:
+            if r.get("gbps") and r.get("ms"):
+                self.assertAlmostEqual(r["gbps"], r["bytes"] / r["ms"] / 1e6, delta=r["gbps"] * 1e-9)
+
+    def test_first_call_cases(self):
+        new = [r for r in self.recs if r["case"] == "ew_first_new"]
+        disk = [r for r in self.recs if r["case"] == "ew_first_disk"]
+        self.assertEqual(len(new), 2)
+        self.assertEqual(len(disk), 1)
+        self.assertIn("fresh processes", disk[0]["note"])
+        self.assertEqual(disk[0]["check"], "ok")
+
+
+@needs_numpy
+class PeersFailures(unittest.TestCase):
+    def test_missing_peer(self):
+        rc, recs, err = run_peers(["--impl", "torch", "--cases", "ew_axpb_f32,red_sum_f32"],
+                                  fake_env(FAKE_TORCH_IMPORT_ERROR="1"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual({r["case"] for r in recs}, {"copy", "ew_axpb_f32", "red_sum_f32"})
+        for r in recs:
+            self.assertTrue(r["error"].startswith("torch not available"), r)
+            self.assertIsNone(r["gbps"])
+
+    def test_one_variant_fails(self):
+        rc, recs, err = run_peers(["--impl", "cupy", "--cases", "red_groupby_f64", "--no-ceiling"],
+                                  fake_env(FAKE_BROKEN="bincount"))
+        self.assertEqual(rc, 0, err)
+        by = {r["variant"]: r for r in recs}
+        self.assertEqual(len(by), 4)
+        bad = [r for r in recs if r.get("error")]
+        self.assertEqual(len(bad), 1)
+        self.assertIn("bincount", bad[0]["variant"])
+        self.assertTrue(all(r["ms"] for r in recs if not r.get("error")))
+
+    def test_wrong_result_is_reported(self):
+        rc, recs, err = run_peers(["--impl", "cupy", "--cases", "ew_axpb_f32", "--no-ceiling"],
+                                  fake_env(FAKE_WRONG="ElementwiseKernel"))
+        self.assertEqual(rc, 0, err)
+        main = [r for r in recs if r["primary"]][0]
+        self.assertTrue(main["check"].startswith("FAILED"), main)
+        self.assertIsNotNone(main["gbps"])            # still timed
+
+    def test_setup_failure_everywhere(self):
+        rc, recs, err = run_peers(["--impl", "cupy", "--cases", "ew,red_sum_f32"],
+                                  fake_env(FAKE_BROKEN="random.standard_normal"))
+        self.assertEqual(rc, 0, err)
+        mains = [r for r in recs if r["primary"]]
+        self.assertTrue(all(r.get("error") for r in mains if r["case"] not in
+                            ("ew_first_new", "ew_first_disk")))
+        self.assertIn("red_sum_f32", {r["case"] for r in recs})
+
+    def test_case_timeout_then_next_case(self):
+        rc, recs, err = run_peers(["--impl", "cupy", "--cases", "red_argmax_f32,red_host_1k",
+                                   "--no-ceiling", "--case-timeout", "1"],
+                                  fake_env(FAKE_SLOW="argmax:3"))
+        self.assertEqual(rc, 0, err)
+        am = [r for r in recs if r["case"] == "red_argmax_f32"]
+        self.assertEqual(len(am), 1)
+        self.assertIn("timed out", am[0]["error"])
+        self.assertTrue([r for r in recs if r["case"] == "red_host_1k" and r["us_per_call"]])
+
+    def test_worker_failure_is_a_record(self):
+        rc, recs, err = run_peers(["--impl", "cupy", "--cases", "ew_first_disk", "--no-ceiling"],
+                                  fake_env(FAKE_BROKEN="ElementwiseKernel"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(recs), 1)
+        self.assertIn("worker", recs[0]["error"])
+
+    def test_broken_stderr_does_not_stop_the_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "p.jsonl")
+            p = subprocess.Popen([sys.executable, PEERS, "--tiny", "--impl", "cupy", "--cases",
+                                  "ew_*", "--out", out], env=fake_env(),
+                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+            p.stderr.readline()
+            p.stderr.close()                          # like `2>&1 | head -1`
+            self.assertEqual(p.wait(timeout=120), 0)
+            with open(out) as f:
+                cases = {json.loads(line)["case"] for line in f}
+            self.assertIn("ew_first_disk", cases)
+
+    def test_stdout_output(self):
+        p = subprocess.run([sys.executable, PEERS, "--tiny", "--impl", "torch", "--cases",
+                            "red_sum_f32"], env=fake_env(), capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = [json.loads(line) for line in p.stdout.splitlines()]
+        self.assertEqual({r["case"] for r in recs}, {"copy", "red_sum_f32"})
+
+    def test_tf32_is_restored(self):
+        # TF32 for the tf32 case only: the float32 case after it gets the exact path back
+        rc, recs, err = run_peers(["--impl", "torch,cupy", "--cases", "mm_*_8192", "--no-ceiling"])
+        self.assertEqual(rc, 0, err)
+        names = {(r["impl"], r["case"]) for r in recs if not r.get("error")}
+        self.assertIn(("torch", "mm_tf32_8192"), names)
+        self.assertIn(("cupy", "mm_tf32_8192"), names)
+        self.assertTrue(all(r["tflops"] for r in recs if not r.get("error")))
+
+
+def rec(impl, case, **kw):
+    r = {"impl": impl, "case": case, "gbps": None, "tflops": None, "us_per_call": None,
+         "ms": None, "bytes": 0, "n": 1, "dtype": "float32", "note": "", "date": "2026-12-01",
+         "device": "H200"}
+    r.update(kw)
+    return r
+
+
+def make_data(records, problems=()):
+    d = table.Data()
+    for r in records:
+        r.setdefault("_src", "t")
+        d.records.append(r)
+    d.problems.extend(problems)
+    d.index()
+    return d
+
+
+class TableLogic(unittest.TestCase):
+    def test_ceiling_is_the_highest(self):
+        d = make_data([rec("ceiling", "copy", gbps=4200.0, variant="cupy"),
+                       rec("ceiling", "copy", gbps=4300.0, variant="torch"),
+                       rec("ceiling", "copy", gbps=9000.0, error="x")])
+        self.assertEqual(d.ceiling()["gbps"], 4300.0)
+
+    def test_goals(self):
+        recs = [rec("kjit", "ew_axpb_f32", gbps=4200.0),
+                rec("kjit", "ew_abc_f32", gbps=4300.0),
+                rec("kjit", "ew_host_1k", us_per_call=3.9),
+                rec("kjit", "ew_first_disk", ms=0.5),
+                rec("kjit", "mm_f32_8192", tflops=50.0), rec("cublas", "mm_f32_8192", tflops=51.0),
+                rec("kjit", "mm_tf32_8192", tflops=400.0),
+                rec("cublas", "mm_tf32_8192", tflops=455.0),
+                rec("kjit", "red_sum_f32", error="boom"),
+                rec("kjit", "mm_f64_8192", tflops=50.0)]
+        d = make_data(recs)
+        st = lambda cid, ceil=4300.0: table.goal_status(C.BY_ID[cid], d, ceil)  # noqa: E731
+        self.assertEqual(st("ew_axpb_f32")[0], "met")                 # 97.7% >= 97%
+        self.assertEqual(st("ew_axpb_f32", 4400.0)[0], "missed")      # 95.5%
+        self.assertIn("1.5 points", st("ew_axpb_f32", 4400.0)[1])
+        self.assertEqual(st("ew_axpb_f32", None)[0], None)
+        self.assertEqual(st("ew_abc_f32")[0], "missed")                # 4300 < 4400
+        self.assertEqual(st("ew_host_1k")[0], "met")
+        self.assertEqual(st("ew_first_disk")[0], "missed")
+        self.assertIn("100%", st("ew_first_disk")[1])
+        self.assertEqual(st("mm_f32_8192")[0], "met")                  # 0.980
+        self.assertEqual(st("mm_tf32_8192")[0], "missed")
+        self.assertEqual(st("mm_f64_8192"), (None, "no cuBLAS result to compare"))
+        self.assertEqual(st("red_sum_f32"), (None, "kjit failed"))
+        self.assertEqual(st("red_argmax_f32"), (None, "no kjit result"))
+        self.assertEqual(table.goal_status(None, d, 1.0), (None, ""))
+
+    def test_speed_ratio(self):
+        self.assertAlmostEqual(table.speed_ratio(C.GBPS, 4000, 2000), 2.0)
+        self.assertAlmostEqual(table.speed_ratio(C.US, 4.0, 8.0), 2.0)      # times: inverted
+        self.assertAlmostEqual(table.speed_ratio(C.MS, 40.0, 20.0), 0.5)
+        self.assertIsNone(table.speed_ratio(C.GBPS, None, 1.0))
+        self.assertIsNone(table.speed_ratio(C.GBPS, 0, 1.0))
+
+    def test_primary_and_variants(self):
+        d = make_data([rec("torch", "ew_axpb_f32", gbps=4224.0, variant="mul", primary=True),
+                       rec("torch", "ew_axpb_f32", gbps=2100.0, variant="two ops", primary=False)])
+        self.assertEqual(d.get("torch", "ew_axpb_f32")["variant"], "mul")
+        md = table.render(d)
+        self.assertIn("two ops", md)
+        self.assertIn("| `ew_axpb_f32` | PyTorch* | mul |", md)
+
+    def test_render_full_and_brief(self):
+        recs = [rec("ceiling", "copy", gbps=4260.0, variant="memcpy"),
+                rec("kjit", "ew_axpb_f32", gbps=4200.0, note="vector loads | 4 per thread"),
+                rec("cupy", "ew_axpb_f32", gbps=3380.0),
+                rec("torch", "ew_axpb_f32", gbps=4224.0, check="FAILED: rel err 1 > 1e-6"),
+                rec("kjit", "ew_trowadd_f32", gbps=1000.0, note="no tiled path yet"),
+                rec("cupy", "red_sum_f32", error="CUDA out of memory"),
+                rec("kjit", "something_new", gbps=10.0)]
+        d = make_data(recs, ["x.jsonl:3: not a record"])
+        md = table.render(d)
+        self.assertIn("**4260 GB/s**", md)
+        self.assertIn("4200 (99%)", md)
+        self.assertIn("1.24×", md)                       # kjit / cupy
+        self.assertIn("**MISSED** by 36.5 points", md)
+        self.assertIn("- `ew_trowadd_f32`: no tiled path yet", md)
+        self.assertIn("vector loads \\| 4 per thread", md)   # pipes escaped
+        self.assertIn("error [", md)
+        self.assertIn("CUDA out of memory", md)
+        self.assertIn("⚠[", md)
+        self.assertIn("Other cases", md)
+        self.assertIn("`something_new`", md)
+        self.assertIn("input: x.jsonl:3", md)
+        self.assertIn("Goals: 1 met, 1 missed", md)
+        brief = table.render(d, brief=True)
+        self.assertNotIn("All variants", brief)
+        self.assertNotIn("Peers here and in the issues", brief)
+        self.assertIn("CUDA out of memory", brief)
+        # every table row has as many cells as its header
+        for block in md.split("\n\n"):
+            lines = [ln for ln in block.splitlines() if ln.startswith("|")]
+            if lines:
+                n = lines[0].replace("\\|", "").count("|")
+                for ln in lines:
+                    self.assertEqual(ln.replace("\\|", "").count("|"), n, ln)
+
+    def test_load_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            good = os.path.join(d, "k.jsonl")
+            with open(good, "w") as f:
+                f.write(json.dumps(rec("kjit", "ew_host_1k", us_per_call=3.0)) + "\n")
+                f.write("not json\n\n")
+                f.write(json.dumps({"no": "impl"}) + "\n")
+                f.write(json.dumps(rec("kjit", "ew_host_1k", us_per_call=2.5)) + "\n")
+            out = os.path.join(d, "t.md")
+            p = subprocess.run([sys.executable, TABLE, good, os.path.join(d, "missing.jsonl"),
+                                "-o", out], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(out) as f:
+                md = f.read()
+            self.assertIn("missing.jsonl: no such file", md)
+            self.assertIn("k.jsonl:2: not a record", md)
+            self.assertIn("k.jsonl:4: not a record", md)
+            self.assertIn("several main records for kjit ew_host_1k", md)
+            self.assertIn("| 2.50 |", md)                    # the last one wins
+            p = subprocess.run([sys.executable, TABLE, os.path.join(d, "missing.jsonl")],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1)
+
+
+@needs_numpy
+@unittest.skipUnless(shutil.which("bash") and shutil.which("timeout"), "needs bash and timeout")
+class RunBench(unittest.TestCase):
+    def make_build(self, d, body):
+        tools = os.path.join(d, "build", "tools")
+        os.makedirs(tools)
+        prog = os.path.join(tools, "kjit_bench")
+        with open(prog, "w") as f:
+            f.write("#!/usr/bin/env bash\n" + body)
+        os.chmod(prog, 0o755)
+        return os.path.join(d, "build")
+
+    def run_bench(self, build, out, **env):
+        e = fake_env(PYTHON=sys.executable, PEERS_ARGS="--tiny", **env)
+        return subprocess.run(["bash", RUN_BENCH, build, out], env=e, capture_output=True,
+                              text=True, timeout=600)
+
+    def test_end_to_end(self):
+        with tempfile.TemporaryDirectory() as d:
+            line = json.dumps(rec("kjit", "ew_host_1k", us_per_call=3.2, note="warm path"))
+            build = self.make_build(d, f'[ "$1" = --json ] || exit 3\necho \'{line}\' > "$2"\n'
+                                       f'echo "extra: $3"\n')
+            out = os.path.join(d, "out")
+            p = self.run_bench(build, out, KJIT_BENCH_ARGS="--quick", BENCH_CASES="ew_host_1k")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            for f in ("machine.txt", "kjit.jsonl", "peers.jsonl", "table.md", "kjit-bench.log",
+                      "peers-cupy.log", "peers-torch.log"):
+                self.assertTrue(os.path.exists(os.path.join(out, f)), f)
+            with open(os.path.join(out, "kjit-bench.log")) as f:
+                self.assertIn("extra: --quick", f.read())
+            self.assertIn("met 3.20 µs", p.stdout)
+            tail = p.stdout[p.stdout.index("the main table:"):]      # the table comes last
+            self.assertIn("| `ew_host_1k`", tail)
+            self.assertIn("Goals: 1 met", tail)
+            with open(os.path.join(out, "table.md")) as f:
+                self.assertIn("All variants", f.read())
+
+    def test_no_kjit_and_failing_kjit(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out")
+            p = self.run_bench("-", out, BENCH_CASES="red_host_1k", BENCH_IMPLS="cupy")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("kjit_bench: not found", p.stdout)
+            self.assertIn("no kjit result", p.stdout)
+            build = self.make_build(d, 'echo half > "$2"; echo crashed >&2; exit 139\n')
+            p = self.run_bench(build, out, BENCH_CASES="red_host_1k", BENCH_IMPLS="torch")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("exit 139", p.stdout)
+            self.assertIn("crashed", p.stdout)
+            self.assertIn("not a record", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
