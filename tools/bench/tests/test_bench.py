@@ -290,10 +290,14 @@ def make_data(records, problems=()):
 
 class TableLogic(unittest.TestCase):
     def test_ceiling_is_the_highest(self):
-        d = make_data([rec("ceiling", "copy", gbps=4200.0, variant="cupy"),
-                       rec("ceiling", "copy", gbps=4300.0, variant="torch"),
+        d = make_data([rec("ceiling", "copy", gbps=4300.0, variant="cupy"),
+                       rec("ceiling", "copy", gbps=4200.0, variant="torch"),
                        rec("ceiling", "copy", gbps=9000.0, error="x")])
         self.assertEqual(d.ceiling()["gbps"], 4300.0)
+        md = table.render(d)
+        self.assertIn("| `copy` | copy ceiling* | cupy |", md)
+        self.assertIn("| `copy` | copy ceiling | torch |", md)
+        self.assertNotIn("several main records", md)
 
     def test_goals(self):
         recs = [rec("kjit", "ew_axpb_f32", gbps=4200.0),
