@@ -1,323 +1,16 @@
 #include "jit/codegen.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <functional>
 #include <sstream>
 
-#include "jit/conversions.hpp"
-#include "jit/math_functions.hpp"
-#include "jit/parser.hpp"
+#include "jit/statement_printer.hpp"
 #include "jit/templates.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
 namespace {
-
-// --- conversions ---
-
-bool is_16bit_float(DType t) { return t.id() == DType::float16 || t.id() == DType::bfloat16; }
-
-// Whether generated code must spell a conversion out: CUDA's half, bfloat16 and kjit's complex
-// have constructors and operators that would otherwise be ambiguous or round twice; C's own
-// types convert implicitly exactly as C says.
-bool needs_explicit(DType from, DType to) {
-    return !(from == to) && (is_16bit_float(from) || is_16bit_float(to) || from.is_complex() || to.is_complex());
-}
-
-std::string to_float_from_16(const std::string& e, DType from) {
-    return (from.id() == DType::float16 ? "__half2float(" : "__bfloat162float(") + e + ")";
-}
-
-// A primary expression converting `e` (of type `from`) to `to`.
-std::string convert(const std::string& e, DType from, DType to) {
-    if (from == to) return e;
-    const std::string t = cuda_type(to);
-    if (to.is_complex()) {
-        const std::string part = cuda_type(to.real_type());
-        if (from.is_complex())
-            return t + "((" + part + ")kjit::real(" + e + "), (" + part + ")kjit::imag(" + e + "))";
-        if (is_16bit_float(from)) return t + "((" + part + ")" + to_float_from_16(e, from) + ")";
-        return t + "((" + part + ")(" + e + "))";
-    }
-    if (is_16bit_float(to)) {
-        const char* from_double = to.id() == DType::float16 ? "__double2half(" : "__double2bfloat16(";
-        if (is_16bit_float(from)) return std::string(from_double) + "(double)" + to_float_from_16(e, from) + ")";
-        return std::string(from_double) + "(double)(" + e + "))";
-    }
-    if (is_16bit_float(from)) {
-        if (to.is_bool()) return "(" + to_float_from_16(e, from) + " != 0.0f)";
-        return "((" + t + ")" + to_float_from_16(e, from) + ")";
-    }
-    return "((" + t + ")(" + e + "))";
-}
-
-// --- expressions ---
-
-// C's precedence levels, higher binds tighter.
-enum Prec { kAssign = 2, kConditional = 3, kLogicalOr = 4, kLogicalAnd = 5, kBitOr = 6, kBitXor = 7, kBitAnd = 8,
-            kEquality = 9, kRelational = 10, kShift = 11, kAdditive = 12, kMultiplicative = 13, kUnary = 15,
-            kPostfix = 16 };
-
-int precedence(BinaryOp op) {
-    switch (op) {
-        case BinaryOp::mul: case BinaryOp::div: case BinaryOp::mod: return kMultiplicative;
-        case BinaryOp::add: case BinaryOp::sub: return kAdditive;
-        case BinaryOp::shl: case BinaryOp::shr: return kShift;
-        case BinaryOp::lt: case BinaryOp::gt: case BinaryOp::le: case BinaryOp::ge: return kRelational;
-        case BinaryOp::eq: case BinaryOp::ne: return kEquality;
-        case BinaryOp::bit_and: return kBitAnd;
-        case BinaryOp::bit_xor: return kBitXor;
-        case BinaryOp::bit_or: return kBitOr;
-        case BinaryOp::logical_and: return kLogicalAnd;
-        case BinaryOp::logical_or: return kLogicalOr;
-    }
-    return kAssign;
-}
-
-const char* spelling(BinaryOp op) {
-    static const char* const k[] = {"*", "/", "%", "+", "-", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|", "&&", "||"};
-    return k[static_cast<int>(op)];
-}
-
-const char* spelling(AssignOp op) {
-    static const char* const k[] = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="};
-    return k[static_cast<int>(op)];
-}
-
-BinaryOp binary_of(AssignOp op) {
-    static const BinaryOp k[] = {BinaryOp::add, BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div, BinaryOp::mod,
-                                 BinaryOp::bit_and, BinaryOp::bit_or, BinaryOp::bit_xor, BinaryOp::shl, BinaryOp::shr};
-    return k[static_cast<int>(op)];
-}
-
-class Printer {
-public:
-    explicit Printer(const CheckedKernel& kernel) : kernel_(kernel) {}
-
-    std::string expr(const Expr& e, int min_prec) {
-        int prec = kPostfix;
-        std::string s = expr_text(e, prec);
-        return prec < min_prec ? "(" + s + ")" : s;
-    }
-
-    // `e` converted to `to` (when its type is known and differs in a way that needs spelling).
-    std::string expr_as(const Expr& e, const std::optional<DType>& to, int min_prec) {
-        if (e.type && to && needs_explicit(*e.type, *to)) return convert(expr(e, kPostfix), *e.type, *to);
-        return expr(e, min_prec);
-    }
-
-    // A type as written in the body: placeholders stay (the body declares them), dtype names
-    // become their CUDA spelling.
-    std::string type(const TypeName& t, const std::optional<DType>& resolved) const {
-        if (is_placeholder_name(t.spelling)) return t.spelling;
-        return resolved ? cuda_type(*resolved) : t.spelling;
-    }
-
-    void stmt(const Stmt& s, int indent, std::ostringstream& out) {
-        const std::string pad(static_cast<std::size_t>(indent) * 4, ' ');
-        switch (s.kind) {
-            case StmtKind::expr:
-                out << pad << expr(*static_cast<const ExprStmt&>(s).expr, 0) << ";\n";
-                return;
-            case StmtKind::decl:
-                out << pad << decl(static_cast<const DeclStmt&>(s)) << ";\n";
-                return;
-            case StmtKind::block: {
-                out << pad << "{\n";
-                for (const StmtPtr& b : static_cast<const BlockStmt&>(s).body) stmt(*b, indent + 1, out);
-                out << pad << "}\n";
-                return;
-            }
-            case StmtKind::if_: {
-                const auto& st = static_cast<const IfStmt&>(s);
-                out << pad << "if (" << condition(*st.condition) << ")\n";
-                nested(*st.then_branch, indent, out);
-                if (st.else_branch) {
-                    out << pad << "else\n";
-                    nested(*st.else_branch, indent, out);
-                }
-                return;
-            }
-            case StmtKind::for_: {
-                const auto& st = static_cast<const ForStmt&>(s);
-                std::string init;
-                if (st.init && st.init->kind == StmtKind::decl) init = decl(static_cast<const DeclStmt&>(*st.init));
-                if (st.init && st.init->kind == StmtKind::expr) init = expr(*static_cast<const ExprStmt&>(*st.init).expr, 0);
-                out << pad << "for (" << init << "; " << (st.condition ? condition(*st.condition) : "") << "; "
-                    << (st.step ? expr(*st.step, 0) : "") << ")\n";
-                nested(*st.body, indent, out);
-                return;
-            }
-            case StmtKind::while_: {
-                const auto& st = static_cast<const WhileStmt&>(s);
-                out << pad << "while (" << condition(*st.condition) << ")\n";
-                nested(*st.body, indent, out);
-                return;
-            }
-            case StmtKind::break_: out << pad << "break;\n"; return;
-            case StmtKind::continue_: out << pad << "continue;\n"; return;
-            case StmtKind::empty: out << pad << ";\n"; return;
-        }
-    }
-
-private:
-    void nested(const Stmt& s, int indent, std::ostringstream& out) {
-        stmt(s, s.kind == StmtKind::block ? indent : indent + 1, out);
-    }
-
-    std::string condition(const Expr& e) { return expr_as(e, DType(DType::bool_), 0); }
-
-    std::string decl(const DeclStmt& d) {
-        std::string s = d.is_const ? "const " : "";
-        const Local* first = d.declarators.empty() ? nullptr : &kernel_.locals[d.declarators.front().local];
-        // `auto` is printed as the type kjit computed, so CUDA cannot deduce another.
-        s += d.type.spelling == "auto" ? cuda_type(*first->type) : type(d.type, first->type);
-        bool comma = false;
-        for (const Declarator& decl : d.declarators) {
-            s += comma ? ", " : " ";
-            comma = true;
-            s += decl.name;
-            if (decl.init) s += " = " + expr_as(*decl.init, kernel_.locals[decl.local].type, kAssign);
-        }
-        return s;
-    }
-
-    std::string expr_text(const Expr& e, int& prec) {
-        switch (e.kind) {
-            case ExprKind::int_literal: return static_cast<const IntLiteral&>(e).text;
-            case ExprKind::float_literal: return static_cast<const FloatLiteral&>(e).text;
-            case ExprKind::bool_literal: return static_cast<const BoolLiteral&>(e).value ? "true" : "false";
-            case ExprKind::name: return static_cast<const NameExpr&>(e).name;
-            case ExprKind::unary: return unary(static_cast<const UnaryExpr&>(e), prec);
-            case ExprKind::binary: return binary(static_cast<const BinaryExpr&>(e), prec);
-            case ExprKind::assign: return assign(static_cast<const AssignExpr&>(e), prec);
-            case ExprKind::conditional: {
-                const auto& c = static_cast<const ConditionalExpr&>(e);
-                prec = kConditional;
-                return condition_operand(*c.condition) + " ? " + expr_as(*c.if_true, e.type, kAssign) + " : " +
-                       expr_as(*c.if_false, e.type, kConditional);
-            }
-            case ExprKind::cast: return cast(static_cast<const CastExpr&>(e), prec);
-            case ExprKind::call: return call(static_cast<const CallExpr&>(e));
-            case ExprKind::index: {
-                const auto& ix = static_cast<const IndexExpr&>(e);
-                return expr(*ix.base, kPostfix) + "[" + expr(*ix.index, 0) + "]";
-            }
-        }
-        return {};
-    }
-
-    std::string condition_operand(const Expr& e) {
-        if (e.type && needs_explicit(*e.type, DType::bool_)) return convert(expr(e, kPostfix), *e.type, DType::bool_);
-        return expr(e, kLogicalOr);
-    }
-
-    std::string unary(const UnaryExpr& u, int& prec) {
-        switch (u.op) {
-            case UnaryOp::post_increment: return expr(*u.operand, kPostfix) + "++";
-            case UnaryOp::post_decrement: return expr(*u.operand, kPostfix) + "--";
-            default: break;
-        }
-        prec = kUnary;
-        switch (u.op) {
-            case UnaryOp::plus: return "+" + expr(*u.operand, kUnary);
-            case UnaryOp::minus: return "-" + expr(*u.operand, kUnary);
-            case UnaryOp::logical_not: return "!" + expr_as(*u.operand, DType(DType::bool_), kUnary);
-            case UnaryOp::bit_not: return "~" + expr(*u.operand, kUnary);
-            case UnaryOp::pre_increment: return "++" + expr(*u.operand, kUnary);
-            case UnaryOp::pre_decrement: return "--" + expr(*u.operand, kUnary);
-            default: return {};
-        }
-    }
-
-    std::string binary(const BinaryExpr& b, int& prec) {
-        prec = precedence(b.op);
-        const std::optional<DType> operand = b.operand_type;
-        // Spaces around every operator but the multiplicative ones inside sums read as written.
-        return expr_as(*b.lhs, operand, prec) + " " + spelling(b.op) + " " + expr_as(*b.rhs, operand, prec + 1);
-    }
-
-    std::string assign(const AssignExpr& a, int& prec) {
-        prec = kAssign;
-        const std::optional<DType> target = a.target->type;
-        const std::string lhs = expr(*a.target, kUnary);
-        if (a.op == AssignOp::assign) return lhs + " = " + expr_as(*a.value, target, kAssign);
-        // Compound assignment: written out when a conversion must be spelled, so that the
-        // operation happens in the common type and the result converts back once.
-        if (target && a.value->type) {
-            const DType common = usual_common(*target, *a.value->type, a.op);
-            if (needs_explicit(*target, common) || needs_explicit(*a.value->type, common)) {
-                const std::string op = std::string(" ") + spelling(binary_of(a.op)) + " ";
-                const std::string computed = convert(lhs, *target, common) + op + convert(expr(*a.value, kPostfix), *a.value->type, common);
-                return lhs + " = " + convert("(" + computed + ")", common, *target);
-            }
-        }
-        return lhs + " " + spelling(a.op) + " " + expr(*a.value, kAssign);
-    }
-
-    static DType usual_common(DType target, DType value, AssignOp op) {
-        if (op == AssignOp::shl || op == AssignOp::shr) return target;
-        return usual_arithmetic_conversion(target, value);
-    }
-
-    std::string cast(const CastExpr& c, int& prec) {
-        const std::optional<DType> from = c.operand->type;
-        if (from && c.type && needs_explicit(*from, *c.type)) return convert(expr(*c.operand, kPostfix), *from, *c.type);
-        const std::string t = type(c.target, c.type);
-        switch (c.style) {
-            case CastStyle::functional:
-                if (t.find(' ') == std::string::npos) return t + "(" + expr(*c.operand, 0) + ")";
-                [[fallthrough]];  // "unsigned int(x)" is not C++: print it C-style
-            case CastStyle::c_style:
-                prec = kUnary;
-                return "(" + t + ")" + expr(*c.operand, kUnary);
-            case CastStyle::static_cast_:
-                return "static_cast<" + t + ">(" + expr(*c.operand, 0) + ")";
-        }
-        return {};
-    }
-
-    std::string call(const CallExpr& c) {
-        const MathFunction* f = find_math_function(c.callee);
-        std::string args;
-        if (f == nullptr) {  // a preamble function: called as written
-            for (const ExprPtr& a : c.args) args += (args.empty() ? "" : ", ") + expr(*a, kAssign);
-            return c.callee + "(" + args + ")";
-        }
-        std::vector<DType> types;
-        for (const ExprPtr& a : c.args) types.push_back(*a->type);
-        const DType compute = math_compute_type(*f, types);
-        const DType result = *c.type;
-        // Reals given to the complex-only functions: spelled directly, computed in `compute`.
-        if (!compute.is_complex() && (f->kind == MathKind::complex_part || f->kind == MathKind::conj)) {
-            if (f->name == "real" || f->name == "conj") return expr_as(*c.args[0], result, kPostfix);
-            if (f->name == "imag") return convert("((" + cuda_type(compute) + ")0)", compute, result);
-            const std::string x = expr_as(*c.args[0], compute, kPostfix);
-            if (f->name == "norm") return convert("(" + x + " * " + x + ")", compute, result);
-            const bool single = compute.id() == DType::float32;
-            return convert(std::string(single ? "atan2f(0.0f, " : "atan2(0.0, ") + x + ")", compute, result);
-        }
-        if (f->kind == MathKind::abs && compute.kind() == DTypeKind::unsigned_int)
-            return expr_as(*c.args[0], result, kPostfix);  // |u| == u
-        for (std::size_t k = 0; k < c.args.size(); ++k) {
-            // ldexp's exponent stays an int; everything else computes in `compute`.
-            const DType want = (f->kind == MathKind::ldexp && k == 1) ? DType(DType::int32) : compute;
-            // Every argument of another type is converted explicitly: CUDA overloads the math
-            // functions for float and double only, so sqrt(short) would be ambiguous.
-            const Expr& a = *c.args[k];
-            const std::string arg = (a.type && !(*a.type == want)) ? convert(expr(a, kPostfix), *a.type, want) : expr(a, kAssign);
-            args += (args.empty() ? "" : ", ") + arg;
-        }
-        const std::string called = cuda_math_name(*f, compute) + "(" + args + ")";
-        // The type CUDA's function returns, converted to what kjit says the call is.
-        DType returned = compute;
-        if (f->kind == MathKind::predicate) returned = DType::bool_;
-        if (f->kind == MathKind::abs && compute.is_complex()) returned = compute.real_type();
-        if (f->kind == MathKind::complex_part) returned = compute.real_type();
-        return convert(called, returned, result);
-    }
-
-    const CheckedKernel& kernel_;
-};
 
 // --- the module ---
 
@@ -349,8 +42,6 @@ bool definitely_assigned(const Body& body, int k) {
 
 }  // namespace
 
-std::string cuda_type(DType t) { return std::string(t.cuda_name()); }
-
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
                                      const Binding& binding) {
     if (!kernel.complete) throw TypeError("kernel '" + spec.name + "': every type placeholder needs a type to generate code");
@@ -358,20 +49,30 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     const std::size_t np = params.size();
     std::vector<bool> scalar = spec.scalar;
     scalar.resize(np, false);
-    for (std::size_t k = 0; k < np; ++k)
+    std::vector<std::optional<DType>> storage_of = spec.storage;
+    storage_of.resize(np);
+    for (std::size_t k = 0; k < np; ++k) {
         if (scalar[k] && (params[k].raw || params[k].is_output))
             throw TypeError("parameter '" + params[k].name + "' cannot be a scalar: it is " +
                             (params[k].raw ? "raw" : "an output"));
+        if (storage_of[k] && !(*storage_of[k] == *kernel.param_types[k]) && (params[k].raw || params[k].is_output || scalar[k]))
+            throw TypeError("parameter '" + params[k].name + "' must be stored as its own type " +
+                            std::string(kernel.param_types[k]->name()) + ": only array inputs convert on load");
+    }
+    // The dtype each parameter has in memory, and its spelling.
+    auto stored = [&](std::size_t k) { return storage_of[k] ? *storage_of[k] : *kernel.param_types[k]; };
 
     GeneratedModule m;
     std::vector<Operand> operands;
     std::size_t min_item = 16, max_item = 1;
+    std::vector<bool> dtype_used = kernel.dtype_used;
     for (std::size_t k = 0; k < np; ++k) {
         const bool array = !params[k].raw && !scalar[k];
         operands.push_back({static_cast<int>(k), array ? m.array_operands++ : -1});
+        dtype_used[stored(k).id()] = true;
         if (array) {
-            min_item = std::min(min_item, kernel.param_types[k]->itemsize());
-            max_item = std::max(max_item, kernel.param_types[k]->itemsize());
+            min_item = std::min(min_item, stored(k).itemsize());
+            max_item = std::max(max_item, stored(k).itemsize());
         }
     }
     // Each thread moves 16 bytes of the narrowest operand per step, at most 64 of the widest.
@@ -383,6 +84,25 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     m.contiguous64 = name + "_contiguous64";
     m.strided32 = name + "_strided32";
     m.strided64 = name + "_strided64";
+    if (m.array_operands > 0) m.rows32 = name + "_rows32";
+    // The tiled variant stages each array input in a TILE x (TILE + 1) tile of shared memory
+    // (the extra column keeps a column's elements in different banks), within 40 KiB of static
+    // shared memory. 32 wide: 64 measured slower on the H200 (docs/PERFORMANCE.md).
+    std::size_t input_bytes = 0;
+    for (const Operand& o : operands)
+        if (o.slot >= 0 && !params[o.param].is_output) input_bytes += stored(o.param).itemsize();
+    // KJIT_TUNE_TILE=64 tries the wider tile first (for measurements, docs/PERFORMANCE.md).
+    const char* tune = std::getenv("KJIT_TUNE_TILE");
+    const int first_tile = tune != nullptr && std::string(tune) == "64" ? 64 : 32;
+    for (const int tile : {first_tile, 32}) {
+        const std::size_t bytes = input_bytes * static_cast<std::size_t>(tile * (tile + 1));
+        if (m.array_operands > 1 && bytes > 0 && bytes <= 40 * 1024) {
+            m.tiled32 = name + "_tiled32";
+            m.tiled_shared_bytes = bytes;
+            m.tile = tile;
+            break;
+        }
+    }
 
     std::ostringstream s;
     s << "// kjit elementwise kernel '" << name << "'\n";
@@ -392,17 +112,17 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         for (const auto& [ph, t] : binding) b.push_back(ph + "=" + std::string(t.name()));
         s << "//   types: " << join(b, ", ") << "\n";
     }
-    if (kernel.dtype_used[DType::float16]) s << "#define KJIT_USE_FLOAT16\n";
-    if (kernel.dtype_used[DType::bfloat16]) s << "#define KJIT_USE_BFLOAT16\n";
-    if (kernel.dtype_used[DType::float16] || kernel.dtype_used[DType::bfloat16])
-        s << template_text("scalar_types.cuh") << "\n";
-    if (kernel.dtype_used[DType::complex64] || kernel.dtype_used[DType::complex128])
-        s << template_text("complex.cuh") << "\n";
+    for (std::size_t k = 0; k < np; ++k)
+        if (storage_of[k] && !(*storage_of[k] == *kernel.param_types[k]))
+            s << "//   " << params[k].name << " stored as " << storage_of[k]->name() << "\n";
+    if (dtype_used[DType::float16]) s << "#define KJIT_USE_FLOAT16\n";
+    if (dtype_used[DType::bfloat16]) s << "#define KJIT_USE_BFLOAT16\n";
+    if (dtype_used[DType::float16] || dtype_used[DType::bfloat16]) s << template_text("scalar_types.cuh") << "\n";
+    if (dtype_used[DType::complex64] || dtype_used[DType::complex128]) s << template_text("complex.cuh") << "\n";
     s << template_text("elementwise.cuh") << "\n";
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
 
     // The operation as a function of one element of each parameter.
-    Printer printer(kernel);
     std::vector<std::string> body_params;
     for (std::size_t k = 0; k < np; ++k) {
         const Param& p = params[k];
@@ -418,14 +138,14 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     s << "__device__ __forceinline__ void " << name << "(" << join(body_params, ", ") << ") {\n";
     for (const auto& [ph, t] : binding) s << "    typedef " << cuda_type(t) << " " << ph << ";\n";
     s << "    (void)i;\n    (void)n;\n";
-    for (const StmtPtr& st : body.statements) printer.stmt(*st, 1, s);
+    print_statements(kernel, body, 1, s);
     s << "}\n}  // namespace kjit_body\n\n";
 
     // The launch arguments, one struct so that the launcher writes them with one copy.
     s << "struct " << args_type << " {\n";
     for (std::size_t k = 0; k < np; ++k) {
         const Param& p = params[k];
-        const std::string t = cuda_type(*kernel.param_types[k]);
+        const std::string t = cuda_type(stored(k));
         const std::string cst = p.is_output ? "" : "const ";
         if (p.raw)
             s << "    kjit::Raw<" << cst << t << "> " << p.name << ";\n";
@@ -437,63 +157,112 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     s << "    long long n;\n};\n\n";
 
     const int V = m.vector_width;
-    // The body's arguments in the element loops: `element(k)` gives parameter k's element.
+    const int A = std::max(1, m.array_operands);
+    // An input's element as the parameter's type (converted from how it is stored).
+    auto as_param = [&](const Operand& o, const std::string& element) {
+        if (params[o.param].is_output) return element;
+        return convert_value(element, stored(o.param), *kernel.param_types[o.param]);
+    };
     auto call_body = [&](const std::vector<std::string>& elements, const std::string& index) {
         std::vector<std::string> a = elements;
         a.push_back("(long long)(" + index + ")");
         a.push_back("args.n");
         return "kjit_body::" + name + "(" + join(a, ", ") + ");";
     };
-    auto operand_elements = [&](const std::string& offset_of_slot) {
+    // Every parameter's element, array operand `slot` at offset `offset(slot)`.
+    auto elements_at = [&](const std::function<std::string(int)>& offset) {
         std::vector<std::string> e;
         for (const Operand& o : operands) {
-            const Param& p = params[o.param];
-            if (o.slot < 0)
-                e.push_back("args." + p.name);
-            else
-                e.push_back("args." + p.name + "[" + (offset_of_slot == "e" ? "e" : "off[" + std::to_string(o.slot) + "]") + "]");
+            const std::string arg = "args." + params[o.param].name;
+            e.push_back(o.slot < 0 ? arg : as_param(o, arg + "[" + offset(o.slot) + "]"));
         }
         return e;
     };
+    // Whether the body needs an output's old value (it reads it, or may leave it unwritten).
+    auto loads_output = [&](const Operand& o) {
+        return kernel.param_read[o.param] || !definitely_assigned(body, o.param);
+    };
+    // The vector loop body shared by the contiguous and row variants: `where(o)` is the address of
+    // operand o's first element of this step, `splat(o)` true when that operand repeats one value.
+    auto vector_step = [&](const std::string& pad, const std::function<std::string(const Operand&)>& where,
+                           const std::function<std::string(const Operand&)>& broadcast_test) {
+        std::vector<std::string> vec_elements;
+        for (const Operand& o : operands) {
+            const Param& p = params[o.param];
+            if (o.slot < 0) {
+                vec_elements.push_back("args." + p.name);
+                continue;
+            }
+            const std::string t = cuda_type(stored(o.param));
+            const std::string var = "v_" + p.name;
+            const std::string test = broadcast_test(o);
+            if (p.is_output && !loads_output(o)) {
+                s << pad << "kjit::Vec<" << t << ", V> " << var << ";\n";
+            } else if (!p.is_output && !test.empty()) {
+                s << pad << "const kjit::Vec<" << t << ", V> " << var << " = " << test << " ? kjit::splat<V>(*("
+                  << where(o) << ")) : kjit::load<V>(" << where(o) << ");\n";
+            } else {
+                s << pad << (p.is_output ? "" : "const ") << "kjit::Vec<" << t << ", V> " << var << " = kjit::load<V>("
+                  << where(o) << ");\n";
+            }
+            vec_elements.push_back(as_param(o, var + ".v[k]"));
+        }
+        s << "#pragma unroll\n" << pad << "for (int k = 0; k < V; ++k) " << call_body(vec_elements, "e + k") << "\n";
+        for (const Operand& o : operands)
+            if (o.slot >= 0 && params[o.param].is_output)
+                s << pad << "kjit::store<V>(" << where(o) << ", v_" << params[o.param].name << ");\n";
+    };
 
     // Contiguous: every array operand is C-contiguous over the same n elements and aligned to
-    // V elements; V elements per step through vector loads, then a scalar tail.
+    // V elements. Each thread takes U vectors a grid apart at once (all loads issued before any
+    // use, so that enough bytes are in flight to saturate memory), then single vectors, then a
+    // scalar tail.
     s << "template <class Index>\n__device__ __forceinline__ void " << name << "_contiguous(const " << args_type
       << "& args) {\n";
-    s << "    constexpr int V = " << V << ";\n";
+    s << "    constexpr int V = " << V << ", U = " << m.unroll << ";\n";
     s << "    const Index n = static_cast<Index>(args.n);\n";
     s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
     s << "    const Index vectors = n / V;\n";
-    s << "    for (Index v = static_cast<Index>(kjit::thread_index()); v < vectors; v += stride) {\n";
-    s << "        const Index e = v * V;\n";
-    std::vector<std::string> vec_elements;
-    for (const Operand& o : operands) {
-        const Param& p = params[o.param];
-        if (o.slot < 0) {
-            vec_elements.push_back("args." + p.name);
-            continue;
+    s << "    Index v = static_cast<Index>(kjit::thread_index());\n";
+    s << "    for (; v + (U - 1) * stride < vectors; v += U * stride) {\n";
+    {
+        std::vector<std::string> elements;
+        for (const Operand& o : operands) {
+            const Param& p = params[o.param];
+            if (o.slot < 0) {
+                elements.push_back("args." + p.name);
+                continue;
+            }
+            s << "        kjit::Vec<" << cuda_type(stored(o.param)) << ", V> v_" << p.name << "[U];\n";
+            elements.push_back(as_param(o, "v_" + p.name + "[u].v[k]"));
         }
-        const std::string t = cuda_type(*kernel.param_types[o.param]);
-        const std::string var = "v_" + p.name;
-        const bool load = !p.is_output || kernel.param_read[o.param] || !definitely_assigned(body, o.param);
-        if (load)
-            s << "        " << (p.is_output ? "" : "const ") << "kjit::Vec<" << t << ", V> " << var << " = kjit::load<V>(args."
-              << p.name << " + e);\n";
-        else
-            s << "        kjit::Vec<" << t << ", V> " << var << ";\n";
-        vec_elements.push_back(var + ".v[k]");
+        s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
+        s << "            const Index e = (v + u * stride) * V;\n";
+        for (const Operand& o : operands) {
+            const Param& p = params[o.param];
+            if (o.slot < 0 || (p.is_output && !loads_output(o))) continue;
+            s << "            v_" << p.name << "[u] = kjit::load<V>(args." << p.name << " + e);\n";
+        }
+        s << "        }\n";
+        s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
+        s << "            const Index e = (v + u * stride) * V;\n";
+        s << "#pragma unroll\n            for (int k = 0; k < V; ++k) " << call_body(elements, "e + k") << "\n";
+        for (const Operand& o : operands)
+            if (o.slot >= 0 && params[o.param].is_output)
+                s << "            kjit::store<V>(args." << params[o.param].name << " + e, v_" << params[o.param].name << "[u]);\n";
+        s << "        }\n";
     }
-    s << "#pragma unroll\n        for (int k = 0; k < V; ++k) " << call_body(vec_elements, "e + k") << "\n";
-    for (const Operand& o : operands)
-        if (o.slot >= 0 && params[o.param].is_output)
-            s << "        kjit::store<V>(args." << params[o.param].name << " + e, v_" << params[o.param].name << ");\n";
+    s << "    }\n";
+    s << "    for (; v < vectors; v += stride) {\n";
+    s << "        const Index e = v * V;\n";
+    vector_step("        ", [&](const Operand& o) { return "args." + params[o.param].name + " + e"; },
+                [](const Operand&) { return std::string(); });
     s << "    }\n";
     s << "    for (Index e = vectors * V + static_cast<Index>(kjit::thread_index()); e < n; e += stride)\n";
-    s << "        " << call_body(operand_elements("e"), "e") << "\n";
+    s << "        " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
     s << "}\n\n";
 
     // Strided: any shapes and strides (broadcasting by zero strides), in C order over the shape.
-    const int A = std::max(1, m.array_operands);
     s << "template <class Index>\n__device__ __forceinline__ void " << name << "_strided(const " << args_type
       << "& args, const kjit::Layout<" << A << ">& layout) {\n";
     s << "    const Index n = static_cast<Index>(args.n);\n";
@@ -501,18 +270,112 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     s << "    for (Index e = static_cast<Index>(kjit::thread_index()); e < n; e += stride) {\n";
     s << "        Index off[" << A << "];\n";
     s << "        kjit::offsets(layout, e, off);\n";
-    s << "        " << call_body(operand_elements("off"), "e") << "\n";
+    s << "        " << call_body(elements_at([](int slot) { return "off[" + std::to_string(slot) + "]"; }), "e") << "\n";
     s << "    }\n}\n\n";
 
+    // Rows: the last dimension is contiguous (stride 1) or broadcast (stride 0) in every operand
+    // and a multiple of V long, so V elements of a row move with vector loads (or one load
+    // repeated); the other dimensions are strided. Broadcasting a row or a column runs here.
+    if (!m.rows32.empty()) {
+        s << "__device__ __forceinline__ void " << name << "_rows(const " << args_type << "& args, const kjit::Layout<" << A
+          << ">& layout) {\n";
+        s << "    typedef int Index;\n";
+        s << "    constexpr int V = " << V << ";\n";
+        s << "    const int last = layout.ndim - 1;\n";
+        s << "    const Index inner = static_cast<Index>(layout.shape[last]);\n";
+        s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
+        s << "    const Index vectors = static_cast<Index>(args.n) / V;\n";
+        s << "    for (Index v = static_cast<Index>(kjit::thread_index()); v < vectors; v += stride) {\n";
+        s << "        const Index e = v * V;\n";
+        s << "        const Index row = e / inner;\n";
+        s << "        const Index col = e - row * inner;\n";
+        s << "        Index off[" << A << "];\n";
+        s << "        kjit::outer_offsets(layout, row, off);\n";
+        vector_step(
+            "        ",
+            [&](const Operand& o) {
+                const std::string slot = std::to_string(o.slot);
+                return "args." + params[o.param].name + " + off[" + slot + "] + col * static_cast<Index>(layout.strides[" +
+                       slot + "][last])";
+            },
+            [&](const Operand& o) { return "(layout.strides[" + std::to_string(o.slot) + "][last] == 0)"; });
+        s << "    }\n}\n\n";
+    }
+
+    // Tiled: two dimensions where some inputs are transposed against the outputs (their first
+    // dimension is the contiguous one). Each block takes TILE x TILE tiles; transposed inputs are read
+    // along their contiguous dimension into shared memory, then every element is computed in the
+    // outputs' order, so that reads and writes stay coalesced.
+    if (!m.tiled32.empty()) {
+        s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
+          << ">& layout) {\n";
+        s << "    constexpr int TILE = " << m.tile << ";\n";
+        for (const Operand& o : operands)
+            if (o.slot >= 0 && !params[o.param].is_output)
+                s << "    __shared__ " << cuda_type(stored(o.param)) << " tile_" << params[o.param].name << "[TILE][TILE + 1];\n";
+        s << "    const int rows = static_cast<int>(layout.shape[0]), cols = static_cast<int>(layout.shape[1]);\n";
+        s << "    const int tiles_across = (cols + TILE - 1) / TILE, tiles = ((rows + TILE - 1) / TILE) * tiles_across;\n";
+        s << "    const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE, ny = blockDim.x / TILE;\n";
+        for (const Operand& o : operands)
+            if (o.slot >= 0 && !params[o.param].is_output) {
+                const std::string sl = std::to_string(o.slot);
+                s << "    const bool staged_" << params[o.param].name << " = layout.strides[" << sl << "][0] == 1 && layout.strides["
+                  << sl << "][1] != 1;\n";
+            }
+        s << "    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {\n";
+        s << "        const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
+        for (const Operand& o : operands) {
+            if (o.slot < 0 || params[o.param].is_output) continue;
+            const std::string& pn = params[o.param].name;
+            const std::string sl = std::to_string(o.slot);
+            s << "        if (staged_" << pn << ")\n";
+            s << "#pragma unroll 4\n            for (int j = ty; j < TILE; j += ny) {\n";
+            s << "                const int r = r0 + tx, c = c0 + j;\n";
+            s << "                if (r < rows && c < cols) tile_" << pn << "[j][tx] = args." << pn << "[r * (int)layout.strides[" << sl
+              << "][0] + c * (int)layout.strides[" << sl << "][1]];\n";
+            s << "            }\n";
+        }
+        s << "        __syncthreads();\n";
+        s << "#pragma unroll 4\n        for (int j = ty; j < TILE; j += ny) {\n";
+        s << "            const int r = r0 + j, c = c0 + tx;\n";
+        s << "            if (r >= rows || c >= cols) continue;\n";
+        std::vector<std::string> elements;
+        for (const Operand& o : operands) {
+            const std::string arg = "args." + params[o.param].name;
+            if (o.slot < 0) {
+                elements.push_back(arg);
+                continue;
+            }
+            const std::string sl = std::to_string(o.slot);
+            const std::string direct = arg + "[r * (int)layout.strides[" + sl + "][0] + c * (int)layout.strides[" + sl + "][1]]";
+            if (params[o.param].is_output)
+                elements.push_back(direct);
+            else
+                elements.push_back(as_param(o, "(staged_" + params[o.param].name + " ? tile_" + params[o.param].name +
+                                                   "[tx][j] : " + direct + ")"));
+        }
+        s << "            " << call_body(elements, "r * cols + c") << "\n";
+        s << "        }\n";
+        s << "        __syncthreads();\n";
+        s << "    }\n}\n\n";
+    }
+
     const std::string bounds = "__launch_bounds__(256)";
+    const std::string layout_param = "const kjit::Layout<" + std::to_string(A) + "> layout";
     s << "extern \"C\" __global__ void " << bounds << " " << m.contiguous32 << "(const " << args_type << " args) { "
       << name << "_contiguous<int>(args); }\n";
     s << "extern \"C\" __global__ void " << bounds << " " << m.contiguous64 << "(const " << args_type << " args) { "
       << name << "_contiguous<long long>(args); }\n";
-    s << "extern \"C\" __global__ void " << bounds << " " << m.strided32 << "(const " << args_type
-      << " args, const kjit::Layout<" << A << "> layout) { " << name << "_strided<int>(args, layout); }\n";
-    s << "extern \"C\" __global__ void " << bounds << " " << m.strided64 << "(const " << args_type
-      << " args, const kjit::Layout<" << A << "> layout) { " << name << "_strided<long long>(args, layout); }\n";
+    s << "extern \"C\" __global__ void " << bounds << " " << m.strided32 << "(const " << args_type << " args, "
+      << layout_param << ") { " << name << "_strided<int>(args, layout); }\n";
+    s << "extern \"C\" __global__ void " << bounds << " " << m.strided64 << "(const " << args_type << " args, "
+      << layout_param << ") { " << name << "_strided<long long>(args, layout); }\n";
+    if (!m.rows32.empty())
+        s << "extern \"C\" __global__ void " << bounds << " " << m.rows32 << "(const " << args_type << " args, " << layout_param
+          << ") { " << name << "_rows(args, layout); }\n";
+    if (!m.tiled32.empty())
+        s << "extern \"C\" __global__ void " << bounds << " " << m.tiled32 << "(const " << args_type << " args, "
+          << layout_param << ") { " << name << "_tiled(args, layout); }\n";
     m.source = s.str();
     return m;
 }

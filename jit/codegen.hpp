@@ -4,6 +4,7 @@
 // (float16, bfloat16 and complex). One module holds every variant the launcher chooses from.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,21 @@ struct ElementwiseModuleSpec {
     std::string preamble;       // raw CUDA placed before the kernel
     // Per parameter: passed by value as one scalar instead of as an array. Empty: all arrays.
     std::vector<bool> scalar;
+    // Per parameter: the dtype of the array in memory when it differs from the parameter's type
+    // (array inputs only; elements are converted as C converts when loaded). Empty: as declared.
+    std::vector<std::optional<DType>> storage;
 };
 
 struct GeneratedModule {
     std::string source;
     // Entry points: contiguous arrays with vector loads, and any strides (N-d), each with 32-bit
-    // and 64-bit index arithmetic.
-    std::string contiguous32, contiguous64, strided32, strided64;
+    // and 64-bit index arithmetic; rows whose last dimension is contiguous or broadcast in every
+    // operand (vector loads, 32-bit); 2-D with transposed inputs staged through shared memory
+    // (32-bit). The last two are empty when the kernel has no use for them.
+    std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32;
+    std::size_t tiled_shared_bytes = 0;  // static shared memory of the tiled variant
+    int tile = 32;              // the tiled variant's tiles are tile x tile elements
+    int unroll = 4;             // vectors per thread per step of the contiguous variants
     int vector_width = 1;       // elements per vector load in the contiguous variants
     int array_operands = 0;     // operands of the strided Layout, in parameter order
 };
@@ -34,7 +43,5 @@ struct GeneratedModule {
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
                                      const Binding& binding);
 
-// The CUDA spelling of a dtype in generated code ("float", "__half", "kjit::complex<float>").
-std::string cuda_type(DType t);
 
 }  // namespace kjit::jit

@@ -14,6 +14,7 @@
 #include "cache/kernel_cache.hpp"
 #include "jit/arch.hpp"
 #include "jit/codegen.hpp"
+#include "jit/elementwise_calls.hpp"
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/nvrtc_identity.hpp"
 #include "jit/params.hpp"
@@ -30,6 +31,8 @@ namespace kjit {
 struct ElementwiseKernel::Spec {
     std::string in, out, op, name;
     KernelOptions options;
+    // Bindings already launched, built on the first call (jit/elementwise_calls.hpp).
+    std::shared_ptr<jit::ElementwiseCalls> calls = std::make_shared<jit::ElementwiseCalls>();
 };
 
 namespace {
@@ -133,7 +136,7 @@ std::vector<std::string> ElementwiseKernel::placeholders() const {
 
 std::string ElementwiseKernel::source(const TypeBinding& types) const {
     const Checked c = parse_and_check(spec_->in, spec_->out, spec_->op, spec_->name, spec_->options, types, true);
-    jit::ElementwiseModuleSpec m{spec_->name, spec_->in, spec_->out, spec_->options.preamble, {}};
+    jit::ElementwiseModuleSpec m{spec_->name, spec_->in, spec_->out, spec_->options.preamble, {}, {}};
     return jit::generate_elementwise(m, c.kernel, c.body, types).source;
 }
 
@@ -141,7 +144,7 @@ namespace {
 
 // The manifest entry for this kernel and one binding: what KJIT_CACHE_RECORD writes and
 // `kjit precompile` reads back.
-std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types) {
+std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
     nlohmann::json e;
     e["kind"] = "elementwise";
     e["name"] = k.name();
@@ -153,6 +156,17 @@ std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types) {
     nlohmann::json binding = nlohmann::json::object();
     for (const auto& [ph, t] : types) binding[ph] = std::string(t.name());
     e["types"] = nlohmann::json::array({binding});
+    // How a call passed its arguments, when not all as arrays of the parameters' own types: these
+    // make another module, which a precompile must build too.
+    const std::vector<jit::Param> params = jit::parse_param_lists(jit::SourceText{"in", k.in_params()},
+                                                                  jit::SourceText{"out", k.out_params()});
+    nlohmann::json scalars = nlohmann::json::array(), storage = nlohmann::json::object();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (i < variant.scalar.size() && variant.scalar[i]) scalars.push_back(params[i].name);
+        if (i < variant.storage.size() && variant.storage[i]) storage[params[i].name] = std::string(variant.storage[i]->name());
+    }
+    if (!scalars.empty()) e["scalars"] = scalars;
+    if (!storage.empty()) e["storage"] = storage;
     return e.dump();
 }
 
@@ -195,10 +209,11 @@ struct Prepared {
     std::string types;
 };
 
-Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types) {
+Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant = {}) {
     const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
-    jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, {}};
-    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}, spec_json(k, types), kjit::format_type_binding(types)};
+    jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage};
+    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}, spec_json(k, types, variant),
+               kjit::format_type_binding(types)};
     p.request.source = p.generated.source;
     p.request.program_name = k.name() + ".cu";
     // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile
@@ -325,15 +340,37 @@ KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::str
     b.contiguous64 = p.generated.contiguous64;
     b.strided32 = p.generated.strided32;
     b.strided64 = p.generated.strided64;
+    b.rows32 = p.generated.rows32;
+    b.tiled32 = p.generated.tiled32;
     return b;
+}
+
+Outputs::operator Array() const {
+    if (arrays_.size() != 1)
+        throw Error("the call has " + std::to_string(arrays_.size()) + " outputs: take them by index, not as one Array");
+    return arrays_.front();
+}
+
+Outputs ElementwiseKernel::operator()(std::span<const KernelArg> args, const CallOptions& options) const {
+    std::vector<Array> outputs;
+    jit::call_elementwise(*this, *spec_->calls, args, options, &outputs);
+    return Outputs(std::move(outputs));
+}
+
+void ElementwiseKernel::launch(std::span<const KernelArg> args, const CallOptions& options) const {
+    jit::call_elementwise(*this, *spec_->calls, args, options, nullptr);
 }
 
 KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) const {
     if (!device.is_cuda()) throw Error("ElementwiseKernel::load needs a CUDA device, not " + device.to_string());
-    const int ordinal = device.ordinal();
+    return jit::load_elementwise(*this, types, {}, device.ordinal());
+}
+
+KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                   int ordinal) {
     const DeviceProperties props = Device::cuda(ordinal).properties();
     const int cc = props.cc_major * 10 + props.cc_minor;
-    Prepared p = prepare(*this, types);
+    Prepared p = prepare(kernel, types, variant);
     jit::ArchTarget native;
     native.requested = native.compiled = cc;
     native.origin = "device";
@@ -359,7 +396,7 @@ KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) co
         entry = find_or_compile(p, t, false, nullptr, nullptr);
         if (entry && entry->ptx.empty()) entry = nullptr;
     }
-    if (!entry) fail_not_cached(*this, p, native.name(), no_nvrtc);
+    if (!entry) fail_not_cached(kernel, p, native.name(), no_nvrtc);
 
     // Loaded once per entry and device in this process.
     std::vector<unsigned char> jitted;
@@ -390,6 +427,11 @@ KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) co
     km.contiguous64 = module->function(p.generated.contiguous64);
     km.strided32 = module->function(p.generated.strided32);
     km.strided64 = module->function(p.generated.strided64);
+    if (!p.generated.rows32.empty()) km.rows32 = module->function(p.generated.rows32);
+    if (!p.generated.tiled32.empty()) km.tiled32 = module->function(p.generated.tiled32);
+    km.vector_width = p.generated.vector_width;
+    km.unroll = p.generated.unroll;
+    km.tile = p.generated.tile;
     return km;
 }
 

@@ -21,6 +21,14 @@ template <int N, class T>
 __device__ __forceinline__ Vec<T, N> load(const T* p) { return *reinterpret_cast<const Vec<T, N>*>(p); }
 template <int N, class T>
 __device__ __forceinline__ void store(T* p, const Vec<T, N>& x) { *reinterpret_cast<Vec<T, N>*>(p) = x; }
+// N copies of one element (an operand broadcast along the vector's dimension).
+template <int N, class T>
+__device__ __forceinline__ Vec<T, N> splat(const T& x) {
+    Vec<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; ++k) r.v[k] = x;
+    return r;
+}
 
 // Shapes and strides (in elements) of a strided launch: `arrays` operands, dims already merged.
 template <int arrays>
@@ -39,6 +47,20 @@ __device__ __forceinline__ void offsets(const Layout<arrays>& layout, Index e, I
         const Index extent = static_cast<Index>(layout.shape[d]);
         const Index k = e % extent;
         e /= extent;
+#pragma unroll
+        for (int a = 0; a < arrays; ++a) off[a] += k * static_cast<Index>(layout.strides[a][d]);
+    }
+}
+
+// The offsets of row `row` (in C order over every dimension but the last) in each operand.
+template <class Index, int arrays>
+__device__ __forceinline__ void outer_offsets(const Layout<arrays>& layout, Index row, Index (&off)[arrays]) {
+#pragma unroll
+    for (int a = 0; a < arrays; ++a) off[a] = 0;
+    for (int d = layout.ndim - 2; d >= 0; --d) {
+        const Index extent = static_cast<Index>(layout.shape[d]);
+        const Index k = row % extent;
+        row /= extent;
 #pragma unroll
         for (int a = 0; a < arrays; ++a) off[a] += k * static_cast<Index>(layout.strides[a][d]);
     }

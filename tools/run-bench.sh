@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmarks of issues 5, 6 and 7 on the GPU machine and merges them into one table:
-#   1. BUILD_DIR/tools/kjit_bench --json OUT_DIR/kjit.jsonl   (if that program exists)
+#   1. BUILD_DIR/kjit bench --json OUT_DIR/kjit.jsonl   (if that program exists)
 #   2. tools/bench/peers.py for CuPy, then for PyTorch (separate processes) -> OUT_DIR/peers.jsonl,
 #      with the device-to-device copy ceiling measured in the same run
 #   3. tools/bench/table.py -> OUT_DIR/table.md (the full report); the main table is printed last.
@@ -47,13 +47,13 @@ cat "$out_dir/machine.txt"
 
 # ---- 1. kjit
 rm -f "$out_dir/kjit.jsonl"
-kjit_bench="$build_dir/tools/kjit_bench"
+kjit_bench="$build_dir/kjit"
 if [ "$build_dir" != "-" ] && [ -x "$kjit_bench" ]; then
   echo "== kjit_bench (log: kjit-bench.log)"
   # shellcheck disable=SC2086  # KJIT_BENCH_ARGS is a list of words
   LD_LIBRARY_PATH="$build_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     timeout --kill-after=10 "${KJIT_BENCH_TIMEOUT:-180}" \
-    "$kjit_bench" --json "$out_dir/kjit.jsonl" ${KJIT_BENCH_ARGS:-} > "$out_dir/kjit-bench.log" 2>&1
+    "$kjit_bench" bench --json "$out_dir/kjit.jsonl" ${KJIT_BENCH_ARGS:-} > "$out_dir/kjit-bench.log" 2>&1
   status=$?
   [ "$status" -eq 124 ] && echo "   kjit_bench timed out after ${KJIT_BENCH_TIMEOUT:-180} s"
   echo "   exit $status, $(wc -l < "$out_dir/kjit.jsonl" 2>/dev/null || echo 0) records"

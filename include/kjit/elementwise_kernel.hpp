@@ -4,18 +4,38 @@
 // Construction is cheap and checks nothing; check(), source() and compile() parse and type-check
 // the strings (errors: ParseError and TypeError with the string's name, line, column and a caret)
 // and generate CUDA for a binding of the type placeholders. Objects are immutable and safe to use
-// from many threads. Launching on arrays comes with the launcher.
+// from many threads.
+//
+// Calling it launches it: `Array y = axpb({x, 2.0f, b});` binds T from the arrays (outputs first,
+// then inputs, as CuPy does), converts scalars to their parameter's type, broadcasts the arrays
+// (NumPy's rules), allocates the outputs not given, and launches on the stream (the thread's
+// current one by default) without waiting. The first call for a new combination of dtypes
+// compiles (or finds in the kernel cache) and loads the module; later calls find it in a table
+// of the kernel object, pack the arguments in a reused buffer and launch.
+//
+// In place and overlap: an output may be one of the inputs (the same elements in the same
+// layout): each element is read before it is written. An input that overlaps an output in any
+// other way (a shifted or reversed view of it, say) is copied to a temporary first, so the result
+// is what it would be had the inputs been copied. Outputs that overlap each other, or an output
+// that is a broadcast view (one element stands for many), are refused. `raw` parameters are
+// indexed freely by the kernel, so kjit cannot judge their overlaps: that is the caller's part.
 #pragma once
 
+#include <initializer_list>
 #include <map>
+#include <optional>
+#include <span>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <cuda.h>
 
+#include "kjit/array.hpp"
 #include "kjit/device.hpp"
 #include "kjit/dtype.hpp"
+#include "kjit/kernel_arg.hpp"
+#include "kjit/stream.hpp"
 
 namespace kjit {
 
@@ -43,16 +63,46 @@ struct KernelBinary {
     std::string log;                  // NVRTC's warnings when this call compiled, usually empty
     std::string source;               // the generated CUDA
     double compile_ms = 0;            // NVRTC's time when this call compiled; 0 when the cache had it
-    // Entry points in the module, by variant.
-    std::string contiguous32, contiguous64, strided32, strided64;
+    // Entry points in the module, by variant (rows32 and tiled32 may be empty: see KernelModule).
+    std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32;
 };
 
 // A compiled kernel's module loaded on one device, and its entry points.
 struct KernelModule {
     std::shared_ptr<void> module;     // keeps the CUmodule loaded
+    // Contiguous arrays (vector loads) and any strides, 32- and 64-bit indices; rows whose last
+    // dimension is contiguous or broadcast everywhere; 2-D with transposed inputs through shared
+    // memory. The last two are null when the kernel has no use for them.
     CUfunction contiguous32 = nullptr, contiguous64 = nullptr, strided32 = nullptr, strided64 = nullptr;
+    CUfunction rows32 = nullptr, tiled32 = nullptr;
+    int vector_width = 1;             // elements per vector load of the contiguous and rows variants
+    int unroll = 1;                   // vectors per thread per step of the contiguous variants
+    int tile = 32;                    // the tiled variant's tiles are tile x tile elements
     std::string arch;                 // what the loaded cubin was built for
     bool compiled_from_ptx = false;   // the driver compiled cached PTX for this GPU (and kjit cached the result)
+};
+
+struct CallOptions {
+    // Where the kernel runs; none: the calling thread's current stream (kjit/stream.hpp).
+    std::optional<Stream> stream;
+    // The number of elements (`n`) when no argument is a non-raw array; -1: from the arrays.
+    std::int64_t size = -1;
+};
+
+// What a call returns: its outputs, in order. Converts to an Array when there is exactly one.
+class Outputs {
+public:
+    Outputs() = default;
+    explicit Outputs(std::vector<Array> arrays) : arrays_(std::move(arrays)) {}
+    std::size_t size() const noexcept { return arrays_.size(); }
+    const Array& operator[](std::size_t k) const { return arrays_.at(k); }
+    auto begin() const noexcept { return arrays_.begin(); }
+    auto end() const noexcept { return arrays_.end(); }
+    // The only output; throws kjit::Error when there are several or none.
+    operator Array() const;  // NOLINT(google-explicit-constructor)
+
+private:
+    std::vector<Array> arrays_;
 };
 
 class ElementwiseKernel {
@@ -82,6 +132,22 @@ public:
     // device's architecture, else cached PTX of an older one compiled by the driver, whose result is
     // then cached under the device's architecture.
     KernelModule load(const TypeBinding& types, Device device = Device()) const;
+
+    // Launches the kernel on `args`: its inputs, then optionally all of its outputs (allocated on
+    // the inputs' device, C order, when not given). Returns the outputs. Errors: TypeError (wrong
+    // argument count, dtypes that do not bind or convert), ShapeError (shapes that do not
+    // broadcast, an output of the wrong shape, overlapping outputs), kjit::Error for host arrays
+    // or arrays on different devices; CompileError on the first call of a binding.
+    Outputs operator()(std::span<const KernelArg> args, const CallOptions& options = {}) const;
+    Outputs operator()(std::initializer_list<KernelArg> args, const CallOptions& options = {}) const {
+        return (*this)(std::span<const KernelArg>(args.begin(), args.size()), options);
+    }
+    // As operator(), with every output given, returning nothing: a warm call allocates no host
+    // memory at all.
+    void launch(std::span<const KernelArg> args, const CallOptions& options = {}) const;
+    void launch(std::initializer_list<KernelArg> args, const CallOptions& options = {}) const {
+        launch(std::span<const KernelArg>(args.begin(), args.size()), options);
+    }
 
 private:
     struct Spec;

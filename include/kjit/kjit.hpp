@@ -11,6 +11,8 @@
 #include "kjit/event.hpp"
 #include "kjit/half.hpp"
 #include "kjit/info.hpp"
+#include "kjit/kernel_arg.hpp"
 #include "kjit/npy.hpp"
+#include "kjit/scalar.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"

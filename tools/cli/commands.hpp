@@ -10,6 +10,7 @@ void add_info_command(CLI::App& app, int& exit_status);
 void add_demo_command(CLI::App& app, int& exit_status);
 void add_kernel_commands(CLI::App& app, int& exit_status);  // check, source, compile
 void add_cache_commands(CLI::App& app, int& exit_status);   // precompile, cache ...
+void add_bench_command(CLI::App& app, int& exit_status);
 
 // Prints what `kjit info` prints (human-readable) to stdout.
 void print_system_info();

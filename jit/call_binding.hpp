@@ -1,0 +1,47 @@
+// How a kernel call's arguments bind the kernel's parameters: which placeholder gets which dtype,
+// which inputs are scalars, which array inputs are converted as they are loaded. CuPy's rules,
+// with kjit's errors: outputs bind first, then array inputs in order; an array input of another
+// dtype than its parameter is accepted when NumPy would cast it safely (the kernel converts each
+// element as it loads it); a scalar takes its parameter's type, and binds a placeholder only when
+// no array does.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit/params.hpp"
+#include "kjit/dtype.hpp"
+#include "kjit/elementwise_kernel.hpp"
+
+namespace kjit::jit {
+
+// What a call needs to know about a kernel's parameters, once per kernel.
+struct CallSignature {
+    std::vector<Param> params;   // inputs, then outputs
+    int inputs = 0;
+    int outputs = 0;
+    bool uses_index = false;     // the body reads `i`: elements must be visited in C order
+    bool has_raw = false;
+};
+
+// Parses the parameter lists and checks the body without types.
+CallSignature call_signature(const ElementwiseKernel& kernel);
+
+// One argument as the binder sees it.
+struct ArgumentKind {
+    enum Kind : unsigned char { array, scalar, absent } kind = absent;  // absent: an output to allocate
+    DType dtype;
+};
+
+struct BoundCall {
+    TypeBinding types;
+    std::vector<DType> param_types;                 // each parameter's type
+    std::vector<bool> scalar;                       // passed by value
+    std::vector<std::optional<DType>> storage;      // an array input's dtype when it differs
+};
+
+// Throws TypeError naming the kernel and the parameter.
+BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, const ArgumentKind* args, std::size_t count);
+
+}  // namespace kjit::jit

@@ -1,0 +1,377 @@
+// One call of an elementwise kernel: find (or make) the plan for these argument dtypes, lay the
+// arrays out over their broadcast shape, pick the variant, pack the arguments, launch.
+#include <array>
+#include <climits>
+#include <cstdlib>
+
+#include "jit/elementwise_calls.hpp"
+#include "kjit/error.hpp"
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/driver.hpp"
+
+namespace kjit::jit {
+
+const CallSignature& ElementwiseCalls::signature(const ElementwiseKernel& kernel) {
+    if (have_signature_.load(std::memory_order_acquire)) return signature_;
+    std::lock_guard lock(signature_mutex_);
+    if (!have_signature_.load(std::memory_order_relaxed)) {
+        signature_ = call_signature(kernel);
+        have_signature_.store(true, std::memory_order_release);
+    }
+    return signature_;
+}
+
+const CallPlan* ElementwiseCalls::find(const CallKey& key) const {
+    std::shared_lock lock(plans_mutex_);
+    const auto it = plans_.find(key);
+    return it == plans_.end() ? nullptr : it->second.get();
+}
+
+const CallPlan* ElementwiseCalls::insert(const CallKey& key, std::unique_ptr<CallPlan> plan) {
+    std::unique_lock lock(plans_mutex_);
+    return plans_.emplace(key, std::move(plan)).first->second.get();  // a plan another thread made first wins
+}
+
+namespace {
+
+constexpr unsigned kThreads = 256;  // the generated kernels' __launch_bounds__
+
+// The argument struct and strided layout being prepared on this thread: cuLaunchKernel copies
+// them, so one buffer per thread serves every launch. Allocated on a thread's first call (17 KB
+// would otherwise be part of every thread's static TLS block, libraries' threads included).
+struct LaunchBuffers {
+    alignas(16) unsigned char args[4096];
+    alignas(16) unsigned char layout[detail::layout_struct_size(detail::kMaxCallOperands)];
+    detail::CallLayout call;
+};
+LaunchBuffers& launch_buffers() {
+    thread_local std::unique_ptr<LaunchBuffers> buffers;
+    if (!buffers) buffers = std::make_unique<LaunchBuffers>();
+    return *buffers;
+}
+
+// Copies an input that overlaps an output (see the note in kjit/elementwise_kernel.hpp).
+const ElementwiseKernel& copy_kernel() {
+    static const ElementwiseKernel k("T x", "T y", "y = x", "kjit_copy");
+    return k;
+}
+
+std::string kernel_prefix(const ElementwiseKernel& k) { return "kernel '" + k.name() + "': "; }
+
+std::string param_label(const CallSignature& sig, std::size_t k) {
+    const Param& p = sig.params[k];
+    return std::string(p.is_output ? "output" : "input") + " '" + p.name + "'";
+}
+
+// The device every array argument is on; host arrays and mixed devices are errors.
+int device_of_call(const ElementwiseKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
+                   const CallOptions& options) {
+    int ordinal = -1;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+        if (!args[k].is_array()) continue;
+        const Array& a = args[k].array();
+        if (!a.valid()) throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " is an empty kjit::Array");
+        const Device d = a.device();
+        if (d.is_cpu())
+            throw Error(kernel_prefix(kernel) + param_label(sig, k) + " is in host memory: copy it to the GPU first (" +
+                        "array.to(kjit::Device::cuda(0)))");
+        if (ordinal >= 0 && d.ordinal() != ordinal)
+            throw Error(kernel_prefix(kernel) + param_label(sig, k) + " is on " + d.to_string() + " but earlier arguments are on cuda:" +
+                        std::to_string(ordinal));
+        ordinal = d.ordinal();
+    }
+    if (ordinal < 0) ordinal = options.stream ? options.stream->device().ordinal() : Device::current().ordinal();
+    return ordinal;
+}
+
+std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
+                                    int ordinal) {
+    std::vector<ArgumentKind> kinds(args.size());
+    for (std::size_t k = 0; k < args.size(); ++k)
+        kinds[k] = args[k].is_array() ? ArgumentKind{ArgumentKind::array, args[k].array().dtype()}
+                                      : ArgumentKind{ArgumentKind::scalar, args[k].scalar().dtype()};
+    auto plan = std::make_unique<CallPlan>();
+    plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
+    plan->module = load_elementwise(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
+    std::vector<detail::ArgField> fields;
+    for (std::size_t k = 0; k < sig.params.size(); ++k) {
+        if (sig.params[k].raw) {
+            fields.push_back(detail::ArgField::raw);
+        } else if (plan->bound.scalar[k]) {
+            fields.push_back(detail::ArgField::value);
+        } else {
+            fields.push_back(detail::ArgField::pointer);
+            const int slot = static_cast<int>(plan->operand_param.size());
+            if (slot >= detail::kMaxCallOperands)
+                throw TypeError(kernel_prefix(kernel) + "more than " + std::to_string(detail::kMaxCallOperands) + " array operands");
+            plan->operand_param.push_back(static_cast<int>(k));
+            if (sig.params[k].is_output) {
+                plan->needs.output_mask |= std::uint64_t{1} << slot;
+                if (plan->first_output_operand < 0) plan->first_output_operand = slot;
+            }
+        }
+    }
+    plan->args = detail::args_layout(fields, plan->bound.param_types);
+    if (plan->args.size > sizeof(LaunchBuffers::args))
+        throw TypeError(kernel_prefix(kernel) + "its arguments take " + std::to_string(plan->args.size) +
+                        " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
+    plan->needs.vector_width = plan->module.vector_width;
+    plan->needs.has_rows = plan->module.rows32 != nullptr;
+    plan->needs.has_tiled = plan->module.tiled32 != nullptr;
+    plan->sm_count = Device::cuda(ordinal).properties().sm_count;
+    return plan;
+}
+
+detail::OperandView view_of(const Array& a) {
+    return {static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()};
+}
+
+std::string layout_shape(const detail::CallLayout& l) {
+    return shape_to_string(Shape(l.shape, l.shape + l.ndim));
+}
+
+bool same_shape(const Array& a, const detail::CallLayout& l) {
+    if (a.ndim() != l.ndim) return false;
+    for (int d = 0; d < l.ndim; ++d)
+        if (a.shape()[static_cast<std::size_t>(d)] != l.shape[d]) return false;
+    return true;
+}
+
+// The grid: one block per 256 work items (every thread does its share once), which measured
+// 1-4% faster on the H200 than a few blocks per SM looping over the data. The tiled variant
+// loops over tiles with at most 64 blocks per SM (best measured). KJIT_TUNE_BLOCKS_PER_SM caps
+// every variant, for measurements (docs/PERFORMANCE.md); read once.
+std::int64_t tuned_blocks_per_sm() {
+    static const std::int64_t value = [] {
+        const char* e = std::getenv("KJIT_TUNE_BLOCKS_PER_SM");
+        const long long v = e != nullptr ? std::atoll(e) : 0;
+        return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{0};
+    }();
+    return value;
+}
+
+unsigned grid_for(std::int64_t items, int sm_count, bool tiled) {
+    const std::int64_t per_sm = tuned_blocks_per_sm() > 0 ? tuned_blocks_per_sm() : (tiled ? 64 : std::int64_t{1} << 40);
+    const std::int64_t cap = std::min<std::int64_t>(static_cast<std::int64_t>(std::max(sm_count, 1)) * std::min<std::int64_t>(per_sm, INT_MAX), INT_MAX);
+    const std::int64_t blocks = (items + kThreads - 1) / kThreads;
+    return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(blocks, cap)));
+}
+
+}  // namespace
+
+void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
+                      const CallOptions& options, std::vector<Array>* outputs) {
+    const CallSignature& sig = calls.signature(kernel);
+    const std::size_t np = sig.params.size(), count = args.size();
+    const std::size_t nin = static_cast<std::size_t>(sig.inputs);
+    if (np > static_cast<std::size_t>(kMaxCallParams))
+        throw TypeError(kernel_prefix(kernel) + "kjit launches kernels of at most " + std::to_string(kMaxCallParams) + " parameters");
+    if (count != nin && count != np)
+        throw TypeError(kernel_prefix(kernel) + "takes " + std::to_string(nin) + " inputs" +
+                        (sig.outputs ? " (then optionally its " + std::to_string(sig.outputs) + " outputs)" : std::string()) +
+                        ", got " + std::to_string(count) + " arguments");
+    if (outputs == nullptr && count != np)
+        throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
+    const int ordinal = device_of_call(kernel, sig, args, options);
+
+    CallKey key;
+    key.count = static_cast<std::uint8_t>(np);
+    key.device = static_cast<std::int16_t>(ordinal);
+    for (std::size_t k = 0; k < count; ++k) {
+        key.kind[k] = args[k].is_array() ? ArgumentKind::array : ArgumentKind::scalar;
+        key.dtype[k] = args[k].is_array() ? args[k].array().dtype().id() : args[k].scalar().dtype().id();
+    }
+    for (std::size_t k = count; k < np; ++k) key.kind[k] = ArgumentKind::absent;
+    const CallPlan* plan = calls.find(key);
+    if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
+    const Stream stream = (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
+
+    // Arrays kjit makes for this call: outputs not given, and copies of inputs that overlap an output.
+    std::array<std::optional<Array>, kMaxCallParams> made;
+    auto array_of = [&](std::size_t k) -> const Array* {
+        if (made[k]) return &*made[k];
+        return k < count ? &args[k].array() : nullptr;
+    };
+    const int operands = static_cast<int>(plan->operand_param.size());
+    LaunchBuffers& buffers = launch_buffers();
+    detail::CallLayout& layout = buffers.call;
+    std::array<detail::OperandView, detail::kMaxCallOperands> views;
+    // Broadcasts the array operands: inputs only (the call's shape), or every one.
+    auto lay_out = [&](bool all) {
+        int present = 0;
+        for (int s = 0; s < operands; ++s) {
+            const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
+            if (!all && k >= nin) continue;
+            views[static_cast<std::size_t>(present++)] = view_of(*array_of(k));
+        }
+        if (present == 0) return present;
+        if (!detail::broadcast_operands(views.data(), present, layout)) {
+            std::string shapes;
+            for (int s = 0; s < present; ++s) {
+                const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
+                shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k)->shape());
+            }
+            throw ShapeError(kernel_prefix(kernel) + "the shapes do not broadcast together: " + shapes);
+        }
+        return present;
+    };
+
+    // The call's shape: the inputs' broadcast shape; without array inputs, the outputs' shape;
+    // without either, the size given.
+    int inputs_present = lay_out(false);
+    Shape outputs_shape;
+    if (inputs_present == 0) {
+        for (std::size_t k = nin; k < count; ++k)
+            if (!sig.params[k].raw) {
+                outputs_shape = args[k].array().shape();
+                break;
+            }
+        if (!outputs_shape.empty() || (count > nin && operands > 0)) {
+            layout.ndim = static_cast<int>(outputs_shape.size());
+            std::copy(outputs_shape.begin(), outputs_shape.end(), layout.shape);
+            layout.size = shape_size(outputs_shape);
+            inputs_present = -1;  // shape known
+        } else {
+            if (options.size < 0)
+                throw ShapeError(kernel_prefix(kernel) + "no argument is a non-raw array, so the call needs a size (CallOptions::size)");
+            layout.ndim = 1;
+            layout.shape[0] = options.size;
+            layout.size = options.size;
+        }
+        layout.operands = 0;
+    }
+    if (inputs_present != 0 && options.size >= 0 && options.size != layout.size)
+        throw ShapeError(kernel_prefix(kernel) + "size " + std::to_string(options.size) + " was given but the arrays have " +
+                         std::to_string(layout.size) + " elements (" + layout_shape(layout) + ")");
+    for (std::size_t k = nin; k < count; ++k) {
+        if (sig.params[k].raw) continue;
+        if (!same_shape(args[k].array(), layout))
+            throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " + shape_to_string(args[k].array().shape()) +
+                             " but the call's shape is " + layout_shape(layout));
+    }
+    if (count < np) {
+        const Shape shape(layout.shape, layout.shape + layout.ndim);
+        for (std::size_t k = count; k < np; ++k)
+            made[k] = Array::empty(shape, plan->bound.param_types[k], Device::cuda(ordinal), stream);
+    }
+    if (operands > 0) lay_out(true);
+
+    // Overlaps between outputs and other operands.
+    std::array<bool, kMaxCallParams> must_copy{};
+    bool copies = false;
+    for (int o = 0; o < operands; ++o) {
+        if (!((plan->needs.output_mask >> o) & 1u)) continue;
+        const std::size_t ko = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(o)]);
+        if (detail::has_repeated_elements(layout, o))
+            throw ShapeError(kernel_prefix(kernel) + param_label(sig, ko) +
+                             " is a broadcast view (some of its elements stand for several): it cannot be written");
+        char *olo, *ohi;
+        detail::byte_range(views[static_cast<std::size_t>(o)], olo, ohi);
+        for (int p = 0; p < operands; ++p) {
+            if (p == o) continue;
+            char *plo, *phi;
+            detail::byte_range(views[static_cast<std::size_t>(p)], plo, phi);
+            if (!(plo < ohi && olo < phi)) continue;
+            const std::size_t kp = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(p)]);
+            if ((plan->needs.output_mask >> p) & 1u)
+                throw ShapeError(kernel_prefix(kernel) + param_label(sig, std::min(ko, kp)) + " and " +
+                                 param_label(sig, std::max(ko, kp)) + " overlap in memory");
+            // The same elements in the same order: each is read before it is written. Any other
+            // view of the output's memory (shifted, reversed...) is read from a copy.
+            if (!detail::same_elements(layout, o, p)) must_copy[kp] = copies = true;
+        }
+    }
+    if (copies) {
+        // The copies are kernel calls themselves (they reuse this thread's layout buffer).
+        for (std::size_t k = 0; k < nin; ++k)
+            if (must_copy[k]) made[k] = copy_kernel()({args[k].array()}, CallOptions{stream, -1})[0];
+        lay_out(true);
+    }
+
+    const std::int64_t n = layout.size;
+    if (n > 0) {
+        detail::simplify(layout, !sig.uses_index && !sig.has_raw, plan->first_output_operand);
+        const detail::VariantChoice choice = operands == 0 ? detail::VariantChoice{detail::Variant::strided, n > INT_MAX}
+                                                           : detail::choose_variant(layout, plan->needs);
+        if (choice.variant == detail::Variant::strided && layout.ndim > detail::kMaxKernelDims)
+            throw ShapeError(kernel_prefix(kernel) + "the arrays need " + std::to_string(layout.ndim) +
+                             " dimensions even after merging; kjit's strided kernels take at most " +
+                             std::to_string(detail::kMaxKernelDims));
+
+        // The argument struct.
+        unsigned char* a = buffers.args;
+        for (std::size_t k = 0, slot = 0; k < np; ++k) {
+            const detail::ArgSlot& field = plan->args.slots[k];
+            switch (field.field) {
+                case detail::ArgField::pointer:
+                    std::memcpy(a + field.offset, &layout.data[slot++], sizeof(void*));
+                    break;
+                case detail::ArgField::value: {
+                    const Scalar v = args[k].scalar().cast(plan->bound.param_types[k]);
+                    std::memcpy(a + field.offset, v.data(), plan->bound.param_types[k].itemsize());
+                    break;
+                }
+                case detail::ArgField::raw: {
+                    const Array* r = array_of(k);
+                    if (r == nullptr || !r->is_c_contiguous())
+                        throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) +
+                                         " is raw: it needs a C-contiguous array (indexed from 0 to size-1)");
+                    const void* data = r->data();
+                    const long long size = r->size();
+                    std::memcpy(a + field.offset, &data, sizeof data);
+                    std::memcpy(a + field.offset + 8, &size, sizeof size);
+                    break;
+                }
+            }
+        }
+        const long long n_value = n;
+        std::memcpy(a + plan->args.n_offset, &n_value, sizeof n_value);
+
+        CUfunction f = nullptr;
+        std::int64_t items = n;
+        const KernelModule& m = plan->module;
+        switch (choice.variant) {
+            case detail::Variant::contiguous:
+                f = choice.index64 ? m.contiguous64 : m.contiguous32;
+                items = ((n + m.vector_width - 1) / m.vector_width + m.unroll - 1) / m.unroll;
+                break;
+            case detail::Variant::rows:
+                f = m.rows32;
+                items = n / m.vector_width;
+                break;
+            case detail::Variant::tiled:
+                f = m.tiled32;
+                items = ((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) * kThreads;
+                break;
+            case detail::Variant::strided:
+                f = choice.index64 ? m.strided64 : m.strided32;
+                break;
+        }
+        if (choice.variant != detail::Variant::contiguous) {
+            // kjit::Layout<A>: int ndim; long long shape[16]; long long strides[A][16].
+            unsigned char* l = buffers.layout;
+            const int ndim = layout.ndim;
+            std::memcpy(l, &ndim, sizeof ndim);
+            std::memcpy(l + 8, layout.shape, sizeof(std::int64_t) * static_cast<std::size_t>(ndim));
+            for (int s = 0; s < layout.operands; ++s)
+                std::memcpy(l + 8 + 16 * 8 + static_cast<std::size_t>(s) * 16 * 8, layout.strides[s],
+                            sizeof(std::int64_t) * static_cast<std::size_t>(ndim));
+        }
+        void* params[] = {buffers.args, buffers.layout};
+        detail::Driver& d = detail::driver_on(ordinal);
+        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid_for(items, plan->sm_count, choice.variant == detail::Variant::tiled), 1, 1, kThreads, 1, 1, 0, stream.handle(), params,
+                                       nullptr));
+    }
+
+    // Device memory used here is freed in order on this stream.
+    for (std::size_t k = 0; k < np; ++k) {
+        const Array* arr = k < count && !args[k].is_array() ? nullptr : array_of(k);
+        if (arr != nullptr && arr->buffer()->kind() == Buffer::Kind::device_pool) arr->buffer()->record_stream(stream);
+    }
+    if (outputs != nullptr) {
+        outputs->clear();
+        for (std::size_t k = nin; k < np; ++k) outputs->push_back(*array_of(k));
+    }
+}
+
+}  // namespace kjit::jit

@@ -1,0 +1,24 @@
+// Prints a checked kernel body back as CUDA C++: the user's statements as they wrote them, with
+// explicit conversions only where CUDA's overloads for half, bfloat16 and complex would not follow
+// C's rules. The code generator (jit/codegen.hpp) wraps the result in kernels.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+#include "jit/ast.hpp"
+#include "jit/type_checker.hpp"
+
+namespace kjit::jit {
+
+// The body's statements, `indent` levels of four spaces deep.
+void print_statements(const CheckedKernel& kernel, const Body& body, int indent, std::ostringstream& out);
+
+// A primary expression converting the expression `e` of type `from` to `to` as C would (through
+// CUDA's conversion functions for half, bfloat16 and complex).
+std::string convert_value(const std::string& e, DType from, DType to);
+
+// The CUDA spelling of a dtype in generated code ("float", "__half", "kjit::complex<float>").
+std::string cuda_type(DType t);
+
+}  // namespace kjit::jit

@@ -1,0 +1,93 @@
+// The host side of a warm elementwise call, on a pretend driver (no GPU): it allocates no heap
+// memory when every output is given, and what it costs per call is measured ([.][call_bench]).
+#include "test_support.hpp"
+
+#include <chrono>
+
+#include "allocation_counter.hpp"
+#include "fake_driver.hpp"
+#include "kjit/elementwise_kernel.hpp"
+
+using kjit::Array;
+using kjit::DType;
+
+namespace {
+
+int g_launches = 0;
+
+// The fake driver plus what loading and launching need: one sm_90 device, modules and launches
+// that do nothing.
+kjit::detail::DriverApi launching_fake() {
+    kjit::detail::DriverApi api = kjit::test::make_fake_driver();
+    api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice) {
+        switch (a) {
+            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+            case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+            default: *v = 1024; break;
+        }
+        return CUDA_SUCCESS;
+    };
+    api.cuDeviceGetName = [](char* name, int len, CUdevice) {
+        std::snprintf(name, static_cast<std::size_t>(len), "Fake H200");
+        return CUDA_SUCCESS;
+    };
+    api.cuDeviceTotalMem = [](std::size_t* b, CUdevice) {
+        *b = std::size_t{1} << 34;
+        return CUDA_SUCCESS;
+    };
+    api.cuDeviceGetPCIBusId = [](char* id, int len, CUdevice) {
+        std::snprintf(id, static_cast<std::size_t>(len), "0000:00:00.0");
+        return CUDA_SUCCESS;
+    };
+    api.cuModuleLoadData = [](CUmodule* m, const void*) {
+        *m = reinterpret_cast<CUmodule>(std::uintptr_t{0x5000});
+        return CUDA_SUCCESS;
+    };
+    api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) {
+        *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x6000});
+        return CUDA_SUCCESS;
+    };
+    api.cuModuleUnload = [](CUmodule) { return CUDA_SUCCESS; };
+    api.cuLaunchKernel = [](CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
+                            void**) {
+        ++g_launches;
+        return CUDA_SUCCESS;
+    };
+    return api;
+}
+
+}  // namespace
+
+TEST_CASE("a warm call with every output given allocates nothing on the host", "[call][nvrtc]") {
+    kjit::detail::ScopedDriverOverride fake(launching_fake(), 1);
+    const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb_host");
+    const Array x = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const Array y = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const Array m = Array::empty({64, 128}, DType::float32, kjit::Device::cuda(0));
+    const Array row = Array::empty({128}, DType::float32, kjit::Device::cuda(0));
+    const Array out = Array::empty({64, 128}, DType::float32, kjit::Device::cuda(0));
+    axpb.launch({x, 2.0f, 1.0f, y});  // compiles (NVRTC, here) and loads (pretend)
+    axpb.launch({m, row, 1.0, out});
+    const int before = g_launches;
+    kjit::test::CountAllocations count;
+    for (int k = 0; k < 100; ++k) {
+        axpb.launch({x, 2.0f, 1.0f, y});
+        axpb.launch({m, row, 1.0, out});
+    }
+    CHECK(count.count() == 0);
+    CHECK(g_launches == before + 200);
+}
+
+TEST_CASE("host time of a warm call on a pretend driver", "[.][call_bench]") {
+    kjit::detail::ScopedDriverOverride fake(launching_fake(), 1);
+    const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb_host");
+    const Array x = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const Array y = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    axpb.launch({x, 2.0f, 1.0f, y});
+    const int calls = 1000000;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < calls; ++k) axpb.launch({x, 2.0f, 1.0f, y});
+    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / calls;
+    WARN("warm launch() without the driver's launch: " << ns << " ns per call");
+}

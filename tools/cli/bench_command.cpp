@@ -1,0 +1,334 @@
+// `kjit bench`: kjit's side of the benchmark table (tools/bench/README.md). Each case times kjit on
+// the H200-sized problems of the issues with CUDA events (median of several repeats of a batch of
+// launches, arrays far larger than the L2), and the device-to-device copy ceiling is measured in
+// the same run. Results are JSON lines, one per case.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kjit/kjit.hpp"
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/driver.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace kjit::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Record {
+    std::string name;
+    std::string dtype;
+    std::int64_t n = 0;
+    double bytes = 0;
+    std::optional<double> gbps, us_per_call, ms;
+    std::string note, error;
+    std::string variant;  // a secondary measurement of the case (tools/bench/README.md)
+};
+
+std::string today() {
+    char buf[32];
+    const std::time_t t = std::time(nullptr);
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+    return buf;
+}
+
+// Milliseconds per call of `launch` on `stream`: median over `repeats` batches of `batch` calls.
+double time_ms(const std::function<void()>& launch, const Stream& stream, int batch = 20, int repeats = 7) {
+    launch();  // warm: compiles, loads, touches the memory
+    stream.synchronize();
+    std::vector<double> per_call;
+    Event start, end;
+    for (int r = 0; r < repeats; ++r) {
+        start.record(stream);
+        for (int k = 0; k < batch; ++k) launch();
+        end.record(stream);
+        end.synchronize();
+        per_call.push_back(Event::elapsed_ms(start, end) / batch);
+    }
+    std::sort(per_call.begin(), per_call.end());
+    return per_call[per_call.size() / 2];
+}
+
+Array filled(DType t, const Shape& shape, double value, const Stream& s) {
+    const ElementwiseKernel fill("T v", "T y", "y = v", "bench_fill");
+    Array a = Array::empty(shape, t, Device::cuda(0), s);
+    fill.launch({Scalar(value).cast(t), a}, {s, -1});
+    return a;
+}
+
+Record bandwidth_case(const std::string& name, DType t, std::int64_t n, double bytes, const std::function<void()>& launch,
+                      const Stream& s, const std::string& note) {
+    Record r;
+    r.name = name;
+    r.dtype = std::string(t.name());
+    r.n = n;
+    r.bytes = bytes;
+    r.ms = time_ms(launch, s);
+    r.gbps = bytes / (*r.ms * 1e-3) / 1e9;
+    r.note = note;
+    return r;
+}
+
+using Case = std::function<Record(const Stream&)>;
+
+std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
+    std::vector<std::pair<std::string, Case>> c;
+    const std::int64_t n28 = std::int64_t{1} << 28;
+    c.emplace_back("copy", [=](const Stream& s) {
+        const Array x = filled(DType::float32, {n28}, 1.0, s), y = Array::empty({n28}, DType::float32, Device::cuda(0), s);
+        detail::Driver& d = detail::driver_on(0);
+        return bandwidth_case("copy", DType::float32, n28, 2.0 * 4 * n28, [&] {
+            KJIT_CU_CHECK(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(y.data()), reinterpret_cast<CUdeviceptr>(x.data()),
+                                              x.nbytes(), s.handle()));
+        }, s, "cuMemcpyDtoDAsync, bytes read + written");
+    });
+    auto axpb_case = [=](const std::string& name, DType t) {
+        return [=](const Stream& s) {
+            const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb");
+            const Array x = filled(t, {n28}, 1.5, s), y = Array::empty({n28}, t, Device::cuda(0), s);
+            return bandwidth_case(name, t, n28, 2.0 * t.itemsize() * n28, [&] { axpb.launch({x, 2.0, 1.0, y}, {s, -1}); }, s,
+                                  "a, b scalars; x read, y written");
+        };
+    };
+    c.emplace_back("ew_axpb_f32", axpb_case("ew_axpb_f32", DType::float32));
+    c.emplace_back("ew_axpb_f16", axpb_case("ew_axpb_f16", DType::float16));
+    c.emplace_back("ew_axpb_bf16", axpb_case("ew_axpb_bf16", DType::bfloat16));
+    c.emplace_back("ew_abc_f32", [=](const Stream& s) {
+        const ElementwiseKernel k("T a, T b, T c", "T y", "y = a * b + c", "fma3");
+        const Array a = filled(DType::float32, {n28}, 1.5, s), b = filled(DType::float32, {n28}, 2.0, s),
+                    cc = filled(DType::float32, {n28}, 0.5, s), y = Array::empty({n28}, DType::float32, Device::cuda(0), s);
+        return bandwidth_case("ew_abc_f32", DType::float32, n28, 4.0 * 4 * n28, [&] { k.launch({a, b, cc, y}, {s, -1}); }, s,
+                              "three arrays read, one written");
+    });
+    const std::int64_t side = 16384;
+    c.emplace_back("ew_rowadd_f32", [=](const Stream& s) {
+        const ElementwiseKernel k("T x, T r", "T y", "y = x + r", "row_add");
+        const Array x = filled(DType::float32, {side, side}, 1.5, s), row = filled(DType::float32, {side}, 2.0, s),
+                    y = Array::empty({side, side}, DType::float32, Device::cuda(0), s);
+        return bandwidth_case("ew_rowadd_f32", DType::float32, side * side, 2.0 * 4 * side * side + 4.0 * side,
+                              [&] { k.launch({x, row, y}, {s, -1}); }, s, "x + row[None, :]");
+    });
+    c.emplace_back("ew_trowadd_f32", [=](const Stream& s) {
+        const ElementwiseKernel k("T x, T r", "T y", "y = x + r", "row_add");
+        const Array x = filled(DType::float32, {side, side}, 1.5, s), row = filled(DType::float32, {side}, 2.0, s),
+                    y = Array::empty({side, side}, DType::float32, Device::cuda(0), s);
+        const Array xt = x.transpose();
+        return bandwidth_case("ew_trowadd_f32", DType::float32, side * side, 2.0 * 4 * side * side + 4.0 * side,
+                              [&] { k.launch({xt, row, y}, {s, -1}); }, s, "x.T + row[None, :], C-ordered output");
+    });
+    c.emplace_back("ew_inplace_f64", [=](const Stream& s) {
+        const ElementwiseKernel k("T x", "T y", "y = x + 5", "add5");
+        const std::int64_t n = 300000000;
+        const Array x = filled(DType::float64, {n}, 1.0, s);
+        return bandwidth_case("ew_inplace_f64", DType::float64, n, 2.0 * 8 * n, [&] { k.launch({x, x}, {s, -1}); }, s,
+                              "x = x + 5 in place");
+    });
+    // Host time per call at 1000 elements. As the peers measure it: many calls, then one sync, all
+    // timed (the GPU's own pace can bound it); variants: calls in batches of 100 between syncs,
+    // only the calls timed (kjit's host cost alone), and calls that allocate their output.
+    enum class HostMode { peers, batches, allocating };
+    auto host_case = [=](HostMode mode) {
+        return [=](const Stream& s) {
+            const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb");
+            const Array x = filled(DType::float32, {1000}, 1.5, s), y = Array::empty({1000}, DType::float32, Device::cuda(0), s);
+            const CallOptions o{s, -1};
+            for (int k = 0; k < 1000; ++k) axpb.launch({x, 2.0f, 1.0f, y}, o);
+            s.synchronize();
+            std::vector<double> us;
+            const int calls = 10000;
+            for (int r = 0; r < 5; ++r) {
+                double seconds = 0;
+                if (mode == HostMode::batches) {
+                    for (int b = 0; b < calls / 100; ++b) {
+                        const auto t0 = Clock::now();
+                        for (int k = 0; k < 100; ++k) axpb.launch({x, 2.0f, 1.0f, y}, o);
+                        seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+                        s.synchronize();
+                    }
+                } else {
+                    const auto t0 = Clock::now();
+                    if (mode == HostMode::allocating)
+                        for (int k = 0; k < calls; ++k) (void)axpb({x, 2.0f, 1.0f}, o);
+                    else
+                        for (int k = 0; k < calls; ++k) axpb.launch({x, 2.0f, 1.0f, y}, o);
+                    s.synchronize();
+                    seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+                }
+                us.push_back(seconds * 1e6 / calls);
+            }
+            std::sort(us.begin(), us.end());
+            Record r;
+            r.name = "ew_host_1k";
+            r.dtype = "float32";
+            r.n = 1000;
+            r.us_per_call = us[us.size() / 2];
+            std::ostringstream note;
+            note << "median of 5 x 10000 calls (min " << us.front() << ", max " << us.back() << " us); ";
+            switch (mode) {
+                case HostMode::peers: note << "axpb.launch(x, 2, 1, y), then one sync, all timed (as the peers)"; break;
+                case HostMode::batches:
+                    r.variant = "launch(), batches of 100 between syncs, calls only";
+                    note << r.variant;
+                    break;
+                case HostMode::allocating:
+                    r.variant = "axpb(x, 2, 1), output allocated per call, then one sync";
+                    note << r.variant;
+                    break;
+            }
+            r.note = note.str();
+            return r;
+        };
+    };
+    c.emplace_back("ew_host_1k", host_case(HostMode::peers));
+    c.emplace_back("ew_host_1k_batches", host_case(HostMode::batches));
+    c.emplace_back("ew_host_1k_alloc", host_case(HostMode::allocating));
+    c.emplace_back("ew_first_new", [=](const Stream& s) {
+        // A kernel no cache has seen (its operation names this process), in a process whose NVRTC
+        // is already started (first_call_new_kernel_process_first shows the very first).
+        const Array x = filled(DType::float32, {1000}, 1.5, s);
+        std::vector<double> ms;
+        for (int k = 0; k < 5; ++k) {
+            const ElementwiseKernel fresh("T x", "T y",
+                                          "y = x * " + std::to_string(getpid()) + ".0f + " + std::to_string(k) + "." +
+                                              std::to_string(std::time(nullptr) % 100000) + "f",
+                                          "fresh");
+            const auto t0 = Clock::now();
+            (void)fresh({x}, {s, -1});
+            s.synchronize();
+            ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        Record r;
+        r.name = "ew_first_new";
+        r.dtype = "float32";
+        r.n = 1000;
+        r.ms = ms[ms.size() / 2];
+        std::ostringstream note;
+        note << "median of 5 new kernels (parse, generate, NVRTC, load, launch, sync); min " << ms.front() << " max "
+             << ms.back() << " ms";
+        r.note = note.str();
+        return r;
+    });
+    c.emplace_back("ew_first_disk", [=](const Stream&) {
+        // Fresh processes (this program, --probe) whose kernel is on disk: the first call's time after
+        // CUDA has started, as the probe measures it.
+        Record r;
+        r.name = "ew_first_disk";
+        r.dtype = "float32";
+        r.n = 1000;
+        std::vector<double> ms;
+        for (int k = 0; k < 6; ++k) {
+            const std::string cmd = "'" + self + "' bench --probe";
+            FILE* p = popen(cmd.c_str(), "r");
+            if (!p) throw Error("cannot run " + cmd);
+            char line[256] = {};
+            const bool got = std::fgets(line, sizeof line, p) != nullptr;
+            pclose(p);
+            if (got && k > 0) ms.push_back(std::atof(line));  // the first run fills the cache
+        }
+        if (ms.empty()) throw Error("the probe printed nothing");
+        std::sort(ms.begin(), ms.end());
+        r.ms = ms[ms.size() / 2];
+        std::ostringstream note;
+        note << "median of " << ms.size() << " fresh processes, kernel on disk; min " << ms.front() << " max " << ms.back()
+             << " ms; CUDA's own start excluded";
+        r.note = note.str();
+        return r;
+    });
+    return c;
+}
+
+// --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
+int probe() {
+    Device::set_current(0);
+    const Stream s = Stream::legacy_default(Device::cuda(0));
+    std::vector<float> host(1000, 1.5f);
+    const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
+    s.synchronize();
+    const auto t0 = Clock::now();
+    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "probe_axpb");
+    (void)axpb({x, 2.0f, 1.0f}, {s, -1});
+    s.synchronize();
+    std::printf("%.4f\n", std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    return 0;
+}
+
+nlohmann::json to_json(const Record& r, const std::string& device) {
+    nlohmann::json j;
+    j["impl"] = r.name == "copy" ? "ceiling" : "kjit";
+    if (!r.variant.empty()) {
+        j["variant"] = r.variant;
+        j["primary"] = false;
+    }
+    j["case"] = r.name;
+    j["gbps"] = r.gbps ? nlohmann::json(*r.gbps) : nlohmann::json();
+    j["us_per_call"] = r.us_per_call ? nlohmann::json(*r.us_per_call) : nlohmann::json();
+    j["ms"] = r.ms ? nlohmann::json(*r.ms) : nlohmann::json();
+    j["bytes"] = static_cast<std::int64_t>(r.bytes);
+    j["n"] = r.n;
+    j["dtype"] = r.dtype;
+    j["note"] = r.note;
+    if (!r.error.empty()) j["error"] = r.error;
+    j["date"] = today();
+    j["device"] = device;
+    return j;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_status) {
+    auto* cmd = app.add_subcommand("bench", "Time kjit on the benchmark cases (GPU needed): JSON lines");
+    static std::string json_path, only;
+    static bool list = false, run_probe = false;
+    cmd->add_option("--json", json_path, "Also append the records to this file");
+    cmd->add_option("--cases", only, "Comma-separated case names (default: all)");
+    cmd->add_flag("--list", list, "List the cases");
+    cmd->add_flag("--probe", run_probe, "Internal: one fresh-process first call, prints milliseconds")->group("");
+    cmd->callback([&exit_status] {
+        if (run_probe) {
+            exit_status = probe();
+            return;
+        }
+        const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+        const auto all = cases(self);
+        if (list) {
+            for (const auto& [name, fn] : all) std::printf("%s\n", name.c_str());
+            return;
+        }
+        if (Device::count() == 0) throw NoDeviceError("kjit bench needs a GPU: " + no_device_reason());
+        Device::set_current(0);
+        const std::string device = Device::cuda(0).properties().name;
+        const Stream s = Stream::create(Device::cuda(0));
+        std::ofstream file;
+        if (!json_path.empty()) file.open(json_path, std::ios::app);
+        for (const auto& [name, fn] : all) {
+            if (!only.empty() && ("," + only + ",").find("," + name + ",") == std::string::npos) continue;
+            Record r;
+            try {
+                r = fn(s);
+            } catch (const std::exception& e) {
+                r.name = name;
+                r.error = e.what();
+                exit_status = 1;
+            }
+            const std::string line = to_json(r, device).dump();
+            std::printf("%s\n", line.c_str());
+            std::fflush(stdout);
+            if (file) file << line << "\n" << std::flush;
+        }
+    });
+}
+
+}  // namespace kjit::cli
