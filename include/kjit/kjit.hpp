@@ -12,5 +12,6 @@
 #include "kjit/half.hpp"
 #include "kjit/info.hpp"
 #include "kjit/npy.hpp"
+#include "kjit/raw_kernel.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"
