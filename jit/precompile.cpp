@@ -8,8 +8,8 @@
 #include "jit/manifest_kernel.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
-#include "kjit/raw_kernel.hpp"
 #include "kjit/error.hpp"
+#include "kjit/raw_kernel.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -29,7 +29,7 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
             // One module per architecture; it has no type bindings.
             const RawModule module = raw_module_from_manifest_entry(e);
             for (const std::string& arch : archs)
-                jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
+                jobs.push_back({module.name() + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
             return;
         }
         ManifestKernel m = kernel_from_manifest_entry(e);

@@ -42,14 +42,18 @@ std::unique_ptr<jit::RawFunction> load_function(const jit::RawModuleState& modul
     detail::Driver& d = detail::driver_on(ordinal);
     // The parameters' sizes, so that a launch can refuse a float64 where the kernel takes a float
     // (the driver would copy 8 bytes into a 4-byte slot without a word). An index past the last
-    // parameter is CUDA_ERROR_INVALID_VALUE.
+    // parameter is CUDA_ERROR_INVALID_VALUE; any other failure leaves launches unchecked rather
+    // than impossible.
     if (d.cuFuncGetParamInfo != nullptr) {
         int count = 0;
         for (; count <= static_cast<int>(kMaxRawKernelArgs); ++count) {
             std::size_t offset = 0, size = 0;
             const CUresult st = d.cuFuncGetParamInfo(f->function, static_cast<std::size_t>(count), &offset, &size);
             if (st == CUDA_ERROR_INVALID_VALUE) break;
-            KJIT_CU_CHECK(st);
+            if (st != CUDA_SUCCESS) {
+                count = -1;
+                break;
+            }
             if (count < static_cast<int>(kMaxRawKernelArgs)) f->param_sizes[count] = static_cast<std::uint32_t>(size);
         }
         f->param_count = count;  // kMaxRawKernelArgs + 1: more than a launch can pass

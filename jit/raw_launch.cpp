@@ -107,8 +107,8 @@ void raise_dynamic_shared(const jit::RawFunction& f, std::size_t bytes, const st
 void RawKernel::launch(Dim3 grid, Dim3 block, std::span<const KernelArg> args, const LaunchConfig& config) const {
     const jit::RawKernelState& s = *state_;
     if (args.size() > kMaxRawKernelArgs)
-        throw Error("raw kernel '" + s.name + "': " + std::to_string(args.size()) + " arguments; a launch takes at most " +
-                    std::to_string(kMaxRawKernelArgs));
+        throw Error("raw kernel '" + s.name + "': " + std::to_string(args.size()) +
+                    " arguments; a launch takes at most " + std::to_string(kMaxRawKernelArgs));
     const int ordinal = config.stream.device().ordinal();
 
     // params[k] points at what the driver copies for argument k: an array's device address (kept in

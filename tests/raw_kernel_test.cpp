@@ -238,7 +238,8 @@ TEST_CASE("raw modules are found in the kernel cache: memory, disk, and without 
     // What changes the bytes changes the key: options, name expressions, the label, the source.
     kjit::configure_cache(cache_in(dir.path() / "keys"));
     RawModule(kTemplate, options).compile("sm_90");
-    RawModule(kTemplate, {.nvrtc_options = {"-DUNUSED=1"}, .name_expressions = {"scale_add<float, 4>"}, .name = "cached"})
+    RawModule(kTemplate,
+              {.nvrtc_options = {"-DUNUSED=1"}, .name_expressions = {"scale_add<float, 4>"}, .name = "cached"})
         .compile("sm_90");
     RawModule(kTemplate, {.name_expressions = {"scale_add<double, 4>"}, .name = "cached"}).compile("sm_90");
     RawModule(kTemplate, {.name_expressions = {"scale_add<float, 4>"}, .name = "other"}).compile("sm_90");
@@ -256,7 +257,8 @@ TEST_CASE("name expressions are lowered to the kernels' mangled names", "[raw][n
                                                     "ns::cpp_linkage"}});
     const kjit::RawModuleBinary b = m.compile("sm_90");
     REQUIRE(b.lowered_names.size() == 4);
-    CHECK(b.lowered_names[0] == std::pair<std::string, std::string>("scale_add<float, 4>", "_Z9scale_addIfLi4EEvPKT_PS0_S0_i"));
+    CHECK(b.lowered_names[0] ==
+          std::pair<std::string, std::string>("scale_add<float, 4>", "_Z9scale_addIfLi4EEvPKT_PS0_S0_i"));
     CHECK(b.lowered_names[1].first == "scale_add<double, -2>");
     CHECK(b.lowered_names[1].second.rfind("_Z9scale_addIdLin2EE", 0) == 0);
     CHECK(b.lowered_names[2] == std::pair<std::string, std::string>("plain", "plain"));  // extern "C": itself
@@ -331,7 +333,8 @@ TEST_CASE("raw modules are recorded in the manifest and precompiled from it", "[
 
     // 2. A build machine precompiles it, plus an entry written by hand in DESIGN.md's form.
     nlohmann::json m = recorded;
-    m["kernels"].push_back({{"kind", "raw"}, {"name", "scan"}, {"source", "extern \"C\" __global__ void k(int* x) { x[0] = 3; }"}});
+    m["kernels"].push_back(
+        {{"kind", "raw"}, {"name", "scan"}, {"source", "extern \"C\" __global__ void k(int* x) { x[0] = 3; }"}});
     m["kernels"].push_back({{"kind", "raw"}, {"name", "bad"}, {"source", 42}});
     kjit::configure_cache(cache_in(work.path() / "shipped"));
     const kjit::jit::PrecompileResult first = kjit::jit::precompile(m, {"sm_80", "sm_90"}, 2);
@@ -411,7 +414,8 @@ TEST_CASE("host arrays, arrays on another device and too many arguments are refu
                       Contains("argument 1 is a host array") && Contains("saxpy_f32"));
     CHECK_THROWS_WITH(k(1, 32, {2.0f, elsewhere, elsewhere, elsewhere, 1}, {.stream = on_0}),
                       Contains("argument 1 is on cuda:1 but the launch runs on cuda:0"));
-    CHECK_THROWS_WITH(k(1, 32, {2.0f, Array(), Array(), Array(), 1}, {.stream = on_0}), Contains("argument 1 is an Array with no buffer"));
+    CHECK_THROWS_WITH(k(1, 32, {2.0f, Array(), Array(), Array(), 1}, {.stream = on_0}),
+                      Contains("argument 1 is an Array with no buffer"));
     std::vector<kjit::KernelArg> many(kjit::kMaxRawKernelArgs + 1, kjit::KernelArg(1));
     CHECK_THROWS_WITH(k.launch(1, 1, many), Contains("at most 64"));
 }
@@ -677,12 +681,13 @@ TEST_CASE("saxpy raw kernels with float32, float64 and int64 scalars", "[raw][gp
     }
     SECTION("int64, unsigned n") {
         // Values of int16's range, so that a * x + y stays exact in int64 and in double.
-        const auto x16 = random_values<std::int16_t>(DType::int16, n), y16 = random_values<std::int16_t>(DType::int16, n);
+        const auto x16 = random_values<std::int16_t>(DType::int16, n);
+        const auto y16 = random_values<std::int16_t>(DType::int16, n);
         const std::vector<std::int64_t> x(x16.begin(), x16.end()), y(y16.begin(), y16.end());
         const std::int64_t a = random_values<std::int16_t>(DType::int16, 1)[0];
         const Array out = poisoned(DType::int64, n);
-        m.get_function("saxpy_i64")(blocks_for(n, 512), 512,
-                                    {a, device_array(x, DType::int64), device_array(y, DType::int64), out, unsigned(n)});
+        const Array dx = device_array(x, DType::int64), dy = device_array(y, DType::int64);
+        m.get_function("saxpy_i64")(blocks_for(n, 512), 512, {a, dx, dy, out, unsigned(n)});
         const std::vector<std::int64_t> got = host_values<std::int64_t>(out);
         std::size_t wrong = 0;
         for (std::int64_t k = 0; k < n; ++k)

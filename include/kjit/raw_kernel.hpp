@@ -103,7 +103,7 @@ struct RawKernelAttributes {
     std::size_t local_bytes = 0;               // per thread
     int ptx_version = 0;                       // 10 * major + minor
     int binary_version = 0;
-    std::vector<std::size_t> parameter_sizes;  // bytes, one per parameter
+    std::vector<std::size_t> parameter_sizes;  // bytes, one per parameter (none listed if the driver cannot say)
 };
 
 class RawKernel;
