@@ -3,10 +3,10 @@
 // memory limits, streams), and on the GPU against host references on fresh random data.
 #include "test_support.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "cache/manifest.hpp"
@@ -879,4 +879,43 @@ TEST_CASE("on the GPU: an unknown kernel, an array of the host", "[raw][gpu]") {
     // Still usable after both.
     m.get_function("saxpy_f32")(1, 4, {2.0f, x, x, x, 4});
     CHECK_NOTHROW(kjit::Device::cuda(0).synchronize());
+}
+
+// Not a test: what a warm launch costs on the host, beside a bare cuLaunchKernel of the same
+// kernel; run by hand on a GPU machine with `kjit_tests "[raw_bench]"`.
+TEST_CASE("host time of a warm raw kernel launch", "[.][raw_bench]") {
+    KJIT_REQUIRE_GPU();
+    using clock = std::chrono::steady_clock;
+    const RawKernel k(kSaxpy, "saxpy_f32");
+    const int n = 1000;
+    const Array x = poisoned(DType::float32, n), out = poisoned(DType::float32, n);
+    k(4, 256, {2.0f, x, x, out, n});  // compiled and loaded here
+    const kjit::RawModuleBinary bin = k.module().compile();
+    auto& d = kjit::detail::driver_on(0);
+    CUmodule module = nullptr;
+    REQUIRE(d.cuModuleLoadData(&module, bin.cubin.data()) == CUDA_SUCCESS);
+    CUfunction bare = nullptr;
+    REQUIRE(d.cuModuleGetFunction(&bare, module, "saxpy_f32") == CUDA_SUCCESS);
+    float a = 2.0f;
+    void *px = x.data(), *pout = out.data();
+    int count = n;
+    void* params[] = {&a, &px, &px, &pout, &count};
+    // Batches short enough that the launch queue never fills: only the host's enqueue is timed.
+    const int batches = 50, per_batch = 200;
+    double kjit_us = 0, bare_us = 0;
+    for (int b = 0; b < batches; ++b) {
+        auto t = clock::now();
+        for (int i = 0; i < per_batch; ++i) k(4, 256, {2.0f, x, x, out, n});
+        kjit_us += std::chrono::duration<double, std::micro>(clock::now() - t).count();
+        kjit::Device::cuda(0).synchronize();
+        t = clock::now();
+        for (int i = 0; i < per_batch; ++i)
+            REQUIRE(d.cuLaunchKernel(bare, 4, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr) == CUDA_SUCCESS);
+        bare_us += std::chrono::duration<double, std::micro>(clock::now() - t).count();
+        kjit::Device::cuda(0).synchronize();
+    }
+    d.cuModuleUnload(module);
+    const double launches = double(batches) * per_batch;
+    WARN("warm RawKernel launch: " << kjit_us / launches << " us on the host; bare cuLaunchKernel: "
+                                   << bare_us / launches << " us");
 }
