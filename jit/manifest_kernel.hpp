@@ -1,5 +1,6 @@
 // A manifest entry (DESIGN.md's format) as a kernel and its type bindings: what `kjit precompile`
-// compiles and what `--spec FILE.json` names.
+// compiles and what `--spec FILE.json` names. Entries of "kind": "raw" are raw CUDA modules, read
+// by raw_module_from_manifest_entry.
 #pragma once
 
 #include <vector>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kjit/elementwise_kernel.hpp"
+#include "kjit/raw_kernel.hpp"
 
 namespace kjit::jit {
 
@@ -15,8 +17,16 @@ struct ManifestKernel {
     std::vector<TypeBinding> bindings;  // the entry's "types"; empty when it has none
 };
 
-// Reads one entry: "kind" (default "elementwise", the only kind so far), "name", "in", "out",
-// "op", "preamble", "options", "types". Throws CacheError naming the field that is malformed.
+// Reads one elementwise entry: "kind" (default "elementwise"), "name", "in", "out", "op",
+// "preamble", "options", "types". Throws CacheError naming the field that is malformed, or saying
+// that a raw entry is not an elementwise kernel.
 ManifestKernel kernel_from_manifest_entry(const nlohmann::json& entry);
+
+// Whether the entry is a raw CUDA module ("kind": "raw").
+bool is_raw_manifest_entry(const nlohmann::json& entry);
+
+// Reads one raw entry: "source", and "name", "options", "name_expressions", "toolkit_headers" when
+// present (what RawModule records). Throws CacheError naming the field that is malformed.
+RawModule raw_module_from_manifest_entry(const nlohmann::json& entry);
 
 }  // namespace kjit::jit

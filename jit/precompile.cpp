@@ -9,15 +9,14 @@
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
+#include "kjit/raw_kernel.hpp"
 
 namespace kjit::jit {
 namespace {
 
 struct Job {
     std::string label;  // "axpb (T=float32) for sm_90"
-    ElementwiseKernel kernel;
-    TypeBinding types;
-    std::string arch;
+    std::function<void()> compile;
 };
 
 // The jobs of one manifest entry; a malformed entry is a failure, not an exception.
@@ -26,11 +25,19 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "kernel";
     const std::string where = "kernel " + std::to_string(index) + " ('" + name + "')";
     try {
+        if (is_raw_manifest_entry(e)) {
+            // One module per architecture; it has no type bindings.
+            const RawModule module = raw_module_from_manifest_entry(e);
+            for (const std::string& arch : archs)
+                jobs.push_back({module.name() + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
+            return;
+        }
         ManifestKernel m = kernel_from_manifest_entry(e);
         if (m.bindings.empty()) m.bindings.emplace_back();
         for (const TypeBinding& b : m.bindings)
             for (const std::string& arch : archs)
-                jobs.push_back({name + " (" + format_type_binding(b) + ") for " + arch, m.kernel, b, arch});
+                jobs.push_back({name + " (" + format_type_binding(b) + ") for " + arch,
+                                [kernel = m.kernel, b, arch] { kernel.compile(b, arch); }});
     } catch (const std::exception& ex) {
         failures.push_back(where + ": " + ex.what());
     }
@@ -57,7 +64,7 @@ PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::str
         workers.emplace_back([&] {
             for (std::size_t j; (j = next++) < jobs.size();) {
                 try {
-                    jobs[j].kernel.compile(jobs[j].types, jobs[j].arch);
+                    jobs[j].compile();
                 } catch (const std::exception& e) {
                     std::lock_guard lock(failures_mutex);
                     result.failures.push_back(jobs[j].label + ":\n" + e.what());

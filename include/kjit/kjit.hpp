@@ -13,6 +13,7 @@
 #include "kjit/info.hpp"
 #include "kjit/kernel_arg.hpp"
 #include "kjit/npy.hpp"
+#include "kjit/raw_kernel.hpp"
 #include "kjit/scalar.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"

@@ -37,6 +37,7 @@ namespace kjit::detail {
     X(cuMemsetD8Async, 3020) X(cuPointerGetAttribute, 4000)                                        \
     X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000) X(cuModuleGetFunction, 2000)                 \
     X(cuLaunchKernel, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
+    X(cuFuncGetParamInfo, 12040)                                                                   \
     X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050)
 
 struct DriverApi {

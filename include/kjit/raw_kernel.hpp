@@ -1,0 +1,170 @@
+// RawModule and RawKernel: CUDA source written by the user, compiled with NVRTC, kept in the kernel
+// cache like every kjit kernel, and launched with an explicit grid, block, dynamic shared memory
+// and stream (CuPy's RawModule / RawKernel).
+//
+//   kjit::RawKernel saxpy(R"(
+//       extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+//           int i = blockIdx.x * blockDim.x + threadIdx.x;
+//           if (i < n) y[i] = a * x[i] + y[i];
+//       })", "saxpy");
+//   saxpy((n + 255) / 256, 256, {2.0f, x, y, n});            // arrays pass their device pointer
+//
+// kjit does not parse the source: it is an explicit opt-in to raw CUDA. A kernel is found by its
+// extern "C" name, or by a name expression ("scale<float, 4>") that NVRTC lowers to the mangled
+// name; the lowered names are kept in the cache entry, so a cache hit needs no NVRTC.
+//
+// Arguments: an Array passes the device address of its element (0, ..., 0) (a view's offset is
+// applied; its strides are the kernel's business); anything else is a Scalar passed with its own
+// dtype's bytes, so the C++ type chosen is the type the kernel receives (2.0f: float, 2.0:
+// double, 3: int, std::int64_t{3}: long long). Each argument's size is checked against the
+// kernel's parameter (from the driver) before launching.
+//
+// Objects are cheap to copy (copies share their compiled and loaded state), immutable, and safe to
+// call from many threads. The module is compiled (or found in a cache) and loaded on a device the
+// first time a kernel is used there; a warm launch allocates nothing and takes no lock held across
+// the launch.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kjit/device.hpp"
+#include "kjit/kernel_arg.hpp"
+#include "kjit/stream.hpp"
+
+namespace kjit {
+
+namespace jit {
+struct RawModuleState;
+struct RawKernelState;
+}  // namespace jit
+
+// A grid or block extent, as CUDA's dim3: `1024`, `{64, 64}`, `{8, 8, 4}`.
+struct Dim3 {
+    unsigned x = 1, y = 1, z = 1;
+    constexpr Dim3() noexcept = default;
+    constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) noexcept  // NOLINT(google-explicit-constructor)
+        : x(x_), y(y_), z(z_) {}
+};
+
+// How a launch runs, besides grid and block: `{.shared_mem_bytes = 96 * 1024, .stream = s}`.
+struct LaunchConfig {
+    // Dynamic shared memory per block (`extern __shared__`). More than the kernel may use by default
+    // (48 KiB less its static shared memory) raises its limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_
+    // SIZE_BYTES) up to what the device allows; beyond that, an Error saying both numbers.
+    std::size_t shared_mem_bytes = 0;
+    // The stream, and so the device, the kernel runs on: the calling thread's current stream unless
+    // given. Every array argument must be on that device.
+    Stream stream = Stream::current();
+};
+
+// The most arguments one launch takes: they are packed into an array on the stack.
+inline constexpr std::size_t kMaxRawKernelArgs = 64;
+
+struct RawModuleOptions {
+    // Extra NVRTC options ("-lineinfo", "--use_fast_math", "-DTILE=32"...), after kjit's own.
+    std::vector<std::string> nvrtc_options;
+    // C++ names of kernels to find by name, as written in get_function(): template instantiations
+    // ("scale<float, 4>"), kernels with C++ linkage ("ns::kernel"). NVRTC instantiates them and
+    // gives their mangled names.
+    std::vector<std::string> name_expressions;
+    // The source includes CUDA toolkit headers with quotes (`#include "cuda_fp16.h"`); `#include <...>`
+    // turns this on by itself. The toolkit's include folder is then searched.
+    bool toolkit_headers = false;
+    // A label: the program's name in NVRTC's messages, the cache entry and the manifest.
+    // Empty: "raw_module" (RawKernel: the kernel's name).
+    std::string name;
+};
+
+// What one compilation of a module produced.
+struct RawModuleBinary {
+    std::string arch;                  // "sm_90", or "compute_90" when only PTX could be made
+    std::vector<unsigned char> cubin;  // empty when PTX only
+    std::string ptx;
+    std::string log;                   // NVRTC's warnings when this call compiled, usually empty
+    double compile_ms = 0;             // NVRTC's time when this call compiled; 0 when a cache had it
+    // Each name expression and the mangled name of the kernel it names, in the order given.
+    std::vector<std::pair<std::string, std::string>> lowered_names;
+};
+
+// What the driver says about a kernel loaded on a device.
+struct RawKernelAttributes {
+    std::string arch;                        // what the loaded cubin was built for
+    bool compiled_from_ptx = false;          // the driver compiled cached PTX for this GPU
+    int max_threads_per_block = 0;
+    int num_regs = 0;
+    std::size_t static_shared_bytes = 0;
+    std::size_t max_dynamic_shared_bytes = 0;  // what a launch may ask for now without raising it
+    std::size_t local_bytes = 0;               // per thread
+    int ptx_version = 0;                       // 10 * major + minor
+    int binary_version = 0;
+    std::vector<std::size_t> parameter_sizes;  // bytes, one per parameter (none listed if the driver cannot say)
+};
+
+class RawKernel;
+
+// A CUDA program holding any number of kernels.
+class RawModule {
+public:
+    explicit RawModule(std::string source, RawModuleOptions options = {});
+
+    const std::string& source() const noexcept;
+    const RawModuleOptions& options() const noexcept;
+    // options().name, or the default label.
+    const std::string& name() const noexcept;
+
+    // The kernel `name`: an extern "C" kernel of the source, or one of the name expressions. A
+    // name that is neither a C identifier nor a name expression is an Error at once (listing the
+    // name expressions); a C identifier the module does not define is an Error when the kernel is
+    // first used on a device.
+    RawKernel get_function(const std::string& name) const;
+
+    // Compiles the module for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else
+    // sm_80), or finds it in the kernel cache. Throws CompileError with NVRTC's log and the source
+    // lines it points at; NoDeviceError when it is in no cache and there is no NVRTC.
+    RawModuleBinary compile(const std::string& arch = {}) const;
+
+private:
+    friend class RawKernel;
+    std::shared_ptr<const jit::RawModuleState> state_;
+};
+
+// One kernel of a module.
+class RawKernel {
+public:
+    // A module of `source` holding the kernel `name`, an extern "C" name or a C++ name expression
+    // (added to options.name_expressions when it is not there), so that a kernel the source lacks
+    // is a CompileError naming it.
+    RawKernel(std::string source, std::string name, RawModuleOptions options = {});
+
+    const std::string& name() const noexcept;
+    const RawModule& module() const noexcept;
+
+    // Launches grid x block threads with `args` on config.stream. Throws TypeError when the
+    // number or sizes of the arguments do not match the kernel's parameters, Error (naming the
+    // argument's position, from 0) for an array on the host or on another device than the
+    // stream's, CompileError on the first use of a module that does not compile. A grid with an
+    // extent 0 launches nothing (after the checks).
+    void operator()(Dim3 grid, Dim3 block, std::initializer_list<KernelArg> args,
+                    const LaunchConfig& config = {}) const {
+        launch(grid, block, std::span<const KernelArg>(args.begin(), args.size()), config);
+    }
+    // The same with arguments gathered at run time.
+    void launch(Dim3 grid, Dim3 block, std::span<const KernelArg> args, const LaunchConfig& config = {}) const;
+
+    // Loads the kernel on `device` (compiling the module first if needed) and says what the driver
+    // knows about it.
+    RawKernelAttributes attributes(Device device = Device()) const;
+
+private:
+    friend class RawModule;
+    RawKernel(RawModule module, std::string name);
+    std::shared_ptr<const jit::RawKernelState> state_;
+};
+
+}  // namespace kjit

@@ -1,0 +1,56 @@
+// Finding a CUDA program in the kernel cache, or compiling it, and loading it on a device: what
+// every kind of kernel (raw modules here; elementwise kernels do the same in their own file, see
+// the note in program_lookup.cpp) needs between "here is the source" and "here is a CUmodule".
+//
+// The order of places tried is the one docs/CACHE.md describes: a key computed without loading
+// NVRTC (from the NVRTC identity recorded beside the writable folder), memory, the writable and
+// the read-only folders, NVRTC; without NVRTC, an alias key; on a device the cache has no cubin
+// for, PTX of an older architecture compiled by the driver, whose result is then cached.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cache/entry.hpp"
+#include "jit/nvrtc_compiler.hpp"
+#include "runtime/detail/module.hpp"
+
+namespace kjit::jit {
+
+// A program and what the cache needs to know about it.
+struct CachedProgram {
+    // What NVRTC compiles. request.target is set by the functions below.
+    CompileRequest request;
+    // Hashed into cache keys in place of request.source: the source plus whatever else changes the
+    // compiled bytes and is not an NVRTC option (a raw module's name expressions, say). Empty: the
+    // source alone.
+    std::string key_source;
+    std::string spec_json;    // the manifest entry KJIT_CACHE_RECORD writes
+    std::string kernel_name;  // entry metadata
+    std::string types;        // entry metadata ("T=float32"), empty when none
+    std::string description;  // for errors: "raw module 'scan'"
+};
+
+struct FoundProgram {
+    std::shared_ptr<const cache::Entry> entry;
+    double compile_ms = 0;  // NVRTC's time when this call compiled, else 0
+    std::string log;        // NVRTC's warnings when this call compiled
+};
+
+// The program built for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else the
+// default), from a cache or compiled now. Throws CompileError from NVRTC, NoDeviceError when it is
+// in no cache and there is no NVRTC.
+FoundProgram find_or_compile_program(CachedProgram& program, const std::string& arch);
+
+struct LoadedProgram {
+    std::shared_ptr<const cache::Entry> entry;
+    std::shared_ptr<detail::LoadedModule> module;  // loaded once per entry and device in the process
+    std::string arch;                              // what the loaded cubin was built for
+    bool compiled_from_ptx = false;                // the driver compiled cached PTX for this GPU
+};
+
+// The program loaded on device `ordinal`: the cubin for its architecture, from a cache or compiled
+// now, else cached PTX of an older architecture compiled by the driver (and that cubin cached).
+LoadedProgram load_program(CachedProgram& program, int ordinal);
+
+}  // namespace kjit::jit
