@@ -40,6 +40,72 @@ bool definitely_assigned(const Body& body, int k) {
     return false;
 }
 
+// A rough measure of how much code the body becomes: nodes, with math calls (each a library
+// routine inlined) and loops (bodies repeated) weighing more.
+int body_cost(const Expr* e) {
+    if (e == nullptr) return 0;
+    switch (e->kind) {
+        case ExprKind::unary: return 1 + body_cost(static_cast<const UnaryExpr*>(e)->operand.get());
+        case ExprKind::binary: {
+            const auto* b = static_cast<const BinaryExpr*>(e);
+            return 1 + body_cost(b->lhs.get()) + body_cost(b->rhs.get());
+        }
+        case ExprKind::assign: {
+            const auto* a = static_cast<const AssignExpr*>(e);
+            return 1 + body_cost(a->target.get()) + body_cost(a->value.get());
+        }
+        case ExprKind::conditional: {
+            const auto* c = static_cast<const ConditionalExpr*>(e);
+            return 1 + body_cost(c->condition.get()) + body_cost(c->if_true.get()) + body_cost(c->if_false.get());
+        }
+        case ExprKind::cast: return 1 + body_cost(static_cast<const CastExpr*>(e)->operand.get());
+        case ExprKind::call: {
+            int cost = 16;
+            for (const ExprPtr& a : static_cast<const CallExpr*>(e)->args) cost += body_cost(a.get());
+            return cost;
+        }
+        case ExprKind::index: {
+            const auto* ix = static_cast<const IndexExpr*>(e);
+            return 1 + body_cost(ix->base.get()) + body_cost(ix->index.get());
+        }
+        default: return 1;
+    }
+}
+
+int body_cost(const Stmt* s) {
+    if (s == nullptr) return 0;
+    switch (s->kind) {
+        case StmtKind::expr: return body_cost(static_cast<const ExprStmt*>(s)->expr.get());
+        case StmtKind::decl: {
+            int cost = 0;
+            for (const Declarator& d : static_cast<const DeclStmt*>(s)->declarators) cost += 1 + body_cost(d.init.get());
+            return cost;
+        }
+        case StmtKind::block: {
+            int cost = 0;
+            for (const StmtPtr& b : static_cast<const BlockStmt*>(s)->body) cost += body_cost(b.get());
+            return cost;
+        }
+        case StmtKind::if_: {
+            const auto* i = static_cast<const IfStmt*>(s);
+            return 1 + body_cost(i->condition.get()) + body_cost(i->then_branch.get()) + body_cost(i->else_branch.get());
+        }
+        case StmtKind::for_: {
+            const auto* f = static_cast<const ForStmt*>(s);
+            return 8 + body_cost(f->init.get()) + body_cost(f->condition.get()) + body_cost(f->step.get()) + 4 * body_cost(f->body.get());
+        }
+        case StmtKind::while_: {
+            const auto* w = static_cast<const WhileStmt*>(s);
+            return 8 + body_cost(w->condition.get()) + 4 * body_cost(w->body.get());
+        }
+        default: return 0;
+    }
+}
+
+// Bodies above this cost are compute-bound: they are neither unrolled nor inlined at every element
+// of a vector (a call instead), which keeps NVRTC's time and the cubin small.
+constexpr int kHeavyBody = 96;
+
 }  // namespace
 
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
@@ -134,8 +200,12 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     }
     body_params.push_back("const long long i");
     body_params.push_back("const long long n");
+    int cost = 0;
+    for (const StmtPtr& st : body.statements) cost += body_cost(st.get());
+    const bool heavy = cost > kHeavyBody;
+    if (heavy) m.unroll = 1;
     s << "namespace kjit_body {\n";
-    s << "__device__ __forceinline__ void " << name << "(" << join(body_params, ", ") << ") {\n";
+    s << (heavy ? "__device__ __noinline__ void " : "__device__ __forceinline__ void ") << name << "(" << join(body_params, ", ") << ") {\n";
     for (const auto& [ph, t] : binding) s << "    typedef " << cuda_type(t) << " " << ph << ";\n";
     s << "    (void)i;\n    (void)n;\n";
     print_statements(kernel, body, 1, s);

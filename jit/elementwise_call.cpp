@@ -7,6 +7,7 @@
 #include "jit/elementwise_calls.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
+#include "runtime/detail/device_copy.hpp"
 #include "runtime/detail/driver.hpp"
 
 namespace kjit::jit {
@@ -55,6 +56,10 @@ const ElementwiseKernel& copy_kernel() {
     static const ElementwiseKernel k("T x", "T y", "y = x", "kjit_copy");
     return k;
 }
+
+// Array::to() packs non-contiguous device arrays with it (runtime/detail/device_copy.hpp).
+Array pack_on_device(const Array& source, const Stream& stream) { return copy_kernel()({source}, CallOptions{stream, -1})[0]; }
+[[maybe_unused]] const bool g_registered = (detail::register_device_copy(&pack_on_device), true);
 
 std::string kernel_prefix(const ElementwiseKernel& k) { return "kernel '" + k.name() + "': "; }
 

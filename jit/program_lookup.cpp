@@ -1,6 +1,3 @@
-// The same steps as ElementwiseKernel::compile and ::load (jit/elementwise_kernel.cpp), for any
-// program. The two are kept in step by hand until elementwise kernels call this file too (a
-// mechanical change: their Prepared becomes a CachedProgram).
 #include "jit/program_lookup.hpp"
 
 #include <cstdlib>

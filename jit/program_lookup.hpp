@@ -1,6 +1,6 @@
 // Finding a CUDA program in the kernel cache, or compiling it, and loading it on a device: what
-// every kind of kernel (raw modules here; elementwise kernels do the same in their own file, see
-// the note in program_lookup.cpp) needs between "here is the source" and "here is a CUmodule".
+// every kind of kernel (elementwise kernels, raw modules) needs between "here is the source" and
+// "here is a CUmodule".
 //
 // The order of places tried is the one docs/CACHE.md describes: a key computed without loading
 // NVRTC (from the NVRTC identity recorded beside the writable folder), memory, the writable and

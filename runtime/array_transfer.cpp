@@ -1,9 +1,11 @@
 // Allocating arrays and copying them between the host and devices.
+#include <atomic>
 #include <cstring>
 
 #include "kjit/array.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
+#include "runtime/detail/device_copy.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/strided_copy.hpp"
 
@@ -96,11 +98,15 @@ Array Array::to(Device device, const Stream& stream) const {
         device_to_host(*this, out.data(), stream);
         return out;
     }
-    // Device to device: one copy on the source's stream when the elements are contiguous.
-    if (!is_c_contiguous())
-        throw Error("Array::to: copying a non-contiguous device array to a device needs kjit's copy kernel, "
-                    "which this version lacks; copy it to the host first");
+    // Device to device: one copy on the source's stream when the elements are contiguous; other
+    // layouts are packed by kjit's copy kernel on the source's device first.
     const Stream s = stream.for_device(from);
+    if (!is_c_contiguous()) {
+        const detail::DeviceCopy pack = detail::device_copy();
+        if (pack == nullptr) throw Error("Array::to: no copy kernel registered for a non-contiguous device array");
+        Array packed = pack(*this, s);
+        return device == from ? packed : packed.to(device, s);
+    }
     Array out = empty(shape_, dtype_, device, s);
     if (out.nbytes() == 0) return out;
     detail::Driver& d = detail::driver_on(from.ordinal());
@@ -121,5 +127,13 @@ void Array::copy_to_host(void* dst, const Stream& stream) const {
     }
     device_to_host(*this, dst, stream);
 }
+
+namespace detail {
+namespace {
+std::atomic<DeviceCopy> g_device_copy{nullptr};
+}  // namespace
+void register_device_copy(DeviceCopy copy) noexcept { g_device_copy.store(copy, std::memory_order_release); }
+DeviceCopy device_copy() noexcept { return g_device_copy.load(std::memory_order_acquire); }
+}  // namespace detail
 
 }  // namespace kjit

@@ -86,5 +86,25 @@ expect 1 "unknown function 'sqr'" -- precompile "$tmp/badm.json" --arch sm_90 --
 expect 1 "\"kernels\" must be a list" -- precompile "$tmp/bad.json" --arch sm_90 --cache-dir "$tmp/x"
 export KJIT_CACHE_DIR="$tmp/cache"
 
+# kjit run: mistakes are found before the GPU is needed.
+run_kernel=(--in "T x, T a" --out "T y" --op "y = a * x")
+expect 1 "the kernel has no parameter 'b'" -- run "${run_kernel[@]}" --arg x=x.npy --arg b=2
+expect 1 "not a .npy file nor a number" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2.5x
+expect 1 "the kernel has no output 'x'" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --save x=o.npy
+expect 1 "must end in .npy" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --save y=o.txt
+if "$kjit" info | grep -q "^devices: [1-9]" && python3 -c "import numpy" 2>/dev/null; then
+  # On a GPU: a real run against NumPy.
+  python3 -c "import numpy as np; np.save('$tmp/x.npy', np.random.default_rng().standard_normal((37, 41)).astype(np.float32))"
+  expect 0 "y: float32 (37, 41) -> $tmp/y.npy" -- run "${run_kernel[@]}" --arg x="$tmp/x.npy" --arg a=float32:2.5 --save y="$tmp/y.npy"
+  if python3 -c "import numpy as np; x = np.load('$tmp/x.npy'); y = np.load('$tmp/y.npy'); assert y.dtype == np.float32 and np.array_equal(y, np.float32(2.5) * x)"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAILED: kjit run's y.npy is not 2.5 * x"
+  fi
+  expect 1 "input 'x' needs a value" -- run "${run_kernel[@]}" --arg a=2
+else
+  expect 1 "kjit run needs a GPU" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -529,3 +529,14 @@ TEST_CASE("more than 2^31 elements take the 64-bit index path", "[gpu][elementwi
         if (g2[j] != static_cast<std::uint8_t>(host[2 * j] ^ (j & 255))) ++wrong;
     CHECK(wrong == 0);
 }
+
+TEST_CASE("Array::to packs a non-contiguous device array with the copy kernel", "[gpu][elementwise]") {
+    KJIT_REQUIRE_GPU();
+    const Data x = random_device(DType::complex64, {33, 65});
+    const Array view = x.device.transpose().slice(0, {std::nullopt, std::nullopt, -2});  // (33, 33), reversed, stepped
+    const Array packed = view.to(gpu);
+    REQUIRE(packed.is_c_contiguous());
+    REQUIRE(packed.shape() == Shape{33, 33});
+    CHECK(mismatches(packed, [&](std::size_t k) { return element(x.host, DType::complex64, (k % 33) * 65 + (64 - 2 * (k / 33))); }, 0) ==
+          0);
+}

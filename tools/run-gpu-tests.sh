@@ -21,11 +21,14 @@ cat "$log_dir/info.txt"
 status=0
 "$build_dir/tests/kjit_tests" "[gpu]" --durations yes > "$log_dir/gpu-tests.txt" 2>&1 || status=$?
 "$build_dir/tests/kjit_tests" "~[gpu]~[nvrtc]~[.]" > "$log_dir/cpu-tests.txt" 2>&1 || status=$((status == 0 ? $? : status))
+bash "$(dirname "$0")/../tests/cli_test.sh" "$build_dir/kjit" > "$log_dir/cli-tests.txt" 2>&1 || status=$((status == 0 ? 1 : status))
 "$build_dir/tests/kjit_tests" "[compile_bench]" > "$log_dir/compile-bench.txt" 2>&1 || true
 grep -A1 "warning:" "$log_dir/compile-bench.txt" | tail -1
 
 grep -E "^(All tests passed|test cases:)" "$log_dir/gpu-tests.txt" | sed 's/^/[gpu] /'
 grep -E "^(All tests passed|test cases:)" "$log_dir/cpu-tests.txt" | sed 's/^/[cpu] /'
+tail -1 "$log_dir/cli-tests.txt" | sed 's/^/[cli] /'
+grep -A3 "^FAILED" "$log_dir/cli-tests.txt" | head -20
 if [ "$status" -ne 0 ]; then
   echo "FAILED (status $status); the failures:"
   grep -B2 -A12 -E "FAILED|failed with|due to unexpected exception" "$log_dir/gpu-tests.txt" | head -150

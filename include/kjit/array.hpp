@@ -101,8 +101,8 @@ public:
     Array view_as(DType dtype) const;
 
     // --- copies ---
-    // A copy on `device` (host or GPU). A copy of a device array to another place works for any
-    // layout; a non-contiguous device-to-device copy needs a kernel and throws until kjit has one.
+    // A copy on `device` (host or GPU), C-ordered, for any layout (a non-contiguous device array
+    // is packed by kjit's copy kernel on its device).
     Array to(Device device, const Stream& stream = Stream::current()) const;
     Array to_host(const Stream& stream = Stream::current()) const { return to(Device::cpu(), stream); }
     // Writes the elements in C order to `dst` (size() * itemsize() bytes) and waits for the copy.

@@ -195,29 +195,50 @@ std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
     c.emplace_back("ew_host_1k_batches", host_case(HostMode::batches));
     c.emplace_back("ew_host_1k_alloc", host_case(HostMode::allocating));
     c.emplace_back("ew_first_new", [=](const Stream& s) {
-        // A kernel no cache has seen (its operation names this process), in a process whose NVRTC
-        // is already started (first_call_new_kernel_process_first shows the very first).
+        // Kernels no cache has seen (their operations name this process), in a process whose NVRTC
+        // has started already. The first call is timed whole; the same steps are then timed one by
+        // one on another new kernel: compile() (front end + NVRTC + cache write), load() (module
+        // load), and the call (binding, launch, sync).
         const Array x = filled(DType::float32, {1000}, 1.5, s);
-        std::vector<double> ms;
+        auto fresh = [](int k) {
+            return ElementwiseKernel("T x", "T y",
+                                     "y = x * " + std::to_string(getpid()) + ".0f + " + std::to_string(k) + "." +
+                                         std::to_string(std::time(nullptr) % 100000) + "f",
+                                     "fresh");
+        };
+        std::vector<double> whole, compile, load, call;
+        auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
         for (int k = 0; k < 5; ++k) {
-            const ElementwiseKernel fresh("T x", "T y",
-                                          "y = x * " + std::to_string(getpid()) + ".0f + " + std::to_string(k) + "." +
-                                              std::to_string(std::time(nullptr) % 100000) + "f",
-                                          "fresh");
-            const auto t0 = Clock::now();
-            (void)fresh({x}, {s, -1});
+            const ElementwiseKernel a = fresh(2 * k);
+            auto t = Clock::now();
+            (void)a({x}, {s, -1});
             s.synchronize();
-            ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            whole.push_back(ms_since(t));
+            const ElementwiseKernel b = fresh(2 * k + 1);
+            const TypeBinding types{{"T", DType::float32}};
+            t = Clock::now();
+            (void)b.compile(types);
+            compile.push_back(ms_since(t));
+            t = Clock::now();
+            (void)b.load(types, Device::cuda(0));
+            load.push_back(ms_since(t));
+            t = Clock::now();
+            (void)b({x}, {s, -1});
+            s.synchronize();
+            call.push_back(ms_since(t));
         }
-        std::sort(ms.begin(), ms.end());
+        auto median = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
         Record r;
         r.name = "ew_first_new";
         r.dtype = "float32";
         r.n = 1000;
-        r.ms = ms[ms.size() / 2];
+        r.ms = median(whole);
         std::ostringstream note;
-        note << "median of 5 new kernels (parse, generate, NVRTC, load, launch, sync); min " << ms.front() << " max "
-             << ms.back() << " ms";
+        note << "median of 5 new kernels (parse, generate, NVRTC, cache write, load, launch, sync); by step, medians: compile() "
+             << median(compile) << " ms, load() " << median(load) << " ms, then the call " << median(call) << " ms";
         r.note = note.str();
         return r;
     });

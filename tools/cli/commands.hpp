@@ -11,6 +11,7 @@ void add_demo_command(CLI::App& app, int& exit_status);
 void add_kernel_commands(CLI::App& app, int& exit_status);  // check, source, compile
 void add_cache_commands(CLI::App& app, int& exit_status);   // precompile, cache ...
 void add_bench_command(CLI::App& app, int& exit_status);
+void add_run_command(CLI::App& app, int& exit_status);    // run a kernel on .npy files
 
 // Prints what `kjit info` prints (human-readable) to stdout.
 void print_system_info();

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     kjit::cli::add_demo_command(app, exit_status);
     kjit::cli::add_kernel_commands(app, exit_status);
     kjit::cli::add_cache_commands(app, exit_status);
+    kjit::cli::add_run_command(app, exit_status);
     kjit::cli::add_bench_command(app, exit_status);
     try {
         app.parse(argc, argv);
