@@ -38,12 +38,12 @@ struct Layout {
     long long strides[arrays][max_dims];
 };
 
-// The offsets of element `e` (in C order over the shape) in each operand.
+// The offsets in each operand of element `e` of the first `dims` dimensions, counted in C order.
 template <class Index, int arrays>
-__device__ __forceinline__ void offsets(const Layout<arrays>& layout, Index e, Index (&off)[arrays]) {
+__device__ __forceinline__ void offsets_over(const Layout<arrays>& layout, int dims, Index e, Index (&off)[arrays]) {
 #pragma unroll
     for (int a = 0; a < arrays; ++a) off[a] = 0;
-    for (int d = layout.ndim - 1; d >= 0; --d) {
+    for (int d = dims - 1; d >= 0; --d) {
         const Index extent = static_cast<Index>(layout.shape[d]);
         const Index k = e % extent;
         e /= extent;
@@ -52,18 +52,16 @@ __device__ __forceinline__ void offsets(const Layout<arrays>& layout, Index e, I
     }
 }
 
+// The offsets of element `e` (in C order over the shape) in each operand.
+template <class Index, int arrays>
+__device__ __forceinline__ void offsets(const Layout<arrays>& layout, Index e, Index (&off)[arrays]) {
+    offsets_over(layout, layout.ndim, e, off);
+}
+
 // The offsets of row `row` (in C order over every dimension but the last) in each operand.
 template <class Index, int arrays>
 __device__ __forceinline__ void outer_offsets(const Layout<arrays>& layout, Index row, Index (&off)[arrays]) {
-#pragma unroll
-    for (int a = 0; a < arrays; ++a) off[a] = 0;
-    for (int d = layout.ndim - 2; d >= 0; --d) {
-        const Index extent = static_cast<Index>(layout.shape[d]);
-        const Index k = row % extent;
-        row /= extent;
-#pragma unroll
-        for (int a = 0; a < arrays; ++a) off[a] += k * static_cast<Index>(layout.strides[a][d]);
-    }
+    offsets_over(layout, layout.ndim - 1, row, off);
 }
 
 __device__ __forceinline__ long long thread_index() { return blockIdx.x * (long long)blockDim.x + threadIdx.x; }
