@@ -157,16 +157,21 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     std::size_t input_bytes = 0;
     for (const Operand& o : operands)
         if (o.slot >= 0 && !params[o.param].is_output) input_bytes += stored(o.param).itemsize();
-    // KJIT_TUNE_TILE=64 tries the wider tile first (for measurements, docs/PERFORMANCE.md).
+    // KJIT_TUNE_TILE=64 tries the wider tile first, KJIT_TUNE_TILES_PER_STEP the number of tiles
+    // a block stages before computing (for measurements, docs/PERFORMANCE.md).
     const char* tune = std::getenv("KJIT_TUNE_TILE");
     const int first_tile = tune != nullptr && std::string(tune) == "64" ? 64 : 32;
+    const char* tune_step = std::getenv("KJIT_TUNE_TILES_PER_STEP");
+    const int want_step = tune_step != nullptr ? std::max(1, std::min(4, std::atoi(tune_step))) : 1;
     for (const int tile : {first_tile, 32}) {
-        const std::size_t bytes = input_bytes * static_cast<std::size_t>(tile * (tile + 1));
-        if (m.array_operands > 1 && bytes > 0 && bytes <= 40 * 1024) {
-            m.tiled32 = name + "_tiled32";
-            m.tiled_shared_bytes = bytes;
-            m.tile = tile;
-            break;
+        for (int step = want_step; step >= 1; step /= 2) {
+            const std::size_t bytes = input_bytes * static_cast<std::size_t>(step * tile * (tile + 1));
+            if (m.array_operands > 1 && bytes > 0 && bytes <= 40 * 1024 && m.tiled32.empty()) {
+                m.tiled32 = name + "_tiled32";
+                m.tiled_shared_bytes = bytes;
+                m.tile = tile;
+                m.tiles_per_step = step;
+            }
         }
     }
 
@@ -379,10 +384,10 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     if (!m.tiled32.empty()) {
         s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
           << ">& layout) {\n";
-        s << "    constexpr int TILE = " << m.tile << ";\n";
+        s << "    constexpr int TILE = " << m.tile << ", P = " << m.tiles_per_step << ";\n";
         for (const Operand& o : operands)
             if (o.slot >= 0 && !params[o.param].is_output)
-                s << "    __shared__ " << cuda_type(stored(o.param)) << " tile_" << params[o.param].name << "[TILE][TILE + 1];\n";
+                s << "    __shared__ " << cuda_type(stored(o.param)) << " tile_" << params[o.param].name << "[P][TILE][TILE + 1];\n";
         s << "    const int rows = static_cast<int>(layout.shape[0]), cols = static_cast<int>(layout.shape[1]);\n";
         s << "    const int tiles_across = (cols + TILE - 1) / TILE, tiles = ((rows + TILE - 1) / TILE) * tiles_across;\n";
         s << "    const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE, ny = blockDim.x / TILE;\n";
@@ -392,23 +397,32 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
                 s << "    const bool staged_" << params[o.param].name << " = layout.strides[" << sl << "][0] == 1 && layout.strides["
                   << sl << "][1] != 1;\n";
             }
-        s << "    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {\n";
-        s << "        const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
+        // P neighbouring tiles per step: all their loads are issued before the first sync.
+        s << "    for (int first = blockIdx.x * P; first < tiles; first += gridDim.x * P) {\n";
+        s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
+        s << "            const int t = first + h;\n";
+        s << "            if (t >= tiles) break;\n";
+        s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
         for (const Operand& o : operands) {
             if (o.slot < 0 || params[o.param].is_output) continue;
             const std::string& pn = params[o.param].name;
             const std::string sl = std::to_string(o.slot);
-            s << "        if (staged_" << pn << ")\n";
-            s << "#pragma unroll 4\n            for (int j = ty; j < TILE; j += ny) {\n";
-            s << "                const int r = r0 + tx, c = c0 + j;\n";
-            s << "                if (r < rows && c < cols) tile_" << pn << "[j][tx] = args." << pn << "[r * (int)layout.strides[" << sl
-              << "][0] + c * (int)layout.strides[" << sl << "][1]];\n";
-            s << "            }\n";
+            s << "            if (staged_" << pn << ")\n";
+            s << "#pragma unroll 4\n                for (int j = ty; j < TILE; j += ny) {\n";
+            s << "                    const int r = r0 + tx, c = c0 + j;\n";
+            s << "                    if (r < rows && c < cols) tile_" << pn << "[h][j][tx] = args." << pn << "[r * (int)layout.strides["
+              << sl << "][0] + c * (int)layout.strides[" << sl << "][1]];\n";
+            s << "                }\n";
         }
+        s << "        }\n";
         s << "        __syncthreads();\n";
-        s << "#pragma unroll 4\n        for (int j = ty; j < TILE; j += ny) {\n";
-        s << "            const int r = r0 + j, c = c0 + tx;\n";
-        s << "            if (r >= rows || c >= cols) continue;\n";
+        s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
+        s << "            const int t = first + h;\n";
+        s << "            if (t >= tiles) break;\n";
+        s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
+        s << "#pragma unroll 4\n            for (int j = ty; j < TILE; j += ny) {\n";
+        s << "                const int r = r0 + j, c = c0 + tx;\n";
+        s << "                if (r >= rows || c >= cols) continue;\n";
         std::vector<std::string> elements;
         for (const Operand& o : operands) {
             const std::string arg = "args." + params[o.param].name;
@@ -422,9 +436,10 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
                 elements.push_back(direct);
             else
                 elements.push_back(as_param(o, "(staged_" + params[o.param].name + " ? tile_" + params[o.param].name +
-                                                   "[tx][j] : " + direct + ")"));
+                                                   "[h][tx][j] : " + direct + ")"));
         }
-        s << "            " << call_body(elements, "r * cols + c") << "\n";
+        s << "                " << call_body(elements, "r * cols + c") << "\n";
+        s << "            }\n";
         s << "        }\n";
         s << "        __syncthreads();\n";
         s << "    }\n}\n\n";

@@ -346,7 +346,8 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                 break;
             case detail::Variant::tiled:
                 f = m.tiled32;
-                items = ((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) * kThreads;
+                items = (((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) +
+                         m.tiles_per_step - 1) / m.tiles_per_step * kThreads;
                 break;
             case detail::Variant::strided:
                 f = choice.index64 ? m.strided64 : m.strided32;

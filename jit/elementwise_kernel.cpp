@@ -245,6 +245,7 @@ KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBi
     km.vector_width = p.generated.vector_width;
     km.unroll = p.generated.unroll;
     km.tile = p.generated.tile;
+    km.tiles_per_step = p.generated.tiles_per_step;
     return km;
 }
 
