@@ -33,6 +33,11 @@ struct ModuleVariant {
 KernelModule load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                               int ordinal);
 
+// The module of `kernel` for this binding and variant, compiled for `arch` or found in a cache
+// (as ElementwiseKernel::compile does for the plain binding).
+KernelBinary compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                 const std::string& arch);
+
 constexpr int kMaxCallParams = 64;
 
 // The memo key: device, then each argument's kind and dtype.

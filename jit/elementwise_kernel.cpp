@@ -188,7 +188,12 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
 }  // namespace
 
 KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::string& arch) const {
-    Prepared p = prepare(*this, types);
+    return jit::compile_elementwise(*this, types, {}, arch);
+}
+
+KernelBinary jit::compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                      const std::string& arch) {
+    Prepared p = prepare(kernel, types, variant);
     const jit::FoundProgram found = jit::find_or_compile_program(p.program, arch);
     KernelBinary b;
     b.arch = found.entry->meta.arch;

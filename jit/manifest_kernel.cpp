@@ -1,5 +1,8 @@
 #include "jit/manifest_kernel.hpp"
 
+#include "jit/elementwise_calls.hpp"
+#include "jit/params.hpp"
+
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
@@ -55,7 +58,39 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
         if (!e["types"].is_array()) throw CacheError("\"types\" must be a list of objects");
         for (const auto& b : e["types"]) m.bindings.push_back(binding_of(b));
     }
+    m.scalars = text_list(e, "scalars");
+    if (e.contains("storage")) {
+        if (!e["storage"].is_object()) throw CacheError("\"storage\" must be an object of parameter names to dtypes");
+        for (const auto& [param, dtype] : e["storage"].items()) {
+            if (!dtype.is_string()) throw CacheError("\"storage\": the dtype of '" + param + "' must be a string");
+            DType t;
+            if (!DType::try_parse(dtype.get<std::string>(), t))
+                throw CacheError("\"storage\": '" + dtype.get<std::string>() + "' (for '" + param + "') is not a dtype");
+            m.storage[param] = t;
+        }
+    }
     return m;
+}
+
+void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch) {
+    if (m.scalars.empty() && m.storage.empty()) {
+        (void)m.kernel.compile(binding, arch);
+        return;
+    }
+    const std::vector<Param> params =
+        parse_param_lists(SourceText{"in", m.kernel.in_params()}, SourceText{"out", m.kernel.out_params()});
+    ModuleVariant v;
+    v.scalar.assign(params.size(), false);
+    v.storage.assign(params.size(), std::nullopt);
+    auto index_of = [&](const std::string& name, const char* field) {
+        for (std::size_t k = 0; k < params.size(); ++k)
+            if (params[k].name == name) return k;
+        throw CacheError(std::string("\"") + field + "\" names '" + name + "', which is not a parameter of kernel '" +
+                         m.kernel.name() + "'");
+    };
+    for (const std::string& name : m.scalars) v.scalar[index_of(name, "scalars")] = true;
+    for (const auto& [name, t] : m.storage) v.storage[index_of(name, "storage")] = t;
+    (void)compile_elementwise(m.kernel, binding, v, arch);
 }
 
 bool is_raw_manifest_entry(const nlohmann::json& e) {

@@ -3,6 +3,8 @@
 // by raw_module_from_manifest_entry.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,10 +17,14 @@ namespace kjit::jit {
 struct ManifestKernel {
     ElementwiseKernel kernel;
     std::vector<TypeBinding> bindings;  // the entry's "types"; empty when it has none
+    // How calls passed the arguments ("scalars": names passed as scalars, "storage": name -> dtype of
+    // an array input converted on load): another module than the plain binding's.
+    std::vector<std::string> scalars;
+    std::map<std::string, DType> storage;
 };
 
 // Reads one elementwise entry: "kind" (default "elementwise"), "name", "in", "out", "op",
-// "preamble", "options", "types". Throws CacheError naming the field that is malformed, or saying
+// "preamble", "options", "types", "scalars", "storage". Throws CacheError naming the field that is malformed, or saying
 // that a raw entry is not an elementwise kernel.
 ManifestKernel kernel_from_manifest_entry(const nlohmann::json& entry);
 
@@ -28,5 +34,8 @@ bool is_raw_manifest_entry(const nlohmann::json& entry);
 // Reads one raw entry: "source", and "name", "options", "name_expressions", "toolkit_headers" when
 // present (what RawModule records). Throws CacheError naming the field that is malformed.
 RawModule raw_module_from_manifest_entry(const nlohmann::json& entry);
+
+// Compiles (or finds in the cache) the module of `m` for one of its bindings, with its variant.
+void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch);
 
 }  // namespace kjit::jit

@@ -37,7 +37,7 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
         for (const TypeBinding& b : m.bindings)
             for (const std::string& arch : archs)
                 jobs.push_back({name + " (" + format_type_binding(b) + ") for " + arch,
-                                [kernel = m.kernel, b, arch] { kernel.compile(b, arch); }});
+                                [m, b, arch] { compile_manifest_kernel(m, b, arch); }});
     } catch (const std::exception& ex) {
         failures.push_back(where + ": " + ex.what());
     }

@@ -12,8 +12,10 @@
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
 #include "jit/arch.hpp"
+#include "jit/elementwise_calls.hpp"
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/nvrtc_identity.hpp"
+#include "jit/elementwise_calls.hpp"
 #include "jit/precompile.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
@@ -232,6 +234,50 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     CHECK_THROWS_AS(scale.compile({{"T", DType::float32}}, "sm_90"), kjit::NoDeviceError);
     CHECK_THROWS_WITH(scale.compile({{"T", DType::float32}}, "sm_90"),
                       Contains("scale_rec") && Contains("T=float32") && Contains("NVRTC"));
+}
+
+TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and precompiled", "[kernel_cache][nvrtc]") {
+    // A call that passes `a` as a scalar and an int16 `x` to a float32 parameter needs another
+    // module than the plain binding: the manifest must say so, or a shipped cache would miss it.
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    const auto manifest = work.path() / "manifest.json";
+    const kjit::ElementwiseKernel axpb("T x, T a", "T y", "y = a * x", "axpb_variant");
+    kjit::jit::ModuleVariant v;
+    v.scalar = {false, true, false};
+    v.storage = {DType(DType::int16), std::nullopt, std::nullopt};
+    const kjit::TypeBinding f32{{"T", DType::float32}};
+    kjit::CacheSettings app = settings_in(work.path() / "app-cache");
+    app.record = manifest.string();
+    kjit::configure_cache(app);
+    const kjit::KernelBinary made = kjit::jit::compile_elementwise(axpb, f32, v, "sm_90");
+    const nlohmann::json recorded = kjit::cache::read_manifest(manifest);
+    REQUIRE(recorded["kernels"].size() == 1);
+    CHECK(recorded["kernels"][0]["scalars"] == nlohmann::json::array({"a"}));
+    CHECK(recorded["kernels"][0]["storage"] == nlohmann::json({{"x", "int16"}}));
+
+    kjit::configure_cache(settings_in(work.path() / "shipped"));
+    const auto built = kjit::jit::precompile(recorded, {"sm_90"}, 1);
+    CHECK(built.failures.empty());
+    CHECK(built.compiled == 1);
+
+    kjit::CacheSettings shipped;
+    shipped.dir = (work.path() / "empty-writable").string();
+    shipped.read_only = {(work.path() / "shipped").string()};
+    kjit::configure_cache(shipped);
+    const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
+    const kjit::KernelBinary found = kjit::jit::compile_elementwise(axpb, f32, v, "sm_90");
+    CHECK(found.cubin == made.cubin);
+    CHECK(kjit::cache_stats().compiles == 0);
+    // The plain binding was never recorded, so it is not there.
+    CHECK_THROWS_AS(axpb.compile(f32, "sm_90"), kjit::NoDeviceError);
+
+    // A manifest naming a parameter the kernel does not have fails clearly.
+    nlohmann::json bad = recorded;
+    bad["kernels"][0]["scalars"] = nlohmann::json::array({"b"});
+    kjit::configure_cache(settings_in(work.path() / "other"));
+    const auto failed = kjit::jit::precompile(bad, {"sm_90"}, 1);
+    REQUIRE(failed.failures.size() == 1);
 }
 
 // Not a test: what a cache hit costs, run by hand or by the GPU script with
