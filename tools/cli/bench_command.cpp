@@ -3,6 +3,7 @@
 // launches, arrays far larger than the L2), and the device-to-device copy ceiling is measured in
 // the same run. Results are JSON lines, one per case.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -260,11 +261,25 @@ std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
             if (got && k > 0) ms.push_back(std::atof(line));  // the first run fills the cache
         }
         if (ms.empty()) throw Error("the probe printed nothing");
+        // The same, cut in steps (a kernel of its own, so the first run fills the cache).
+        std::vector<std::array<double, 4>> steps;
+        for (int k = 0; k < 4; ++k) {
+            const std::string cmd = "'" + self + "' bench --probe-phases";
+            FILE* p = popen(cmd.c_str(), "r");
+            if (!p) throw Error("cannot run " + cmd);
+            std::array<double, 4> v{};
+            const bool got = std::fscanf(p, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]) == 4;
+            pclose(p);
+            if (got && k > 0) steps.push_back(v);
+        }
         std::sort(ms.begin(), ms.end());
         r.ms = ms[ms.size() / 2];
         std::ostringstream note;
         note << "median of " << ms.size() << " fresh processes, kernel on disk; min " << ms.front() << " max " << ms.back()
              << " ms; CUDA's own start excluded";
+        for (const auto& v : steps)
+            note << "; in steps: check " << v[0] << ", compile() from disk " << v[1] << ", load() " << v[2] << ", call " << v[3]
+                 << " ms";
         r.note = note.str();
         return r;
     });
@@ -283,6 +298,34 @@ int probe() {
     (void)axpb({x, 2.0f, 1.0f}, {s, -1});
     s.synchronize();
     std::printf("%.4f\n", std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    return 0;
+}
+
+// --probe-phases: the same first call cut in steps, each the first of its kind in the process:
+// the front end (check), compile() served from disk, load() (module load), then the call.
+int probe_phases() {
+    Device::set_current(0);
+    const Stream s = Stream::legacy_default(Device::cuda(0));
+    std::vector<float> host(1000, 1.5f);
+    const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
+    s.synchronize();
+    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "probe_phases");
+    const TypeBinding types{{"T", DType::float32}};
+    auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+    auto t = Clock::now();
+    axpb.check(types);
+    const double check = ms_since(t);
+    t = Clock::now();
+    (void)axpb.compile(types);
+    const double compile = ms_since(t);
+    t = Clock::now();
+    (void)axpb.load(types, Device::cuda(0));
+    const double load = ms_since(t);
+    t = Clock::now();
+    (void)axpb({x, x, x}, {s, -1});
+    s.synchronize();
+    const double call = ms_since(t);
+    std::printf("%.4f %.4f %.4f %.4f\n", check, compile, load, call);
     return 0;
 }
 
@@ -312,14 +355,15 @@ nlohmann::json to_json(const Record& r, const std::string& device) {
 void add_bench_command(CLI::App& app, int& exit_status) {
     auto* cmd = app.add_subcommand("bench", "Time kjit on the benchmark cases (GPU needed): JSON lines");
     static std::string json_path, only;
-    static bool list = false, run_probe = false;
+    static bool list = false, run_probe = false, run_probe_phases = false;
     cmd->add_option("--json", json_path, "Also append the records to this file");
     cmd->add_option("--cases", only, "Comma-separated case names (default: all)");
     cmd->add_flag("--list", list, "List the cases");
     cmd->add_flag("--probe", run_probe, "Internal: one fresh-process first call, prints milliseconds")->group("");
+    cmd->add_flag("--probe-phases", run_probe_phases, "Internal: the same in steps")->group("");
     cmd->callback([&exit_status] {
-        if (run_probe) {
-            exit_status = probe();
+        if (run_probe || run_probe_phases) {
+            exit_status = run_probe ? probe() : probe_phases();
             return;
         }
         const std::string self = std::filesystem::canonical("/proc/self/exe").string();
