@@ -1,5 +1,6 @@
 // Counts heap allocations made by the calling thread while a CountAllocations object lives
-// (tests/allocation_counter.cpp replaces the global operator new to do it).
+// (tests/allocation_counter.cpp replaces the global operator new to do it; in sanitizer builds it
+// does not, and counts nothing).
 #pragma once
 
 #include <cstddef>
