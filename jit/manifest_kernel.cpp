@@ -53,7 +53,7 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
     const std::string name = e.contains("name") ? text_field(e, "name", true) : "kernel";
     ManifestKernel m{ElementwiseKernel(text_field(e, "in", false), text_field(e, "out", false), text_field(e, "op", true),
                                        name, options),
-                     {}};
+                     {}, {}, {}};
     if (e.contains("types")) {
         if (!e["types"].is_array()) throw CacheError("\"types\" must be a list of objects");
         for (const auto& b : e["types"]) m.bindings.push_back(binding_of(b));
