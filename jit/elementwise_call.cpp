@@ -57,9 +57,20 @@ const ElementwiseKernel& copy_kernel() {
     return k;
 }
 
-// Array::to() packs non-contiguous device arrays with it (runtime/detail/device_copy.hpp).
-Array pack_on_device(const Array& source, const Stream& stream) { return copy_kernel()({source}, CallOptions{stream, -1})[0]; }
-[[maybe_unused]] const bool g_registered = (detail::register_device_copy(&pack_on_device), true);
+// Array::to() packs non-contiguous device arrays with it, matmul converts operands with it
+// (runtime/detail/device_copy.hpp).
+Array pack_on_device(const Array& source, DType dtype, const Stream& stream) {
+    if (dtype == source.dtype()) return copy_kernel()({source}, CallOptions{stream, -1})[0];
+    static const ElementwiseKernel convert("T x", "U y", "y = x", "kjit_convert");
+    const Array out = Array::empty(source.shape(), dtype, source.device(), stream);
+    convert.launch({source, out}, CallOptions{stream, -1});
+    return out;
+}
+void copy_on_device(const Array& source, const Array& destination, const Stream& stream) {
+    static const ElementwiseKernel convert_into("T x", "U y", "y = x", "kjit_convert");
+    convert_into.launch({source, destination}, CallOptions{stream, -1});
+}
+[[maybe_unused]] const bool g_registered = (detail::register_device_copy(&pack_on_device, &copy_on_device), true);
 
 std::string kernel_prefix(const ElementwiseKernel& k) { return "kernel '" + k.name() + "': "; }
 

@@ -104,7 +104,7 @@ Array Array::to(Device device, const Stream& stream) const {
     if (!is_c_contiguous()) {
         const detail::DeviceCopy pack = detail::device_copy();
         if (pack == nullptr) throw Error("Array::to: no copy kernel registered for a non-contiguous device array");
-        Array packed = pack(*this, s);
+        Array packed = pack(*this, dtype_, s);
         return device == from ? packed : packed.to(device, s);
     }
     Array out = empty(shape_, dtype_, device, s);
@@ -131,9 +131,14 @@ void Array::copy_to_host(void* dst, const Stream& stream) const {
 namespace detail {
 namespace {
 std::atomic<DeviceCopy> g_device_copy{nullptr};
+std::atomic<DeviceCopyInto> g_device_copy_into{nullptr};
 }  // namespace
-void register_device_copy(DeviceCopy copy) noexcept { g_device_copy.store(copy, std::memory_order_release); }
+void register_device_copy(DeviceCopy copy, DeviceCopyInto copy_into) noexcept {
+    g_device_copy.store(copy, std::memory_order_release);
+    g_device_copy_into.store(copy_into, std::memory_order_release);
+}
 DeviceCopy device_copy() noexcept { return g_device_copy.load(std::memory_order_acquire); }
+DeviceCopyInto device_copy_into() noexcept { return g_device_copy_into.load(std::memory_order_acquire); }
 }  // namespace detail
 
 }  // namespace kjit

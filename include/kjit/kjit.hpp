@@ -12,6 +12,7 @@
 #include "kjit/half.hpp"
 #include "kjit/info.hpp"
 #include "kjit/kernel_arg.hpp"
+#include "kjit/matmul.hpp"
 #include "kjit/npy.hpp"
 #include "kjit/raw_kernel.hpp"
 #include "kjit/scalar.hpp"

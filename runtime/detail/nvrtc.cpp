@@ -7,10 +7,7 @@
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/dynamic_library.hpp"
-
-#ifndef KJIT_CUDA_TOOLKIT_LIBRARY_DIR
-#define KJIT_CUDA_TOOLKIT_LIBRARY_DIR "/usr/local/cuda/lib64"
-#endif
+#include "runtime/detail/toolkit_library.hpp"
 
 namespace kjit::detail {
 namespace {
@@ -54,16 +51,7 @@ void load_real_nvrtc() {
 }  // namespace
 
 std::vector<std::string> nvrtc_candidates() {
-    std::vector<std::string> c;
-    if (const char* explicit_path = std::getenv("KJIT_NVRTC_LIBRARY"); explicit_path && *explicit_path)
-        c.emplace_back(explicit_path);
-    for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) c.emplace_back(soname);
-    for (const char* var : {"CUDA_PATH", "CUDA_HOME"}) {
-        if (const char* dir = std::getenv(var); dir && *dir) c.push_back(std::string(dir) + "/lib64/libnvrtc.so");
-    }
-    c.emplace_back("/usr/local/cuda/lib64/libnvrtc.so");
-    c.emplace_back(std::string(KJIT_CUDA_TOOLKIT_LIBRARY_DIR) + "/libnvrtc.so");
-    return c;
+    return toolkit_library_candidates("KJIT_NVRTC_LIBRARY", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, "libnvrtc.so");
 }
 
 const NvrtcApi* try_nvrtc(std::string* why) noexcept {
