@@ -20,6 +20,7 @@
 
 #include "kjit/kjit.hpp"
 #include "runtime/detail/check.hpp"
+#include "runtime/detail/cublas.hpp"
 #include "runtime/detail/driver.hpp"
 #include "tools/cli/commands.hpp"
 
@@ -36,6 +37,8 @@ struct Record {
     std::optional<double> gbps, us_per_call, ms;
     std::string note, error;
     std::string variant;  // a secondary measurement of the case (tools/bench/README.md)
+    std::optional<double> tflops;
+    std::string impl = "kjit";  // or "cublas": the raw library on the same shapes
 };
 
 std::string today() {
@@ -286,6 +289,94 @@ std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
     return c;
 }
 
+// Records a case adds beside its own (raw cuBLAS beside kjit's matmul), printed after it.
+std::vector<Record>& extra_records() {
+    static std::vector<Record> extra;
+    return extra;
+}
+
+// Matrix products (issue 7): kjit::matmul and, in the same process on the same arrays, cuBLAS called
+// directly (cublasGemmEx with the same types), whose TFLOP/s kjit's are judged against.
+void add_matmul_cases(std::vector<std::pair<std::string, Case>>& c, std::vector<Record>& extra) {
+    struct Kind {
+        const char* id;
+        DType dtype;
+        bool tf32;
+    };
+    for (const std::int64_t n : {std::int64_t{8192}, std::int64_t{10000}})
+        for (const Kind k : {Kind{"f32", DType::float32, false}, Kind{"tf32", DType::float32, true},
+                             Kind{"f64", DType::float64, false}, Kind{"bf16", DType::bfloat16, false},
+                             Kind{"f16", DType::float16, false}}) {
+            const std::string name = std::string("mm_") + k.id + "_" + std::to_string(n);
+            c.emplace_back(name, [=, &extra](const Stream& s) {
+                const Array a = filled(k.dtype, {n, n}, 0.5, s), b = filled(k.dtype, {n, n}, 0.25, s);
+                const Array out = Array::empty({n, n}, k.dtype, Device::cuda(0), s);
+                MatmulOptions o;
+                o.stream = s;
+                o.allow_tf32 = k.tf32;
+                const double flops = 2.0 * static_cast<double>(n) * n * n;
+                Record r;
+                r.name = name;
+                r.dtype = std::string(k.dtype.name());
+                r.n = n * n;
+                r.bytes = 3.0 * k.dtype.itemsize() * n * n;
+                r.ms = time_ms([&] { kjit::matmul(a, b, out, o); }, s, 5, 5);
+                r.tflops = flops / (*r.ms * 1e-3) / 1e12;
+                r.note = std::string("kjit::matmul(a, b, out)") + (k.tf32 ? ", allow_tf32" : "");
+                // The same product by cuBLAS directly (C = A·B row-major as Cᵀ = Bᵀ·Aᵀ).
+                const detail::CublasApi& api = detail::cublas();
+                cublasHandle_t h = nullptr;
+                detail::driver_on(0);
+                KJIT_CUBLAS_CHECK(api.cublasCreate_v2(&h));
+                KJIT_CUBLAS_CHECK(api.cublasSetStream_v2(h, s.handle()));
+                const cudaDataType t = k.dtype == DType::float64 ? CUDA_R_64F
+                                       : k.dtype == DType::float32 ? CUDA_R_32F
+                                       : k.dtype == DType::float16 ? CUDA_R_16F : CUDA_R_16BF;
+                const cublasComputeType_t ct = k.dtype == DType::float64 ? CUBLAS_COMPUTE_64F
+                                               : k.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+                const double one64 = 1, zero64 = 0;
+                const float one32 = 1, zero32 = 0;
+                const void* one = k.dtype == DType::float64 ? static_cast<const void*>(&one64) : &one32;
+                const void* zero = k.dtype == DType::float64 ? static_cast<const void*>(&zero64) : &zero32;
+                Record raw = r;
+                raw.impl = "cublas";
+                raw.ms = time_ms([&] {
+                    KJIT_CUBLAS_CHECK(api.cublasGemmStridedBatchedEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, one, b.data(), t, n, 0,
+                                                                      a.data(), t, n, 0, zero, out.data(), t, n, 0, 1, ct,
+                                                                      CUBLAS_GEMM_DEFAULT));
+                }, s, 5, 5);
+                raw.tflops = flops / (*raw.ms * 1e-3) / 1e12;
+                raw.note = "cublasGemmStridedBatchedEx_64, batch 1, same arrays and types";
+                api.cublasDestroy_v2(h);
+                extra.push_back(raw);
+                return r;
+            });
+        }
+    c.emplace_back("mm_host_64", [](const Stream& s) {
+        const Array a = filled(DType::float32, {64, 64}, 0.5, s), b = filled(DType::float32, {64, 64}, 0.25, s);
+        const Array out = Array::empty({64, 64}, DType::float32, Device::cuda(0), s);
+        MatmulOptions o;
+        o.stream = s;
+        for (int k = 0; k < 100; ++k) kjit::matmul(a, b, out, o);
+        s.synchronize();
+        std::vector<double> us;
+        for (int r = 0; r < 5; ++r) {
+            const auto t0 = Clock::now();
+            for (int k = 0; k < 10000; ++k) kjit::matmul(a, b, out, o);
+            s.synchronize();
+            us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 10000);
+        }
+        std::sort(us.begin(), us.end());
+        Record r;
+        r.name = "mm_host_64";
+        r.dtype = "float32";
+        r.n = 64 * 64;
+        r.us_per_call = us[2];
+        r.note = "kjit::matmul(a, b, out), 10000 calls then one sync, median of 5";
+        return r;
+    });
+}
+
 // --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
 int probe() {
     Device::set_current(0);
@@ -331,7 +422,8 @@ int probe_phases() {
 
 nlohmann::json to_json(const Record& r, const std::string& device) {
     nlohmann::json j;
-    j["impl"] = r.name == "copy" ? "ceiling" : "kjit";
+    j["impl"] = r.name == "copy" ? "ceiling" : r.impl;
+    j["tflops"] = r.tflops ? nlohmann::json(*r.tflops) : nlohmann::json();
     if (!r.variant.empty()) {
         j["variant"] = r.variant;
         j["primary"] = false;
@@ -367,7 +459,8 @@ void add_bench_command(CLI::App& app, int& exit_status) {
             return;
         }
         const std::string self = std::filesystem::canonical("/proc/self/exe").string();
-        const auto all = cases(self);
+        auto all = cases(self);
+        add_matmul_cases(all, extra_records());
         if (list) {
             for (const auto& [name, fn] : all) std::printf("%s\n", name.c_str());
             return;
@@ -388,10 +481,15 @@ void add_bench_command(CLI::App& app, int& exit_status) {
                 r.error = e.what();
                 exit_status = 1;
             }
-            const std::string line = to_json(r, device).dump();
-            std::printf("%s\n", line.c_str());
-            std::fflush(stdout);
-            if (file) file << line << "\n" << std::flush;
+            std::vector<Record> records{r};
+            records.insert(records.end(), extra_records().begin(), extra_records().end());
+            extra_records().clear();
+            for (const Record& rec : records) {
+                const std::string line = to_json(rec, device).dump();
+                std::printf("%s\n", line.c_str());
+                std::fflush(stdout);
+                if (file) file << line << "\n" << std::flush;
+            }
         }
     });
 }
