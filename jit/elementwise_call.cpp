@@ -235,17 +235,14 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     // The call's shape: the inputs' broadcast shape; without array inputs, the outputs' shape;
     // without either, the size given.
     int inputs_present = lay_out(false);
-    Shape outputs_shape;
     if (inputs_present == 0) {
-        for (std::size_t k = nin; k < count; ++k)
-            if (!sig.params[k].raw) {
-                outputs_shape = args[k].array().shape();
-                break;
-            }
-        if (!outputs_shape.empty() || (count > nin && operands > 0)) {
-            layout.ndim = static_cast<int>(outputs_shape.size());
-            std::copy(outputs_shape.begin(), outputs_shape.end(), layout.shape);
-            layout.size = shape_size(outputs_shape);
+        const Array* first_output = nullptr;
+        for (std::size_t k = nin; k < count && first_output == nullptr; ++k)
+            if (!sig.params[k].raw) first_output = &args[k].array();
+        if (first_output != nullptr) {
+            layout.ndim = first_output->ndim();
+            std::copy(first_output->shape().begin(), first_output->shape().end(), layout.shape);
+            layout.size = first_output->size();
             inputs_present = -1;  // shape known
         } else {
             if (options.size < 0)

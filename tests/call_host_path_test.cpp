@@ -10,6 +10,7 @@
 
 using kjit::Array;
 using kjit::DType;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -77,6 +78,34 @@ TEST_CASE("a warm call with every output given allocates nothing on the host", "
     }
     CHECK(count.count() == 0);
     CHECK(g_launches == before + 200);
+}
+
+TEST_CASE("a call's shape comes from the inputs, else the outputs, else the size", "[call][nvrtc]") {
+    kjit::detail::ScopedDriverOverride fake(launching_fake(), 1);
+    const Array y = Array::empty({2, 3}, DType::float32, kjit::Device::cuda(0));
+    // Only scalars in: the given output decides the shape; without it, a size is needed.
+    const kjit::ElementwiseKernel fill("T v", "T y", "y = v", "fill_shape");
+    int before = g_launches;
+    fill.launch({2.5f, y});
+    CHECK(g_launches == before + 1);
+    CHECK_THROWS_WITH(fill({2.5f}), Contains("needs a size"));
+    const Array made = fill({2.5f}, {std::nullopt, 7});
+    CHECK(made.shape() == kjit::Shape{7});
+    CHECK_THROWS_WITH(fill.launch({2.5f, y}, {std::nullopt, 5}), Contains("size 5 was given but the arrays have 6"));
+    // A raw output and a plain one: the plain one decides (the raw one is indexed as it is).
+    const kjit::ElementwiseKernel both("T v", "raw T r, T y", "y = v; r[i] = v", "raw_and_plain");
+    const Array r = Array::empty({10}, DType::float32, kjit::Device::cuda(0));
+    before = g_launches;
+    both.launch({2.5f, r, Array::empty({4}, DType::float32, kjit::Device::cuda(0))}, {std::nullopt, 4});
+    CHECK(g_launches == before + 1);
+    // Without the outputs, the size decides their shape.
+    const kjit::Outputs o = both({2.5f}, {std::nullopt, 4});
+    CHECK(o[0].shape() == kjit::Shape{4});
+    CHECK(o[1].shape() == kjit::Shape{4});
+    // Size 0 launches nothing.
+    before = g_launches;
+    (void)fill({2.5f}, {std::nullopt, 0});
+    CHECK(g_launches == before);
 }
 
 TEST_CASE("host time of a warm call on a pretend driver", "[.][call_bench]") {

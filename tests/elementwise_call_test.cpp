@@ -25,31 +25,8 @@ namespace {
 
 const kjit::Device gpu = kjit::Device::cuda(0);
 
-// Element k (C order) of host bytes of dtype t, as a complex double (real types: imag 0).
 std::complex<double> element(const std::vector<unsigned char>& bytes, DType t, std::size_t k) {
-    const unsigned char* p = bytes.data() + k * t.itemsize();
-    auto get = [&](auto v) {
-        std::memcpy(&v, p, sizeof v);
-        return v;
-    };
-    switch (t.id()) {
-        case DType::bool_: return get(std::uint8_t{}) != 0 ? 1.0 : 0.0;
-        case DType::int8: return get(std::int8_t{});
-        case DType::int16: return get(std::int16_t{});
-        case DType::int32: return get(std::int32_t{});
-        case DType::int64: return static_cast<double>(get(std::int64_t{}));
-        case DType::uint8: return get(std::uint8_t{});
-        case DType::uint16: return get(std::uint16_t{});
-        case DType::uint32: return get(std::uint32_t{});
-        case DType::uint64: return static_cast<double>(get(std::uint64_t{}));
-        case DType::float16: return kjit::half::to_float(get(std::uint16_t{}));
-        case DType::bfloat16: return kjit::bfloat16::to_float(get(std::uint16_t{}));
-        case DType::float32: return get(float{});
-        case DType::float64: return get(double{});
-        case DType::complex64: return std::complex<double>(get(std::complex<float>{}));
-        case DType::complex128: return get(std::complex<double>{});
-    }
-    return 0.0;
+    return kjit::test::element_value(bytes, t, k);
 }
 
 // Integer element k, sign- or zero-extended to 64 bits.

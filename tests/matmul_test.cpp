@@ -20,20 +20,7 @@ namespace {
 const kjit::Device gpu = kjit::Device::cuda(0);
 
 std::complex<double> value_at(const std::vector<unsigned char>& bytes, DType t, std::size_t k) {
-    const unsigned char* p = bytes.data() + k * t.itemsize();
-    auto get = [&](auto v) {
-        std::memcpy(&v, p, sizeof v);
-        return v;
-    };
-    switch (t.id()) {
-        case DType::float16: return kjit::half::to_float(get(std::uint16_t{}));
-        case DType::bfloat16: return kjit::bfloat16::to_float(get(std::uint16_t{}));
-        case DType::float32: return get(float{});
-        case DType::float64: return get(double{});
-        case DType::complex64: return std::complex<double>(get(std::complex<float>{}));
-        case DType::complex128: return get(std::complex<double>{});
-        default: return static_cast<double>(get(std::int32_t{}));
-    }
+    return kjit::test::element_value(bytes, t, k);
 }
 
 // An operand: a random C-ordered host copy and a device array holding it.

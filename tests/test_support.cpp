@@ -78,6 +78,32 @@ std::vector<unsigned char> random_elements(DType dtype, std::int64_t count) {
     return out;
 }
 
+std::complex<double> element_value(const std::vector<unsigned char>& bytes, DType t, std::size_t k) {
+    const unsigned char* p = bytes.data() + k * t.itemsize();
+    auto get = [&](auto v) {
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    };
+    switch (t.id()) {
+        case DType::bool_: return get(std::uint8_t{}) != 0 ? 1.0 : 0.0;
+        case DType::int8: return get(std::int8_t{});
+        case DType::int16: return get(std::int16_t{});
+        case DType::int32: return get(std::int32_t{});
+        case DType::int64: return static_cast<double>(get(std::int64_t{}));
+        case DType::uint8: return get(std::uint8_t{});
+        case DType::uint16: return get(std::uint16_t{});
+        case DType::uint32: return get(std::uint32_t{});
+        case DType::uint64: return static_cast<double>(get(std::uint64_t{}));
+        case DType::float16: return half::to_float(get(std::uint16_t{}));
+        case DType::bfloat16: return bfloat16::to_float(get(std::uint16_t{}));
+        case DType::float32: return get(float{});
+        case DType::float64: return get(double{});
+        case DType::complex64: return std::complex<double>(get(std::complex<float>{}));
+        case DType::complex128: return get(std::complex<double>{});
+    }
+    return 0.0;
+}
+
 std::vector<DType> all_dtypes() {
     std::vector<DType> out;
     for (int id = 0; id < DType::count; ++id) out.emplace_back(static_cast<DType::Id>(id));

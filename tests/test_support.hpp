@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <complex>
 #include <cstdint>
 #include <filesystem>
 #include <random>
@@ -29,6 +30,10 @@ std::uint64_t seed();
 // Random bytes for `count` elements of `dtype`, valid values of that type (bools are 0/1, floats
 // finite and away from zero so that nothing hides behind zeros).
 std::vector<unsigned char> random_elements(kjit::DType dtype, std::int64_t count);
+
+// Element k of C-ordered bytes of dtype `t`, as a complex double (real types: imaginary part 0;
+// 64-bit integers rounded to double).
+std::complex<double> element_value(const std::vector<unsigned char>& bytes, kjit::DType t, std::size_t k);
 
 // Every dtype kjit has, in DType::Id order.
 std::vector<kjit::DType> all_dtypes();
