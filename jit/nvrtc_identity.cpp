@@ -1,5 +1,6 @@
 #include "jit/nvrtc_identity.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sys/stat.h>
@@ -42,9 +43,16 @@ std::optional<nlohmann::json> file_identity(const std::string& path) {
 std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     if (cache_dir.empty()) return std::nullopt;
     try {
-        std::ifstream in(cache_dir + "/" + kRecordName);
-        if (!in) return std::nullopt;
-        const nlohmann::json record = nlohmann::json::parse(in);
+        // Read whole, then parsed from memory: parsing through an istream costs more than the rest.
+        std::string text;
+        {
+            FILE* f = std::fopen((cache_dir + "/" + kRecordName).c_str(), "rb");
+            if (f == nullptr) return std::nullopt;
+            char buf[4096];
+            for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
+            std::fclose(f);
+        }
+        const nlohmann::json record = nlohmann::json::parse(text);
         if (record.at("environment") != environment()) return std::nullopt;
         const std::optional<nlohmann::json> now = file_identity(record.at("file").at("path").get<std::string>());
         if (!now || *now != record.at("file")) return std::nullopt;
