@@ -10,4 +10,8 @@ rm -rf "$out"
 mkdir -p "$out/tests"
 cp -a "$build"/kjit "$build"/libkjit.so* "$out/"
 cp -a "$build/tests/kjit_tests" "$out/tests/"
+if compgen -G "$build/examples/kjit_example_*" > /dev/null; then
+  mkdir -p "$out/examples"
+  cp -a "$build"/examples/kjit_example_* "$out/examples/"
+fi
 du -sh "$out"

@@ -22,6 +22,14 @@ status=0
 "$build_dir/tests/kjit_tests" "[gpu]" --durations yes > "$log_dir/gpu-tests.txt" 2>&1 || status=$?
 "$build_dir/tests/kjit_tests" "~[gpu]~[nvrtc]~[.]" > "$log_dir/cpu-tests.txt" 2>&1 || status=$((status == 0 ? $? : status))
 bash "$(dirname "$0")/../tests/cli_test.sh" "$build_dir/kjit" > "$log_dir/cli-tests.txt" 2>&1 || status=$((status == 0 ? 1 : status))
+for example in "$build_dir"/examples/kjit_example_*; do
+  [ -x "$example" ] || continue
+  if "$example" > "$log_dir/$(basename "$example").txt" 2>&1; then
+    echo "[example] $(basename "$example"): ok"
+  else
+    echo "[example] $(basename "$example"): FAILED"; status=$((status == 0 ? 1 : status))
+  fi
+done
 "$build_dir/tests/kjit_tests" "[compile_bench]" > "$log_dir/compile-bench.txt" 2>&1 || true
 grep -A1 "warning:" "$log_dir/compile-bench.txt" | tail -1
 
