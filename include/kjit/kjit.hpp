@@ -14,6 +14,7 @@
 #include "kjit/kernel_arg.hpp"
 #include "kjit/npy.hpp"
 #include "kjit/raw_kernel.hpp"
+#include "kjit/reduction_kernel.hpp"
 #include "kjit/scalar.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"
