@@ -148,6 +148,45 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         s << "        (void)off;\n";
         s << "        return kjit_body::" << name << "_map(" << join(a, ", ") << ");\n    }\n";
     }
+    {
+        // Vector loads: 16 bytes of the widest array input per step (none without array inputs).
+        std::size_t widest = 0;
+        for (int k : inputs)
+            if (!c.params[k].raw) widest = std::max(widest, c.param_types[k]->itemsize());
+        const int V = widest == 0 ? 1 : static_cast<int>(std::max<std::size_t>(1, 16 / widest));
+        m.vector_width = V;
+        s << "    static constexpr int vector = " << V << ";\n";
+        std::vector<std::string> tests, a;
+        int slot = 0;
+        for (int k : inputs) {
+            const Param& p = c.params[k];
+            if (p.raw) {
+                a.push_back("args." + p.name);
+                continue;
+            }
+            const std::string at = "args." + p.name + " + off[" + std::to_string(slot++) + "]";
+            tests.push_back("kjit::is_aligned<vector>(" + at + ")");
+            a.push_back("v_" + p.name + ".v[k]");
+        }
+        a.push_back("static_cast<long long>(j + k)");
+        a.push_back("static_cast<long long>(n)");
+        s << "    template <class Index>\n    static __device__ __forceinline__ bool aligned(const " << args_type
+          << "& args, const Index (&off)[in_slots]) {\n";
+        s << "        (void)args;\n        (void)off;\n";
+        s << "        return " << (tests.empty() ? std::string("true") : join(tests, " && ")) << ";\n    }\n";
+        s << "    template <class Index>\n    static __device__ __forceinline__ void fold_vector(value_type& v, bool& ok, const "
+          << args_type << "& args, const Index (&off)[in_slots], Index j, Index n) {\n";
+        s << "        (void)off;\n";
+        slot = 0;
+        for (int k : inputs) {
+            const Param& p = c.params[k];
+            if (p.raw) continue;
+            s << "        const kjit::Vec<" << param_type(k) << ", vector> v_" << p.name << " = kjit::load<vector>(args." << p.name
+              << " + off[" << slot++ << "]);\n";
+        }
+        s << "#pragma unroll\n        for (int k = 0; k < vector; ++k)\n            kjit::combine<" << ops_type
+          << ">(v, ok, kjit_body::" << name << "_map(" << join(a, ", ") << "), true);\n    }\n";
+    }
     s << "    static __device__ __forceinline__ value_type reduce(const value_type& a, const value_type& b) { return kjit_body::"
       << name << "_reduce(a, b); }\n";
     if (c.has_identity)

@@ -393,6 +393,7 @@ ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::st
     b.has_identity = c.has_identity;
     b.array_inputs = g.array_inputs;
     b.outputs = g.outputs;
+    b.vector_width = g.vector_width;
     b.full32 = g.full32;
     b.full64 = g.full64;
     b.rows_warp32 = g.rows_warp32;

@@ -5,7 +5,8 @@
 //   struct NAME_args: the parameters in order, inputs then outputs: `const T* x` for an array
 //       input, `kjit::Raw<const T> t` for a raw input, `T* y` for an output (outputs are arrays);
 //   struct NAME_ops: value_type (the reduce type), has_identity, inputs (array inputs), in_slots
-//       (max(1, inputs)), outputs, and map / reduce / identity / post calling the user's pieces;
+//       (max(1, inputs)), outputs, vector (elements per vector load), and map / reduce /
+//       identity / post calling the user's pieces, aligned / fold_vector for vector loads;
 // and these entry points, each as NAME_<strategy>32 (Index = int: every offset, count and index
 // below 2^31) and NAME_<strategy>64 (Index = long long):
 //   full(NAME_args args, kjit::ReduceLayout<in_slots, outputs> layout, void* workspace)
@@ -32,6 +33,12 @@
 //     full: thread t of T = gridDim.x * blockDim.x takes elements t, t + T, t + 2T...;
 //     rows_warp: lane l takes l, l + 32...; rows_block: thread t takes t, t + blockDim.x...;
 //     columns: the one thread takes 0, 1, 2... (C order over the reduced dimensions);
+//     except that full, rows_warp and rows_block, when the reduced elements are contiguous in
+//     every array input and each input's first reduced element is aligned for a vector of
+//     NAME_ops::vector elements (16 bytes of the widest input), deal out vectors instead of
+//     elements (vector q = elements q*V .. q*V+V-1, in the same round-robin), then the
+//     n - n % V.. tail elements one at a time in the same round-robin. So the order also depends
+//     on the inputs' alignment, which is the same for the same arrays;
 //   - a warp combines its 32 values by a tree: for d = 16, 8, 4, 2, 1, lane l takes
 //     reduce(v[l], v[l + d]); a block combines its warps' results in shared memory by the same
 //     tree in warp 0 (warps beyond blockDim.x / 32 count as identity);
@@ -106,6 +113,12 @@ __device__ __forceinline__ bool reduced_contiguous(const ReduceLayout<I, O>& lay
     for (int a = 0; a < inputs; ++a)
         if (layout.in_strides[a][layout.kept_ndim] != 1) return false;
     return true;
+}
+
+// Whether `p` may be read as a Vec<T, N> (elementwise.cuh).
+template <int N, class T>
+__device__ __forceinline__ bool is_aligned(const T* p) {
+    return reinterpret_cast<unsigned long long>(p) % alignof(Vec<T, N>) == 0;
 }
 
 // __shfl_down_sync for any trivially copyable type, 4 bytes at a time.
@@ -206,7 +219,21 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
     V v;
     bool ok;
     start<K>(v, ok);
-    for (Index j = static_cast<Index>(thread_index()); j < n; j += stride) {
+    Index first = 0;  // where the element-by-element loop starts
+    if (K::vector > 1 && contiguous && K::template aligned<Index>(args, zero)) {
+        // Vector q holds elements q * vector ... q * vector + vector - 1; thread t takes vectors
+        // t, t + T... (folding each vector's elements in order), then the tail element by element.
+        const Index vectors = n / K::vector;
+#pragma unroll 4
+        for (Index q = static_cast<Index>(thread_index()); q < vectors; q += stride) {
+            Index off[K::in_slots];
+#pragma unroll
+            for (int a = 0; a < K::in_slots; ++a) off[a] = q * K::vector;
+            K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+        }
+        first = vectors * K::vector;
+    }
+    for (Index j = first + static_cast<Index>(thread_index()); j < n; j += stride) {
         Index off[K::in_slots];
         if (contiguous) {
 #pragma unroll
@@ -255,7 +282,20 @@ __device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout&
         V v;
         bool ok;
         start<K>(v, ok);
-        for (Index j = lane; j < n; j += 32) {
+        Index first = 0;  // where the element-by-element loop starts
+        if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
+            // Lane l takes vectors l, l + 32... of the row, then the tail element by element.
+            const Index vectors = n / K::vector;
+#pragma unroll 2
+            for (Index q = lane; q < vectors; q += 32) {
+                Index off[K::in_slots];
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + q * K::vector;
+                K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+            }
+            first = vectors * K::vector;
+        }
+        for (Index j = first + lane; j < n; j += 32) {
             Index off[K::in_slots];
             if (contiguous) {
 #pragma unroll
@@ -286,7 +326,20 @@ __device__ __forceinline__ void reduce_rows_block(const Args& args, const Layout
         V v;
         bool ok;
         start<K>(v, ok);
-        for (Index j = static_cast<Index>(threadIdx.x); j < n; j += static_cast<Index>(blockDim.x)) {
+        Index first = 0;  // where the element-by-element loop starts
+        if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
+            // Thread t takes vectors t, t + blockDim.x... of the row, then the tail element by element.
+            const Index vectors = n / K::vector;
+#pragma unroll 2
+            for (Index q = static_cast<Index>(threadIdx.x); q < vectors; q += static_cast<Index>(blockDim.x)) {
+                Index off[K::in_slots];
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + q * K::vector;
+                K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+            }
+            first = vectors * K::vector;
+        }
+        for (Index j = first + static_cast<Index>(threadIdx.x); j < n; j += static_cast<Index>(blockDim.x)) {
             Index off[K::in_slots];
             if (contiguous) {
 #pragma unroll

@@ -58,6 +58,7 @@ struct ReductionBinary {
     bool has_identity = false;
     int array_inputs = 0;              // inputs passed as arrays (the layout's input operands)
     int outputs = 0;                   // outputs (the layout's output operands)
+    int vector_width = 1;              // elements per vector load where inputs are contiguous and aligned
     // Entry points: one value from many blocks (single launch, last block finishes); one warp, or
     // one block, per output reducing the trailing (reduced) dimensions; one thread per output
     // looping over the reduced dimensions (outer-axis reductions).
