@@ -20,9 +20,12 @@
 // Launch contract (the host launcher's part):
 //   - blockDim.x a multiple of 32, at most 512 (__launch_bounds__(512)); blockDim.y = z = 1;
 //   - full: workspace holds an unsigned counter at byte 0, zero before the first launch (each
-//     launch leaves it zero again), then from byte 16 one value_type per block (gridDim.x of them):
-//     16 + gridDim.x * sizeof(value_type) bytes, not shared by launches in flight at once. Without
-//     an identity every block must get an element: gridDim.x <= ceil(reduced_size / blockDim.x);
+//     launch leaves it zero again), then from byte 16 one value_type per block (gridDim.x of them)
+//     and, without an identity, one bool per block after them (whether the block saw an element):
+//     16 + gridDim.x * sizeof(value_type) (+ gridDim.x without an identity) bytes, 16-byte
+//     aligned, not shared by launches in flight at once;
+//   - the 32-bit variants need every offset, and reduced_size (or kept_size) plus the number of
+//     threads of the grid, below 2^31;
 //   - without an identity, reduced_size == 0 is the host's error to report (nothing is launched);
 //     with one, an empty reduction writes post(identity) to every output.
 //
@@ -247,9 +250,11 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
 
     unsigned int* counter = static_cast<unsigned int*>(workspace);
     V* partials = reinterpret_cast<V*>(static_cast<unsigned char*>(workspace) + 16);
+    bool* filled = reinterpret_cast<bool*>(partials + gridDim.x);  // without an identity only
     __shared__ bool last;
     if (threadIdx.x == 0) {
         partials[blockIdx.x] = v;
+        if constexpr (!K::has_identity) filled[blockIdx.x] = ok;
         __threadfence();
         last = atomicAdd(counter, 1u) == gridDim.x - 1;
     }
@@ -257,7 +262,7 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
     if (!last) return;
     __threadfence();
     start<K>(v, ok);
-    for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) combine<K>(v, ok, partials[b], true);
+    for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) combine<K>(v, ok, partials[b], K::has_identity ? true : filled[b]);
     block_reduce<K>(v, ok);
     if (threadIdx.x == 0) {
         *counter = 0;  // ready for the next launch

@@ -54,6 +54,7 @@ std::string compile_problem(const Job& job) {
     try {
         const kjit::ReductionBinary bin = job.kernel.compile(job.types, job.arch);
         if (bin.arch != job.arch) return "compiled for " + bin.arch;
+        if (bin.full_workspace_bytes(10) != 16 + 10 * (bin.reduce_itemsize + (bin.has_identity ? 0 : 1))) return "workspace size";
         if (bin.cubin.size() < 4 || bin.cubin[0] != 0x7f || bin.cubin[1] != 'E') return "no ELF cubin";
         for (const std::string* e : {&bin.full32, &bin.full64, &bin.rows_warp32, &bin.rows_warp64, &bin.rows_block32,
                                      &bin.rows_block64, &bin.columns32, &bin.columns64})

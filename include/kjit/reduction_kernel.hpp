@@ -24,6 +24,7 @@
 // points (ReductionBinary), which templates/reduction.cuh documents.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,12 @@ struct ReductionBinary {
     // one block, per output reducing the trailing (reduced) dimensions; one thread per output
     // looping over the reduced dimensions (outer-axis reductions).
     std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
+
+    // Bytes of the workspace a `full` launch of `blocks` blocks needs (zeroed once; each launch
+    // leaves its counter zero again).
+    std::size_t full_workspace_bytes(std::size_t blocks) const {
+        return 16 + blocks * (reduce_itemsize + (has_identity ? 0 : 1));
+    }
 };
 
 class ReductionKernel {
