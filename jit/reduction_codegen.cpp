@@ -217,12 +217,17 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         {&m.rows_warp32, "rows_warp", "int", "32"}, {&m.rows_warp64, "rows_warp", "long long", "64"},
         {&m.rows_block32, "rows_block", "int", "32"}, {&m.rows_block64, "rows_block", "long long", "64"},
         {&m.columns32, "columns", "int", "32"},     {&m.columns64, "columns", "long long", "64"},
+        {&m.columns_split32, "columns_split", "int", "32"}, {&m.columns_split64, "columns_split", "long long", "64"},
+        {&m.columns_finish32, "columns_finish", "int", "32"}, {&m.columns_finish64, "columns_finish", "long long", "64"},
     };
     for (const Entry& e : entries) {
         *e.symbol = name + "_" + e.strategy + e.suffix;
-        const bool full = std::string(e.strategy) == "full";
-        s << head << *e.symbol << "(const " << args_type << " args, " << layout << (full ? ", void* workspace" : "") << ") { kjit::reduce_"
-          << e.strategy << "<" << ops_type << ", " << e.index << ">(args, layout" << (full ? ", workspace" : "") << "); }\n";
+        const std::string strategy = e.strategy;
+        const bool ws = strategy == "full" || strategy == "columns_split";
+        const bool finish = strategy == "columns_finish";
+        s << head << *e.symbol << "(const " << args_type << " args, " << layout << (ws ? ", void* workspace" : "")
+          << (finish ? ", const void* workspace, const int chunks" : "") << ") { kjit::reduce_" << strategy << "<" << ops_type
+          << ", " << e.index << ">(args, layout" << (ws ? ", workspace" : "") << (finish ? ", workspace, chunks" : "") << "); }\n";
     }
     m.source = s.str();
     return m;

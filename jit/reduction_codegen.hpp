@@ -44,6 +44,7 @@ struct GeneratedReduction {
     std::string source;
     // Entry points (templates/reduction.cuh describes their arguments and launch contract).
     std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
+    std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
     int array_inputs = 0;  // inputs passed as arrays: ReduceLayout's `inputs` is max(1, this)
     int outputs = 0;
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)

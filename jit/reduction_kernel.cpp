@@ -402,6 +402,10 @@ ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::st
     b.rows_block64 = g.rows_block64;
     b.columns32 = g.columns32;
     b.columns64 = g.columns64;
+    b.columns_split32 = g.columns_split32;
+    b.columns_split64 = g.columns_split64;
+    b.columns_finish32 = g.columns_finish32;
+    b.columns_finish64 = g.columns_finish64;
     return b;
 }
 

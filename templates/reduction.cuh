@@ -17,6 +17,11 @@
 //   columns(args, layout)
 //       one thread per output, grid-stride over the outputs, looping over the reduced elements;
 //       for reducing outer dimensions (neighbouring threads read neighbouring columns).
+//   columns_split(args, layout, void* workspace), then columns_finish(args, layout,
+//       const void* workspace, int chunks): columns for few outputs and many reduced elements,
+//       the reduced elements cut into gridDim.y = chunks chunks across blocks (two launches;
+//       columns_split's grid.x * blockDim.x must cover kept_size; workspace: chunks * kept_size
+//       values, then as many bools without an identity).
 // Launch contract (the host launcher's part):
 //   - blockDim.x a multiple of 32, at most 512 (__launch_bounds__(512)); blockDim.y = z = 1;
 //   - full: workspace holds an unsigned counter at byte 0, zero before the first launch (each
@@ -36,6 +41,8 @@
 //     full: thread t of T = gridDim.x * blockDim.x takes elements t, t + T, t + 2T...;
 //     rows_warp: lane l takes l, l + 32...; rows_block: thread t takes t, t + blockDim.x...;
 //     columns: the one thread takes 0, 1, 2... (C order over the reduced dimensions);
+//     columns_split: chunk c's thread takes its chunk's elements in order, and columns_finish
+//     folds chunks 0, 1, 2... in order (the order depends on the number of chunks);
 //     except that full, rows_warp and rows_block, when the reduced elements are contiguous in
 //     every array input and each input's first reduced element is aligned for a vector of
 //     NAME_ops::vector elements (16 bytes of the widest input), deal out vectors instead of
@@ -390,6 +397,65 @@ __device__ __forceinline__ void reduce_columns(const Args& args, const Layout& l
                 for (int a = 0; a < K::in_slots; ++a) off[a] += step[a];
             }
         }
+        Index out[K::outputs];
+        kept_out_offsets(layout, o, out);
+        K::template post<Index>(args, out, v, o, n);
+    }
+}
+
+// Outer-axis reductions with few outputs and many reduced elements, in two launches.
+// columns_split: blockIdx.y picks a chunk of the reduced elements (chunk c of C = gridDim.y holds
+// elements c * ceil(n / C) .. up to n); thread blockIdx.x * blockDim.x + threadIdx.x owns one
+// output and folds its chunk in order into workspace value c * kept_size + o (and, without an
+// identity, bool c * kept_size + o after the C * kept_size values: whether the chunk had any).
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_columns_split(const Args& args, const Layout& layout, void* workspace) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const Index o = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + static_cast<Index>(threadIdx.x);
+    if (o >= outputs) return;
+    const Index chunks = static_cast<Index>(gridDim.y), c = static_cast<Index>(blockIdx.y);
+    const Index per_chunk = (n + chunks - 1) / chunks;
+    const Index begin = c * per_chunk < n ? c * per_chunk : n;
+    const Index end = begin + per_chunk < n ? begin + per_chunk : n;
+    const bool one_dim = layout.reduced_ndim == 1;
+    Index base[K::in_slots], off[K::in_slots], step[K::in_slots];
+    kept_in_offsets(layout, o, base);
+#pragma unroll
+    for (int a = 0; a < K::in_slots; ++a) {
+        step[a] = one_dim ? static_cast<Index>(layout.in_strides[a][layout.kept_ndim]) : 0;
+        off[a] = base[a] + begin * step[a];
+    }
+    V v;
+    bool ok;
+    start<K>(v, ok);
+    for (Index j = begin; j < end; ++j) {
+        if (!one_dim) reduced_in_offsets(layout, base, j, off);
+        combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+        if (one_dim) {
+#pragma unroll
+            for (int a = 0; a < K::in_slots; ++a) off[a] += step[a];
+        }
+    }
+    V* partials = static_cast<V*>(workspace);
+    partials[c * outputs + o] = v;
+    if constexpr (!K::has_identity) reinterpret_cast<bool*>(partials + chunks * outputs)[c * outputs + o] = ok;
+}
+
+// columns_finish: thread per output folds the `chunks` partial results of columns_split in chunk
+// order and applies post.
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_columns_finish(const Args& args, const Layout& layout, const void* workspace, int chunks) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const V* partials = static_cast<const V*>(workspace);
+    const bool* filled = reinterpret_cast<const bool*>(partials + static_cast<Index>(chunks) * outputs);
+    for (Index o = static_cast<Index>(thread_index()); o < outputs; o += static_cast<Index>(thread_count())) {
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        for (Index c = 0; c < static_cast<Index>(chunks); ++c)
+            combine<K>(v, ok, partials[c * outputs + o], K::has_identity ? true : filled[c * outputs + o]);
         Index out[K::outputs];
         kept_out_offsets(layout, o, out);
         K::template post<Index>(args, out, v, o, n);

@@ -57,7 +57,8 @@ std::string compile_problem(const Job& job) {
         if (bin.full_workspace_bytes(10) != 16 + 10 * (bin.reduce_itemsize + (bin.has_identity ? 0 : 1))) return "workspace size";
         if (bin.cubin.size() < 4 || bin.cubin[0] != 0x7f || bin.cubin[1] != 'E') return "no ELF cubin";
         for (const std::string* e : {&bin.full32, &bin.full64, &bin.rows_warp32, &bin.rows_warp64, &bin.rows_block32,
-                                     &bin.rows_block64, &bin.columns32, &bin.columns64})
+                                     &bin.rows_block64, &bin.columns32, &bin.columns64, &bin.columns_split32,
+                                     &bin.columns_split64, &bin.columns_finish32, &bin.columns_finish64})
             if (e->empty() || bin.ptx.find(".entry " + *e) == std::string::npos) return "entry point '" + *e + "' missing from the PTX";
         return "";
     } catch (const std::exception& e) {
@@ -186,7 +187,11 @@ TEST_CASE("the generated reduction shows the user's pieces and its entry points"
     CHECK_THAT(src, Contains("struct l2_args {\n    const float* x;\n    float* y;\n};"));
     for (const char* e : {"l2_full32(const l2_args args, const kjit::ReduceLayout<1, 1> layout, void* workspace)",
                           "l2_full64(", "l2_rows_warp32(const l2_args args, const kjit::ReduceLayout<1, 1> layout)",
-                          "l2_rows_warp64(", "l2_rows_block32(", "l2_rows_block64(", "l2_columns32(", "l2_columns64("})
+                          "l2_rows_warp64(", "l2_rows_block32(", "l2_rows_block64(", "l2_columns32(", "l2_columns64(",
+                          "l2_columns_split32(const l2_args args, const kjit::ReduceLayout<1, 1> layout, void* workspace)",
+                          "l2_columns_split64(",
+                          "l2_columns_finish32(const l2_args args, const kjit::ReduceLayout<1, 1> layout, const void* workspace, const int chunks)",
+                          "l2_columns_finish64("})
         CHECK_THAT(src, Contains(std::string("extern \"C\" __global__ void __launch_bounds__(512) ") + e));
     CHECK_THAT(src, Contains("has_identity = true"));
     // Vector loads: 16 bytes of the widest input (here float32), none for 16-byte elements.

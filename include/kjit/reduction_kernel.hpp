@@ -62,13 +62,20 @@ struct ReductionBinary {
     int vector_width = 1;              // elements per vector load where inputs are contiguous and aligned
     // Entry points: one value from many blocks (single launch, last block finishes); one warp, or
     // one block, per output reducing the trailing (reduced) dimensions; one thread per output
-    // looping over the reduced dimensions (outer-axis reductions).
+    // looping over the reduced dimensions (outer-axis reductions); the same with the reduced
+    // elements split in chunks across blocks (columns_split), then the chunks combined per output
+    // (columns_finish): two launches, for few outputs and many reduced elements.
     std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
+    std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
 
     // Bytes of the workspace a `full` launch of `blocks` blocks needs (zeroed once; each launch
     // leaves its counter zero again).
     std::size_t full_workspace_bytes(std::size_t blocks) const {
         return 16 + blocks * (reduce_itemsize + (has_identity ? 0 : 1));
+    }
+    // Bytes of the workspace of columns_split / columns_finish for `chunks` chunks of `outputs`.
+    std::size_t columns_split_workspace_bytes(std::size_t chunks, std::size_t outputs) const {
+        return chunks * outputs * (reduce_itemsize + (has_identity ? 0 : 1));
     }
 };
 
