@@ -15,6 +15,7 @@
 #include "kjit/matmul.hpp"
 #include "kjit/npy.hpp"
 #include "kjit/raw_kernel.hpp"
+#include "kjit/reduction_kernel.hpp"
 #include "kjit/scalar.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"

@@ -1,0 +1,113 @@
+// ReductionKernel: a reduction written as C-like strings, in CuPy's form:
+//
+//   ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2");
+//
+// - map_expr: an expression over one element of each input (`raw` inputs are indexed freely);
+//   `i` is the element's index within its reduction (0 .. n-1, C order over the reduced
+//   dimensions) and `n` the number of elements each output reduces.
+// - reduce_expr: an expression in `a` and `b`, both of the reduce type, combining two partial
+//   results. It must be associative and commutative: kjit chooses the grouping (always the same
+//   one for the same shapes and launch, so results are deterministic; see templates/reduction.cuh
+//   for the order).
+// - post_map_expr: statements assigning the outputs from `a` (the reduced value), as in
+//   "y = sqrt(a)"; `i` is the output's index (C order over the kept dimensions), `n` as above.
+// - identity: an expression of the reduce type that `reduce` leaves unchanged ("0" for a sum),
+//   or empty: then reducing no elements is an error at call time.
+// - options.reduce_type: the type of `a`, `b` and the partial results, a dtype or a placeholder;
+//   empty: the type of map_expr.
+//
+// Construction is cheap and checks nothing; check(), source() and compile() parse and type-check
+// the strings (errors: ParseError and TypeError naming the string: "in", "out", "map", "reduce",
+// "post", "identity" or "reduce_type", with line, column and a caret) and generate CUDA for a
+// binding of the placeholders. Objects are immutable and safe to use from many threads.
+// Calling (launching) a reduction is not there yet: compile() returns the module and its entry
+// points (ReductionBinary), which templates/reduction.cuh documents.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kjit/elementwise_kernel.hpp"
+
+namespace kjit {
+
+struct ReductionOptions {
+    // Raw CUDA placed before the kernel: helper functions it declares become callable from every
+    // expression. An explicit opt-in: kjit does not check it.
+    std::string preamble;
+    // Extra NVRTC options ("-lineinfo", "--use_fast_math"...).
+    std::vector<std::string> nvrtc_options;
+    // The type of the partial results: a dtype ("float64") or a placeholder ("T"); empty: the
+    // type of map_expr.
+    std::string reduce_type;
+};
+
+// What one compilation of a reduction produced: the module and its entry points. Every entry
+// point takes (args, layout[, workspace]) as templates/reduction.cuh describes; each comes in a
+// 32-bit index variant (every offset and count below 2^31) and a 64-bit one.
+struct ReductionBinary {
+    std::string arch;                  // "sm_90", or "compute_90" when only PTX could be made
+    std::vector<unsigned char> cubin;  // empty when PTX only
+    std::string ptx;
+    std::string log;                   // NVRTC's warnings when this call compiled, usually empty
+    std::string source;                // the generated CUDA
+    double compile_ms = 0;             // NVRTC's time when this call compiled; 0 when the cache had it
+    std::string reduce_type;           // the bound reduce type ("float32")
+    std::size_t reduce_itemsize = 0;   // bytes of one partial result (workspace sizes)
+    bool has_identity = false;
+    int array_inputs = 0;              // inputs passed as arrays (the layout's input operands)
+    int outputs = 0;                   // outputs (the layout's output operands)
+    int vector_width = 1;              // elements per vector load where inputs are contiguous and aligned
+    // Entry points: one value from many blocks (single launch, last block finishes); one warp, or
+    // one block, per output reducing the trailing (reduced) dimensions; one thread per output
+    // looping over the reduced dimensions (outer-axis reductions); the same with the reduced
+    // elements split in chunks across blocks (columns_split), then the chunks combined per output
+    // (columns_finish): two launches, for few outputs and many reduced elements.
+    std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
+    std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
+
+    // Bytes of the workspace a `full` launch of `blocks` blocks needs (zeroed once; each launch
+    // leaves its counter zero again).
+    std::size_t full_workspace_bytes(std::size_t blocks) const {
+        return 16 + blocks * (reduce_itemsize + (has_identity ? 0 : 1));
+    }
+    // Bytes of the workspace of columns_split / columns_finish for `chunks` chunks of `outputs`.
+    std::size_t columns_split_workspace_bytes(std::size_t chunks, std::size_t outputs) const {
+        return chunks * outputs * (reduce_itemsize + (has_identity ? 0 : 1));
+    }
+};
+
+class ReductionKernel {
+public:
+    ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
+                    std::string post_map_expr, std::string identity, std::string name = "reduce",
+                    ReductionOptions options = {});
+
+    const std::string& name() const noexcept;
+    const std::string& in_params() const noexcept;
+    const std::string& out_params() const noexcept;
+    const std::string& map_expr() const noexcept;
+    const std::string& reduce_expr() const noexcept;
+    const std::string& post_map_expr() const noexcept;
+    const std::string& identity() const noexcept;
+    const ReductionOptions& options() const noexcept;
+
+    // Parses and checks every piece. With a type for every placeholder, also the rules that depend
+    // on types; without, those wait.
+    void check(const TypeBinding& types = {}) const;
+    // The placeholders the parameters and the reduce type use ("T", "U"), sorted.
+    std::vector<std::string> placeholders() const;
+    // The CUDA source for a complete binding.
+    std::string source(const TypeBinding& types) const;
+    // Compiles for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else sm_80), or
+    // finds it in the kernel cache, as ElementwiseKernel::compile does.
+    ReductionBinary compile(const TypeBinding& types, const std::string& arch = {}) const;
+
+private:
+    struct Spec;
+    std::shared_ptr<const Spec> spec_;
+};
+
+}  // namespace kjit

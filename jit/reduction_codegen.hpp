@@ -1,0 +1,57 @@
+// The code generator for reductions: a checked ReductionKernel (each piece checked as a small
+// kernel body, jit/reduction_kernel.cpp) and a complete type binding to one CUDA module holding
+// the user's pieces as device functions and the strategies of templates/reduction.cuh as entry
+// points.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit/type_checker.hpp"
+
+namespace kjit::jit {
+
+// The synthetic output each expression piece (map, reduce, identity) is checked as assigning:
+// `_kjit_r = <expression>`. Users cannot name it (names starting with '_' are kjit's).
+inline constexpr const char* kReductionResult = "_kjit_r";
+
+// One piece: its body (a single `_kjit_r = expr;` for expressions, the statements for post) and
+// the kernel it was checked as (its parameters: map: the inputs and _kjit_r; reduce: a, b and
+// _kjit_r; identity: _kjit_r; post: a and the outputs).
+struct ReductionPiece {
+    Body body;
+    CheckedKernel kernel;
+};
+
+struct CheckedReduction {
+    std::vector<Param> params;                      // the user's inputs, then outputs
+    std::vector<std::optional<DType>> param_types;  // nothing: an unbound placeholder
+    std::optional<DType> reduce_type;               // nothing: depends on an unbound placeholder
+    bool has_identity = false;
+    bool complete = false;                          // every type is known
+    ReductionPiece map, reduce, identity, post;     // identity: empty when there is none
+};
+
+struct ReductionModuleSpec {
+    std::string name;  // a C identifier: it prefixes every symbol
+    // As the user wrote them, for the comment at the top.
+    std::string in_params, out_params, map_expr, reduce_expr, post_map_expr, identity;
+    std::string preamble;  // raw CUDA placed before the pieces
+};
+
+struct GeneratedReduction {
+    std::string source;
+    // Entry points (templates/reduction.cuh describes their arguments and launch contract).
+    std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
+    std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
+    int array_inputs = 0;  // inputs passed as arrays: ReduceLayout's `inputs` is max(1, this)
+    int outputs = 0;
+    int vector_width = 1;  // elements per vector load (NAME_ops::vector)
+};
+
+// `checked` must be complete.
+GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& checked,
+                                      const Binding& binding);
+
+}  // namespace kjit::jit

@@ -1,0 +1,412 @@
+#include "kjit/reduction_kernel.hpp"
+
+#include <cctype>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "jit/params.hpp"
+#include "jit/parser.hpp"
+#include "jit/preamble.hpp"
+#include "jit/program_lookup.hpp"
+#include "jit/reduction_codegen.hpp"
+#include "jit/type_checker.hpp"
+#include "kjit/error.hpp"
+
+namespace kjit {
+
+struct ReductionKernel::Spec {
+    std::string in, out, map, reduce, post, identity, name;
+    ReductionOptions options;
+};
+
+namespace {
+
+std::string trim(const std::string& text) {
+    std::size_t b = 0, e = text.size();
+    while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+    while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+    return text.substr(b, e - b);
+}
+
+// A kernel's name prefixes the symbols of its module: a C identifier kjit does not reserve (the
+// rule ElementwiseKernel applies).
+void check_kernel_name(const std::string& name) {
+    const jit::SourceText src{"name", name};
+    if (name.empty()) jit::fail_parse(src, {}, "a kernel needs a name");
+    for (std::size_t k = 0; k < name.size(); ++k) {
+        const unsigned char c = static_cast<unsigned char>(name[k]);
+        if (!(std::isalnum(c) || c == '_') || (k == 0 && std::isdigit(c)))
+            jit::fail_parse(src, {1, static_cast<int>(k) + 1, static_cast<std::uint32_t>(k)},
+                            "a kernel name must be a C identifier (letters, digits and '_', not starting with a digit)");
+    }
+    if (name[0] == '_') jit::fail_parse(src, {}, "kernel names starting with '_' are reserved for kjit");
+}
+
+// The reduce type as written: a dtype, a placeholder, or nothing (the map expression's type).
+struct ReduceTypeSpec {
+    std::string text;         // trimmed
+    std::optional<DType> dtype;
+    std::string placeholder;  // "T" when it is one
+};
+
+ReduceTypeSpec parse_reduce_type(const std::string& raw) {
+    ReduceTypeSpec r;
+    r.text = trim(raw);
+    if (r.text.empty()) return r;
+    const jit::SourceText src{"reduce_type", raw};
+    const std::size_t lead = raw.find(r.text);
+    const jit::SourcePos pos{1, static_cast<int>(lead) + 1, static_cast<std::uint32_t>(lead)};
+    if (jit::is_placeholder_name(r.text)) {
+        r.placeholder = r.text;
+        return r;
+    }
+    DType d;
+    if (DType::try_parse(r.text, d)) {
+        r.dtype = d;
+        return r;
+    }
+    // C type words in any order ("long unsigned int").
+    std::vector<std::string_view> words;
+    std::string_view rest = r.text;
+    while (!rest.empty()) {
+        const std::size_t sp = rest.find(' ');
+        if (sp != 0) words.push_back(rest.substr(0, sp));
+        if (sp == std::string_view::npos) break;
+        rest.remove_prefix(sp + 1);
+    }
+    if (const auto c = jit::canonical_c_type(words); c && DType::try_parse(*c, d)) {
+        r.dtype = d;
+        return r;
+    }
+    jit::fail_parse(src, pos, "unknown reduce type '" + r.text + "'",
+                    "a dtype (float32, float64, int64...), a C type name or a placeholder (one upper-case letter)");
+}
+
+// A synthetic parameter of the reduce type (a, b, _kjit_r).
+jit::Param reduce_param(const std::string& name, const ReduceTypeSpec& rt, const std::optional<DType>& resolved, bool output) {
+    jit::Param p;
+    p.name = name;
+    p.is_output = output;
+    if (!rt.placeholder.empty()) {
+        p.type.spelling = rt.placeholder;
+        p.is_placeholder = true;
+    } else {
+        p.dtype = resolved;
+        if (resolved) p.type.spelling = std::string(resolved->name());
+    }
+    return p;
+}
+
+// Rejects names users may not write in a piece: kjit's own (starting with '_'), and `i` / `n`
+// where they mean nothing.
+class NameRules {
+public:
+    NameRules(const jit::SourceText& src, bool allow_index) : src_(src), allow_index_(allow_index) {}
+
+    void expr(const jit::Expr* e) const {
+        using jit::ExprKind;
+        if (e == nullptr) return;
+        switch (e->kind) {
+            case ExprKind::name: {
+                const auto& n = static_cast<const jit::NameExpr&>(*e);
+                if (!n.name.empty() && n.name[0] == '_')
+                    jit::fail_parse(src_, n.pos, "'" + n.name + "' is reserved: names starting with '_' belong to kjit");
+                if (!allow_index_ && (n.name == "i" || n.name == "n"))
+                    jit::fail_type(src_, n.pos, "'" + n.name + "' has no meaning in the " + src_.where + " expression",
+                                   "it combines values: use a and b" );
+                return;
+            }
+            case ExprKind::unary: expr(static_cast<const jit::UnaryExpr*>(e)->operand.get()); return;
+            case ExprKind::binary: {
+                const auto* b = static_cast<const jit::BinaryExpr*>(e);
+                expr(b->lhs.get());
+                expr(b->rhs.get());
+                return;
+            }
+            case ExprKind::assign: {
+                const auto* a = static_cast<const jit::AssignExpr*>(e);
+                expr(a->target.get());
+                expr(a->value.get());
+                return;
+            }
+            case ExprKind::conditional: {
+                const auto* c = static_cast<const jit::ConditionalExpr*>(e);
+                expr(c->condition.get());
+                expr(c->if_true.get());
+                expr(c->if_false.get());
+                return;
+            }
+            case ExprKind::cast: expr(static_cast<const jit::CastExpr*>(e)->operand.get()); return;
+            case ExprKind::call:
+                for (const jit::ExprPtr& a : static_cast<const jit::CallExpr*>(e)->args) expr(a.get());
+                return;
+            case ExprKind::index: {
+                const auto* ix = static_cast<const jit::IndexExpr*>(e);
+                expr(ix->base.get());
+                expr(ix->index.get());
+                return;
+            }
+            default: return;
+        }
+    }
+
+    void stmt(const jit::Stmt* s) const {
+        using jit::StmtKind;
+        if (s == nullptr) return;
+        switch (s->kind) {
+            case StmtKind::expr: expr(static_cast<const jit::ExprStmt*>(s)->expr.get()); return;
+            case StmtKind::decl:
+                for (const jit::Declarator& d : static_cast<const jit::DeclStmt*>(s)->declarators) expr(d.init.get());
+                return;
+            case StmtKind::block:
+                for (const jit::StmtPtr& b : static_cast<const jit::BlockStmt*>(s)->body) stmt(b.get());
+                return;
+            case StmtKind::if_: {
+                const auto* i = static_cast<const jit::IfStmt*>(s);
+                expr(i->condition.get());
+                stmt(i->then_branch.get());
+                stmt(i->else_branch.get());
+                return;
+            }
+            case StmtKind::for_: {
+                const auto* f = static_cast<const jit::ForStmt*>(s);
+                stmt(f->init.get());
+                expr(f->condition.get());
+                expr(f->step.get());
+                stmt(f->body.get());
+                return;
+            }
+            case StmtKind::while_: {
+                const auto* w = static_cast<const jit::WhileStmt*>(s);
+                expr(w->condition.get());
+                stmt(w->body.get());
+                return;
+            }
+            default: return;
+        }
+    }
+
+private:
+    const jit::SourceText& src_;
+    bool allow_index_;
+};
+
+// `_kjit_r = <expression>;` as a body, the assignment placed at the expression.
+jit::Body assigning_body(jit::ExprPtr e) {
+    const jit::SourcePos pos = e->pos;
+    auto target = std::make_unique<jit::NameExpr>(pos);
+    target->name = jit::kReductionResult;
+    auto assign = std::make_unique<jit::AssignExpr>(pos, jit::AssignOp::assign, std::move(target), std::move(e));
+    jit::Body body;
+    body.statements.push_back(std::make_unique<jit::ExprStmt>(pos, std::move(assign)));
+    return body;
+}
+
+// Parses and checks every piece of the kernel for `types` (possibly partial).
+jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types, bool need_complete) {
+    check_kernel_name(k.name());
+    jit::KernelSources sources;
+    sources.in.text = k.in_params();
+    sources.out.text = k.out_params();
+    jit::CheckedReduction c;
+    c.params = jit::parse_param_lists(sources.in, sources.out);
+    int n_outputs = 0;
+    for (const jit::Param& p : c.params) {
+        if (!p.is_output) continue;
+        ++n_outputs;
+        if (p.raw) jit::fail_type(sources.out, p.pos, "a reduction's outputs cannot be raw", "outputs get one value per reduction");
+        if (p.name == "a" || p.name == "b")
+            jit::fail_type(sources.out, p.pos, "'" + p.name + "' names the reduced values in a reduction",
+                           "choose another name for the output");
+    }
+    if (n_outputs == 0) jit::fail_parse(sources.out, {}, "a reduction needs at least one output");
+
+    const ReduceTypeSpec rt = parse_reduce_type(k.options().reduce_type);
+    std::set<std::string> param_placeholders;
+    for (const jit::Param& p : c.params)
+        if (p.is_placeholder) param_placeholders.insert(p.type.spelling);
+    if (need_complete || !types.empty()) {
+        TypeBinding for_params = types;
+        if (!rt.placeholder.empty() && !param_placeholders.count(rt.placeholder)) {
+            if (!types.count(rt.placeholder))
+                jit::fail_type(jit::SourceText{"reduce_type", k.options().reduce_type}, {},
+                               "no type given for placeholder '" + rt.placeholder + "' of the reduce type",
+                               "bind it, as in --types " + rt.placeholder + "=float32");
+            for_params.erase(rt.placeholder);
+        }
+        jit::check_binding(c.params, sources, for_params);
+    }
+    for (const jit::Param& p : c.params) {
+        std::optional<DType> t = p.dtype;
+        if (p.is_placeholder)
+            if (auto it = types.find(p.type.spelling); it != types.end()) t = it->second;
+        c.param_types.push_back(t);
+    }
+    const std::vector<jit::PreambleFunction> preamble = jit::scan_preamble(k.options().preamble);
+    std::vector<jit::Param> inputs, outputs;
+    for (const jit::Param& p : c.params) (p.is_output ? outputs : inputs).push_back(p);
+
+    // The reduce type: as written, or the map expression's.
+    if (!rt.text.empty()) {
+        if (rt.dtype) c.reduce_type = rt.dtype;
+        else if (auto it = types.find(rt.placeholder); it != types.end()) c.reduce_type = it->second;
+    }
+
+    const std::string& map_text = k.map_expr();
+    const jit::SourceText map_src{"map", map_text};
+    if (rt.text.empty()) {
+        jit::Body probe;
+        jit::ExprPtr e = jit::parse_expression(map_src);
+        NameRules(map_src, true).expr(e.get());
+        jit::Expr* raw = e.get();
+        probe.statements.push_back(std::make_unique<jit::ExprStmt>(e->pos, std::move(e)));
+        jit::KernelSources s = sources;
+        s.body = map_src;
+        jit::check_kernel(inputs, probe, s, types, preamble);
+        c.reduce_type = raw->type;
+    }
+    auto check_piece = [&](const jit::SourceText& src, jit::Body body, std::vector<jit::Param> params) {
+        jit::KernelSources s = sources;
+        s.body = src;
+        jit::ReductionPiece piece;
+        piece.body = std::move(body);
+        piece.kernel = jit::check_kernel(std::move(params), piece.body, s, types, preamble);
+        return piece;
+    };
+    auto expression_piece = [&](const jit::SourceText& src, bool allow_index, std::vector<jit::Param> params) {
+        jit::ExprPtr e = jit::parse_expression(src);
+        NameRules(src, allow_index).expr(e.get());
+        params.push_back(reduce_param(jit::kReductionResult, rt, c.reduce_type, true));
+        return check_piece(src, assigning_body(std::move(e)), std::move(params));
+    };
+
+    c.map = expression_piece(map_src, true, inputs);
+    const jit::SourceText reduce_src{"reduce", k.reduce_expr()};
+    c.reduce = expression_piece(reduce_src, false,
+                                {reduce_param("a", rt, c.reduce_type, false), reduce_param("b", rt, c.reduce_type, false)});
+    const jit::SourceText identity_src{"identity", k.identity()};
+    c.has_identity = !trim(k.identity()).empty();
+    if (c.has_identity) c.identity = expression_piece(identity_src, false, {});
+
+    const jit::SourceText post_src{"post", k.post_map_expr()};
+    if (trim(k.post_map_expr()).empty())
+        jit::fail_parse(post_src, {}, "post_map_expr is empty", "assign the outputs from a, as in 'y = a'");
+    jit::Body post_body = jit::parse_body(post_src);
+    for (const jit::StmtPtr& st : post_body.statements) NameRules(post_src, true).stmt(st.get());
+    std::vector<jit::Param> post_params{reduce_param("a", rt, c.reduce_type, false)};
+    for (const jit::Param& p : outputs) post_params.push_back(p);
+    c.post = check_piece(post_src, std::move(post_body), std::move(post_params));
+
+    c.complete = c.reduce_type.has_value() && c.map.kernel.complete && c.reduce.kernel.complete && c.post.kernel.complete &&
+                 (!c.has_identity || c.identity.kernel.complete);
+    for (const std::optional<DType>& t : c.param_types)
+        if (!t) c.complete = false;
+    if (need_complete && !c.complete)
+        throw TypeError("reduction '" + k.name() + "': every type placeholder needs a type to generate code");
+    return c;
+}
+
+jit::ReductionModuleSpec module_spec(const ReductionKernel& k) {
+    return jit::ReductionModuleSpec{k.name(),        k.in_params(),     k.out_params(), k.map_expr(), k.reduce_expr(),
+                                    k.post_map_expr(), k.identity(), k.options().preamble};
+}
+
+// The manifest entry for this kernel and one binding (DESIGN.md's format).
+std::string spec_json(const ReductionKernel& k, const TypeBinding& types) {
+    nlohmann::json e;
+    e["kind"] = "reduction";
+    e["name"] = k.name();
+    e["in"] = k.in_params();
+    e["out"] = k.out_params();
+    e["map"] = k.map_expr();
+    e["reduce"] = k.reduce_expr();
+    e["post"] = k.post_map_expr();
+    e["identity"] = k.identity();
+    if (!k.options().reduce_type.empty()) e["reduce_type"] = k.options().reduce_type;
+    if (!k.options().preamble.empty()) e["preamble"] = k.options().preamble;
+    if (!k.options().nvrtc_options.empty()) e["options"] = k.options().nvrtc_options;
+    nlohmann::json binding = nlohmann::json::object();
+    for (const auto& [ph, t] : types) binding[ph] = std::string(t.name());
+    e["types"] = nlohmann::json::array({binding});
+    return e.dump();
+}
+
+}  // namespace
+
+ReductionKernel::ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
+                                 std::string post_map_expr, std::string identity, std::string name, ReductionOptions options)
+    : spec_(std::make_shared<const Spec>(Spec{std::move(in_params), std::move(out_params), std::move(map_expr),
+                                              std::move(reduce_expr), std::move(post_map_expr), std::move(identity),
+                                              std::move(name), std::move(options)})) {}
+
+const std::string& ReductionKernel::name() const noexcept { return spec_->name; }
+const std::string& ReductionKernel::in_params() const noexcept { return spec_->in; }
+const std::string& ReductionKernel::out_params() const noexcept { return spec_->out; }
+const std::string& ReductionKernel::map_expr() const noexcept { return spec_->map; }
+const std::string& ReductionKernel::reduce_expr() const noexcept { return spec_->reduce; }
+const std::string& ReductionKernel::post_map_expr() const noexcept { return spec_->post; }
+const std::string& ReductionKernel::identity() const noexcept { return spec_->identity; }
+const ReductionOptions& ReductionKernel::options() const noexcept { return spec_->options; }
+
+void ReductionKernel::check(const TypeBinding& types) const { analyze(*this, types, false); }
+
+std::vector<std::string> ReductionKernel::placeholders() const {
+    const std::vector<jit::Param> params =
+        jit::parse_param_lists(jit::SourceText{"in", spec_->in}, jit::SourceText{"out", spec_->out});
+    std::set<std::string> names;
+    for (const jit::Param& p : params)
+        if (p.is_placeholder) names.insert(p.type.spelling);
+    const ReduceTypeSpec rt = parse_reduce_type(spec_->options.reduce_type);
+    if (!rt.placeholder.empty()) names.insert(rt.placeholder);
+    return {names.begin(), names.end()};
+}
+
+std::string ReductionKernel::source(const TypeBinding& types) const {
+    const jit::CheckedReduction c = analyze(*this, types, true);
+    return jit::generate_reduction(module_spec(*this), c, types).source;
+}
+
+ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::string& arch) const {
+    const jit::CheckedReduction c = analyze(*this, types, true);
+    const jit::GeneratedReduction g = jit::generate_reduction(module_spec(*this), c, types);
+    jit::CachedProgram prog;
+    prog.request.source = g.source;
+    prog.request.program_name = name() + ".cu";
+    // As for elementwise kernels: -minimal unless the user's preamble may need more.
+    if (options().preamble.empty()) prog.request.options.push_back("-minimal");
+    for (const std::string& o : options().nvrtc_options) prog.request.options.push_back(o);
+    prog.spec_json = spec_json(*this, types);
+    prog.kernel_name = name();
+    prog.types = format_type_binding(types);
+    prog.description = "reduction '" + name() + "' (" + prog.types + ")";
+    const jit::FoundProgram found = jit::find_or_compile_program(prog, arch);
+    ReductionBinary b;
+    b.arch = found.entry->meta.arch;
+    b.cubin = found.entry->cubin;
+    b.ptx = found.entry->ptx;
+    b.log = found.log;
+    b.source = g.source;
+    b.compile_ms = found.compile_ms;
+    b.reduce_type = std::string(c.reduce_type->name());
+    b.reduce_itemsize = c.reduce_type->itemsize();
+    b.has_identity = c.has_identity;
+    b.array_inputs = g.array_inputs;
+    b.outputs = g.outputs;
+    b.vector_width = g.vector_width;
+    b.full32 = g.full32;
+    b.full64 = g.full64;
+    b.rows_warp32 = g.rows_warp32;
+    b.rows_warp64 = g.rows_warp64;
+    b.rows_block32 = g.rows_block32;
+    b.rows_block64 = g.rows_block64;
+    b.columns32 = g.columns32;
+    b.columns64 = g.columns64;
+    b.columns_split32 = g.columns_split32;
+    b.columns_split64 = g.columns_split64;
+    b.columns_finish32 = g.columns_finish32;
+    b.columns_finish64 = g.columns_finish64;
+    return b;
+}
+
+}  // namespace kjit

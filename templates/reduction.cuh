@@ -1,0 +1,467 @@
+// kjit: support code for reduction kernels (embedded in every generated reduction module, after
+// elementwise.cuh, whose max_dims, Raw, thread_index and thread_count it uses).
+//
+// A generated module for kernel NAME (jit/reduction_codegen.cpp) defines
+//   struct NAME_args: the parameters in order, inputs then outputs: `const T* x` for an array
+//       input, `kjit::Raw<const T> t` for a raw input, `T* y` for an output (outputs are arrays);
+//   struct NAME_ops: value_type (the reduce type), has_identity, inputs (array inputs), in_slots
+//       (max(1, inputs)), outputs, vector (elements per vector load), and map / reduce /
+//       identity / post calling the user's pieces, aligned / fold_vector for vector loads;
+// and these entry points, each as NAME_<strategy>32 (Index = int: every offset, count and index
+// below 2^31) and NAME_<strategy>64 (Index = long long):
+//   full(NAME_args args, kjit::ReduceLayout<in_slots, outputs> layout, void* workspace)
+//       kept_size == 1: every element to one value, in one launch over many blocks.
+//   rows_warp(args, layout), rows_block(args, layout)
+//       one warp (rows_warp) or one block (rows_block) per output, grid-stride over the outputs;
+//       for reducing the trailing dimensions when they are contiguous (loads coalesce along a row).
+//   columns(args, layout)
+//       one thread per output, grid-stride over the outputs, looping over the reduced elements;
+//       for reducing outer dimensions (neighbouring threads read neighbouring columns).
+//   columns_split(args, layout, void* workspace), then columns_finish(args, layout,
+//       const void* workspace, int chunks): columns for few outputs and many reduced elements,
+//       the reduced elements cut into gridDim.y = chunks chunks across blocks (two launches;
+//       columns_split's grid.x * blockDim.x must cover kept_size; workspace: chunks * kept_size
+//       values, then as many bools without an identity).
+// Launch contract (the host launcher's part):
+//   - blockDim.x a multiple of 32, at most 512 (__launch_bounds__(512)); blockDim.y = z = 1;
+//   - full: workspace holds an unsigned counter at byte 0, zero before the first launch (each
+//     launch leaves it zero again), then from byte 16 one value_type per block (gridDim.x of them)
+//     and, without an identity, one bool per block after them (whether the block saw an element):
+//     16 + gridDim.x * sizeof(value_type) (+ gridDim.x without an identity) bytes, 16-byte
+//     aligned, not shared by launches in flight at once;
+//   - the 32-bit variants need every offset, and reduced_size (or kept_size) plus the number of
+//     threads of the grid, below 2^31;
+//   - without an identity, reduced_size == 0 is the host's error to report (nothing is launched);
+//     with one, an empty reduction writes post(identity) to every output.
+//
+// Reduction order (fixed, so a launch with the same shapes, grid and block gives the same bits on
+// every run; `reduce` is assumed associative and commutative, as in CuPy):
+//   - each thread starts from identity() (or, with none, its first element) and folds in its
+//     elements in increasing index order: v = reduce(v, map(element));
+//     full: thread t of T = gridDim.x * blockDim.x takes elements t, t + T, t + 2T...;
+//     rows_warp: lane l takes l, l + 32...; rows_block: thread t takes t, t + blockDim.x...;
+//     columns: the one thread takes 0, 1, 2... (C order over the reduced dimensions);
+//     columns_split: chunk c's thread takes its chunk's elements in order, and columns_finish
+//     folds chunks 0, 1, 2... in order (the order depends on the number of chunks);
+//     except that full, rows_warp and rows_block, when the reduced elements are contiguous in
+//     every array input and each input's first reduced element is aligned for a vector of
+//     NAME_ops::vector elements (16 bytes of the widest input), deal out vectors instead of
+//     elements (vector q = elements q*V .. q*V+V-1, in the same round-robin), then the
+//     n - n % V.. tail elements one at a time in the same round-robin. So the order also depends
+//     on the inputs' alignment, which is the same for the same arrays;
+//   - a warp combines its 32 values by a tree: for d = 16, 8, 4, 2, 1, lane l takes
+//     reduce(v[l], v[l + d]); a block combines its warps' results in shared memory by the same
+//     tree in warp 0 (warps beyond blockDim.x / 32 count as identity);
+//   - full: each block writes its result to workspace slot blockIdx.x; the last block to finish
+//     (an atomic counter after __threadfence) folds slots t, t + blockDim.x... per thread in
+//     increasing order, then combines them by the block tree, and applies post. Which block is
+//     last does not change the order: it depends only on gridDim.x and blockDim.x.
+#ifndef KJIT_REDUCTION_CUH
+#define KJIT_REDUCTION_CUH
+
+namespace kjit {
+
+// Shapes and strides (in elements) of a reduction: the kept dimensions (one output element each)
+// first, then the reduced dimensions, both after the host merged and ordered them.
+template <int inputs, int outputs>
+struct ReduceLayout {
+    int kept_ndim;           // leading dimensions of shape: the outputs' shape
+    int reduced_ndim;        // trailing dimensions of shape: reduced
+    long long kept_size;     // product of the kept extents: the number of outputs (1: full reduction)
+    long long reduced_size;  // product of the reduced extents: elements per output (`n`)
+    long long shape[max_dims];                // kept extents, then reduced extents
+    long long in_strides[inputs][max_dims];   // per array input, over every dimension (a row of
+                                              // zeros when the kernel has no array input)
+    long long out_strides[outputs][max_dims]; // per output, over the kept dimensions
+};
+
+// Adds to off[a] the offsets of element `e` (C order) of dimensions [first, first + count).
+template <class Index, int N>
+__device__ __forceinline__ void add_offsets(const long long (&shape)[max_dims], const long long (&strides)[N][max_dims],
+                                            int first, int count, Index e, Index (&off)[N]) {
+    if (count <= 0) return;
+    for (int d = first + count - 1; d > first; --d) {
+        const Index extent = static_cast<Index>(shape[d]);
+        const Index k = e % extent;
+        e /= extent;
+#pragma unroll
+        for (int a = 0; a < N; ++a) off[a] += k * static_cast<Index>(strides[a][d]);
+    }
+#pragma unroll
+    for (int a = 0; a < N; ++a) off[a] += e * static_cast<Index>(strides[a][first]);
+}
+
+// The inputs' offsets of the first element reduced into output `o`.
+template <class Index, int I, int O>
+__device__ __forceinline__ void kept_in_offsets(const ReduceLayout<I, O>& layout, Index o, Index (&off)[I]) {
+#pragma unroll
+    for (int a = 0; a < I; ++a) off[a] = 0;
+    add_offsets(layout.shape, layout.in_strides, 0, layout.kept_ndim, o, off);
+}
+
+// The outputs' offsets of output `o`.
+template <class Index, int I, int O>
+__device__ __forceinline__ void kept_out_offsets(const ReduceLayout<I, O>& layout, Index o, Index (&off)[O]) {
+#pragma unroll
+    for (int a = 0; a < O; ++a) off[a] = 0;
+    add_offsets(layout.shape, layout.out_strides, 0, layout.kept_ndim, o, off);
+}
+
+// off = base + the inputs' offsets of reduced element j.
+template <class Index, int I, int O>
+__device__ __forceinline__ void reduced_in_offsets(const ReduceLayout<I, O>& layout, const Index (&base)[I], Index j,
+                                                   Index (&off)[I]) {
+#pragma unroll
+    for (int a = 0; a < I; ++a) off[a] = base[a];
+    add_offsets(layout.shape, layout.in_strides, layout.kept_ndim, layout.reduced_ndim, j, off);
+}
+
+// Whether the reduced elements are one dimension of stride 1 in every array input.
+template <int I, int O>
+__device__ __forceinline__ bool reduced_contiguous(const ReduceLayout<I, O>& layout, int inputs) {
+    if (layout.reduced_ndim != 1) return false;
+    for (int a = 0; a < inputs; ++a)
+        if (layout.in_strides[a][layout.kept_ndim] != 1) return false;
+    return true;
+}
+
+// Whether `p` may be read as a Vec<T, N> (elementwise.cuh).
+template <int N, class T>
+__device__ __forceinline__ bool is_aligned(const T* p) {
+    return reinterpret_cast<unsigned long long>(p) % alignof(Vec<T, N>) == 0;
+}
+
+// __shfl_down_sync for any trivially copyable type, 4 bytes at a time.
+template <class T>
+__device__ __forceinline__ T shfl_down(const T& v, int delta) {
+    constexpr int W = (sizeof(T) + 3) / 4;
+    unsigned int w[W];
+#pragma unroll
+    for (int k = 0; k < W; ++k) w[k] = 0;
+    const unsigned char* from = reinterpret_cast<const unsigned char*>(&v);
+    unsigned char* bytes = reinterpret_cast<unsigned char*>(w);
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) bytes[k] = from[k];
+#pragma unroll
+    for (int k = 0; k < W; ++k) w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
+    T r;
+    unsigned char* to = reinterpret_cast<unsigned char*>(&r);
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) to[k] = bytes[k];
+    return r;
+}
+__device__ __forceinline__ float shfl_down(const float& v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
+__device__ __forceinline__ double shfl_down(const double& v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
+__device__ __forceinline__ int shfl_down(const int& v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
+__device__ __forceinline__ long long shfl_down(const long long& v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
+
+// A partial result: `ok` says it holds a value. With an identity it always does, and the flag
+// is a constant the compiler removes.
+template <class K>
+__device__ __forceinline__ void start(typename K::value_type& v, bool& ok) {
+    if constexpr (K::has_identity) {
+        v = K::identity();
+        ok = true;
+    } else {
+        ok = false;
+    }
+}
+
+// v = reduce(v, x), where either may be empty (no identity).
+template <class K>
+__device__ __forceinline__ void combine(typename K::value_type& v, bool& ok, const typename K::value_type& x, bool x_ok) {
+    if constexpr (K::has_identity) {
+        v = K::reduce(v, x);
+    } else if (x_ok) {
+        v = ok ? K::reduce(v, x) : x;
+        ok = true;
+    }
+}
+
+// The warp's 32 values combined into lane 0 (the tree of the order above). Every lane calls it.
+template <class K>
+__device__ __forceinline__ void warp_reduce(typename K::value_type& v, bool& ok) {
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) {
+        const typename K::value_type other = shfl_down(v, d);
+        bool other_ok = true;
+        if constexpr (!K::has_identity) other_ok = __shfl_down_sync(0xffffffffu, ok ? 1 : 0, d) != 0;
+        combine<K>(v, ok, other, other_ok);
+    }
+}
+
+// The block's values combined into thread 0. Every thread of the block calls it.
+template <class K>
+__device__ __forceinline__ void block_reduce(typename K::value_type& v, bool& ok) {
+    typedef typename K::value_type V;
+    __shared__ __align__(16) unsigned char storage[32 * sizeof(V)];
+    __shared__ bool oks[32];
+    V* values = reinterpret_cast<V*>(storage);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    warp_reduce<K>(v, ok);
+    if (lane == 0) {
+        values[warp] = v;
+        oks[warp] = ok;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        if (lane < warps) {
+            v = values[lane];
+            ok = oks[lane];
+        } else {
+            start<K>(v, ok);
+        }
+        warp_reduce<K>(v, ok);
+    }
+    __syncthreads();  // the shared memory is free for the next call
+}
+
+// kept_size == 1: every element into one value, one launch (see the order above).
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_full(const Args& args, const Layout& layout, void* workspace) {
+    typedef typename K::value_type V;
+    const Index n = static_cast<Index>(layout.reduced_size);
+    const Index stride = static_cast<Index>(thread_count());
+    const bool contiguous = reduced_contiguous(layout, K::inputs);
+    Index zero[K::in_slots];
+#pragma unroll
+    for (int a = 0; a < K::in_slots; ++a) zero[a] = 0;
+    V v;
+    bool ok;
+    start<K>(v, ok);
+    Index first = 0;  // where the element-by-element loop starts
+    if (K::vector > 1 && contiguous && K::template aligned<Index>(args, zero)) {
+        // Vector q holds elements q * vector ... q * vector + vector - 1; thread t takes vectors
+        // t, t + T... (folding each vector's elements in order), then the tail element by element.
+        const Index vectors = n / K::vector;
+#pragma unroll 4
+        for (Index q = static_cast<Index>(thread_index()); q < vectors; q += stride) {
+            Index off[K::in_slots];
+#pragma unroll
+            for (int a = 0; a < K::in_slots; ++a) off[a] = q * K::vector;
+            K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+        }
+        first = vectors * K::vector;
+    }
+    for (Index j = first + static_cast<Index>(thread_index()); j < n; j += stride) {
+        Index off[K::in_slots];
+        if (contiguous) {
+#pragma unroll
+            for (int a = 0; a < K::in_slots; ++a) off[a] = j;
+        } else {
+            reduced_in_offsets(layout, zero, j, off);
+        }
+        combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+    }
+    block_reduce<K>(v, ok);
+
+    unsigned int* counter = static_cast<unsigned int*>(workspace);
+    V* partials = reinterpret_cast<V*>(static_cast<unsigned char*>(workspace) + 16);
+    bool* filled = reinterpret_cast<bool*>(partials + gridDim.x);  // without an identity only
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = v;
+        if constexpr (!K::has_identity) filled[blockIdx.x] = ok;
+        __threadfence();
+        last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    start<K>(v, ok);
+    for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) combine<K>(v, ok, partials[b], K::has_identity ? true : filled[b]);
+    block_reduce<K>(v, ok);
+    if (threadIdx.x == 0) {
+        *counter = 0;  // ready for the next launch
+        Index out[K::outputs];
+#pragma unroll
+        for (int a = 0; a < K::outputs; ++a) out[a] = 0;
+        K::template post<Index>(args, out, v, Index(0), n);
+    }
+}
+
+// One warp per output (lanes stride the row by 32), grid-stride over the outputs.
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout& layout) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const Index lane = static_cast<Index>(threadIdx.x & 31);
+    const Index warps = static_cast<Index>(thread_count() >> 5);
+    const bool contiguous = reduced_contiguous(layout, K::inputs);
+    for (Index o = static_cast<Index>(thread_index() >> 5); o < outputs; o += warps) {
+        Index base[K::in_slots];
+        kept_in_offsets(layout, o, base);
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        Index first = 0;  // where the element-by-element loop starts
+        if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
+            // Lane l takes vectors l, l + 32... of the row, then the tail element by element.
+            const Index vectors = n / K::vector;
+#pragma unroll 2
+            for (Index q = lane; q < vectors; q += 32) {
+                Index off[K::in_slots];
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + q * K::vector;
+                K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+            }
+            first = vectors * K::vector;
+        }
+        for (Index j = first + lane; j < n; j += 32) {
+            Index off[K::in_slots];
+            if (contiguous) {
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + j;
+            } else {
+                reduced_in_offsets(layout, base, j, off);
+            }
+            combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+        }
+        warp_reduce<K>(v, ok);
+        if (lane == 0) {
+            Index out[K::outputs];
+            kept_out_offsets(layout, o, out);
+            K::template post<Index>(args, out, v, o, n);
+        }
+    }
+}
+
+// One block per output (threads stride the row by blockDim.x), grid-stride over the outputs.
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_rows_block(const Args& args, const Layout& layout) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const bool contiguous = reduced_contiguous(layout, K::inputs);
+    for (Index o = static_cast<Index>(blockIdx.x); o < outputs; o += static_cast<Index>(gridDim.x)) {
+        Index base[K::in_slots];
+        kept_in_offsets(layout, o, base);
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        Index first = 0;  // where the element-by-element loop starts
+        if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
+            // Thread t takes vectors t, t + blockDim.x... of the row, then the tail element by element.
+            const Index vectors = n / K::vector;
+#pragma unroll 2
+            for (Index q = static_cast<Index>(threadIdx.x); q < vectors; q += static_cast<Index>(blockDim.x)) {
+                Index off[K::in_slots];
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + q * K::vector;
+                K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+            }
+            first = vectors * K::vector;
+        }
+        for (Index j = first + static_cast<Index>(threadIdx.x); j < n; j += static_cast<Index>(blockDim.x)) {
+            Index off[K::in_slots];
+            if (contiguous) {
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + j;
+            } else {
+                reduced_in_offsets(layout, base, j, off);
+            }
+            combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+        }
+        block_reduce<K>(v, ok);
+        if (threadIdx.x == 0) {
+            Index out[K::outputs];
+            kept_out_offsets(layout, o, out);
+            K::template post<Index>(args, out, v, o, n);
+        }
+    }
+}
+
+// One thread per output, looping over the reduced elements in order: neighbouring threads read
+// neighbouring outputs' elements (coalesced when the last kept dimension is contiguous).
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_columns(const Args& args, const Layout& layout) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const bool one_dim = layout.reduced_ndim == 1;
+    Index step[K::in_slots];
+#pragma unroll
+    for (int a = 0; a < K::in_slots; ++a) step[a] = one_dim ? static_cast<Index>(layout.in_strides[a][layout.kept_ndim]) : 0;
+    for (Index o = static_cast<Index>(thread_index()); o < outputs; o += static_cast<Index>(thread_count())) {
+        Index base[K::in_slots];
+        kept_in_offsets(layout, o, base);
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        Index off[K::in_slots];
+#pragma unroll
+        for (int a = 0; a < K::in_slots; ++a) off[a] = base[a];
+        for (Index j = 0; j < n; ++j) {
+            if (!one_dim) reduced_in_offsets(layout, base, j, off);
+            combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+            if (one_dim) {
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] += step[a];
+            }
+        }
+        Index out[K::outputs];
+        kept_out_offsets(layout, o, out);
+        K::template post<Index>(args, out, v, o, n);
+    }
+}
+
+// Outer-axis reductions with few outputs and many reduced elements, in two launches.
+// columns_split: blockIdx.y picks a chunk of the reduced elements (chunk c of C = gridDim.y holds
+// elements c * ceil(n / C) .. up to n); thread blockIdx.x * blockDim.x + threadIdx.x owns one
+// output and folds its chunk in order into workspace value c * kept_size + o (and, without an
+// identity, bool c * kept_size + o after the C * kept_size values: whether the chunk had any).
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_columns_split(const Args& args, const Layout& layout, void* workspace) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const Index o = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + static_cast<Index>(threadIdx.x);
+    if (o >= outputs) return;
+    const Index chunks = static_cast<Index>(gridDim.y), c = static_cast<Index>(blockIdx.y);
+    const Index per_chunk = (n + chunks - 1) / chunks;
+    const Index begin = c * per_chunk < n ? c * per_chunk : n;
+    const Index end = begin + per_chunk < n ? begin + per_chunk : n;
+    const bool one_dim = layout.reduced_ndim == 1;
+    Index base[K::in_slots], off[K::in_slots], step[K::in_slots];
+    kept_in_offsets(layout, o, base);
+#pragma unroll
+    for (int a = 0; a < K::in_slots; ++a) {
+        step[a] = one_dim ? static_cast<Index>(layout.in_strides[a][layout.kept_ndim]) : 0;
+        off[a] = base[a] + begin * step[a];
+    }
+    V v;
+    bool ok;
+    start<K>(v, ok);
+    for (Index j = begin; j < end; ++j) {
+        if (!one_dim) reduced_in_offsets(layout, base, j, off);
+        combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+        if (one_dim) {
+#pragma unroll
+            for (int a = 0; a < K::in_slots; ++a) off[a] += step[a];
+        }
+    }
+    V* partials = static_cast<V*>(workspace);
+    partials[c * outputs + o] = v;
+    if constexpr (!K::has_identity) reinterpret_cast<bool*>(partials + chunks * outputs)[c * outputs + o] = ok;
+}
+
+// columns_finish: thread per output folds the `chunks` partial results of columns_split in chunk
+// order and applies post.
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_columns_finish(const Args& args, const Layout& layout, const void* workspace, int chunks) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const V* partials = static_cast<const V*>(workspace);
+    const bool* filled = reinterpret_cast<const bool*>(partials + static_cast<Index>(chunks) * outputs);
+    for (Index o = static_cast<Index>(thread_index()); o < outputs; o += static_cast<Index>(thread_count())) {
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        for (Index c = 0; c < static_cast<Index>(chunks); ++c)
+            combine<K>(v, ok, partials[c * outputs + o], K::has_identity ? true : filled[c * outputs + o]);
+        Index out[K::outputs];
+        kept_out_offsets(layout, o, out);
+        K::template post<Index>(args, out, v, o, n);
+    }
+}
+
+}  // namespace kjit
+
+#endif  // KJIT_REDUCTION_CUH
