@@ -27,18 +27,6 @@ struct ElementwiseKernel::Spec {
 
 namespace {
 
-// A kernel's name prefixes the symbols of its module: a C identifier kjit does not reserve.
-void check_kernel_name(const std::string& name) {
-    const jit::SourceText src{"name", name};
-    if (name.empty()) jit::fail_parse(src, {}, "a kernel needs a name");
-    for (std::size_t k = 0; k < name.size(); ++k) {
-        const unsigned char c = static_cast<unsigned char>(name[k]);
-        if (!(std::isalnum(c) || c == '_') || (k == 0 && std::isdigit(c)))
-            jit::fail_parse(src, {1, static_cast<int>(k) + 1, static_cast<std::uint32_t>(k)},
-                            "a kernel name must be a C identifier (letters, digits and '_', not starting with a digit)");
-    }
-    if (name[0] == '_') jit::fail_parse(src, {}, "kernel names starting with '_' are reserved for kjit");
-}
 
 // The parsed and checked kernel for one binding (the tree carries the types).
 struct Checked {
@@ -48,7 +36,7 @@ struct Checked {
 
 Checked parse_and_check(const std::string& in, const std::string& out, const std::string& op, const std::string& name,
                         const KernelOptions& options, const TypeBinding& types, bool need_complete) {
-    check_kernel_name(name);
+    jit::check_kernel_name(name);
     jit::KernelSources sources;
     sources.in.text = in;
     sources.out.text = out;

@@ -222,4 +222,16 @@ std::vector<Param> parse_param_lists(const SourceText& in, const SourceText& out
     return params;
 }
 
+void check_kernel_name(const std::string& name) {
+    const SourceText src{"name", name};
+    if (name.empty()) fail_parse(src, {}, "a kernel needs a name");
+    for (std::size_t k = 0; k < name.size(); ++k) {
+        const unsigned char c = static_cast<unsigned char>(name[k]);
+        if (!(std::isalnum(c) || c == '_') || (k == 0 && std::isdigit(c)))
+            fail_parse(src, {1, static_cast<int>(k) + 1, static_cast<std::uint32_t>(k)},
+                       "a kernel name must be a C identifier (letters, digits and '_', not starting with a digit)");
+    }
+    if (name[0] == '_') fail_parse(src, {}, "kernel names starting with '_' are reserved for kjit");
+}
+
 }  // namespace kjit::jit

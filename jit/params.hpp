@@ -26,6 +26,10 @@ struct Param {
 // with `_`, keywords and type names), duplicates within the list.
 std::vector<Param> parse_params(const SourceText& source, bool outputs);
 
+// A kernel's name prefixes the symbols of its module: it must be a C identifier kjit does not
+// reserve (no leading '_'). Throws ParseError pointing into the string "name".
+void check_kernel_name(const std::string& name);
+
 // Parses the input and output lists together: also rejects a name used in both.
 std::vector<Param> parse_param_lists(const SourceText& in, const SourceText& out);
 

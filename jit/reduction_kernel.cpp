@@ -29,19 +29,6 @@ std::string trim(const std::string& text) {
     return text.substr(b, e - b);
 }
 
-// A kernel's name prefixes the symbols of its module: a C identifier kjit does not reserve (the
-// rule ElementwiseKernel applies).
-void check_kernel_name(const std::string& name) {
-    const jit::SourceText src{"name", name};
-    if (name.empty()) jit::fail_parse(src, {}, "a kernel needs a name");
-    for (std::size_t k = 0; k < name.size(); ++k) {
-        const unsigned char c = static_cast<unsigned char>(name[k]);
-        if (!(std::isalnum(c) || c == '_') || (k == 0 && std::isdigit(c)))
-            jit::fail_parse(src, {1, static_cast<int>(k) + 1, static_cast<std::uint32_t>(k)},
-                            "a kernel name must be a C identifier (letters, digits and '_', not starting with a digit)");
-    }
-    if (name[0] == '_') jit::fail_parse(src, {}, "kernel names starting with '_' are reserved for kjit");
-}
 
 // The reduce type as written: a dtype, a placeholder, or nothing (the map expression's type).
 struct ReduceTypeSpec {
@@ -205,7 +192,7 @@ jit::Body assigning_body(jit::ExprPtr e) {
 
 // Parses and checks every piece of the kernel for `types` (possibly partial).
 jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types, bool need_complete) {
-    check_kernel_name(k.name());
+    jit::check_kernel_name(k.name());
     jit::KernelSources sources;
     sources.in.text = k.in_params();
     sources.out.text = k.out_params();
