@@ -51,14 +51,8 @@ std::string compile_problem(const Job& job) {
 // Compiles every job on all cores (NVRTC is thread-safe per program; some of these kernels take
 // seconds each) and checks each result here, on the test's thread.
 void compile_all(const std::vector<Job>& jobs) {
-    std::vector<std::string> problems(jobs.size());
-    std::atomic<std::size_t> next{0};
-    std::vector<std::thread> workers;
-    for (unsigned w = 0; w < std::max(2u, std::thread::hardware_concurrency()); ++w)
-        workers.emplace_back([&] {
-            for (std::size_t j; (j = next++) < jobs.size();) problems[j] = compile_problem(jobs[j]);
-        });
-    for (std::thread& t : workers) t.join();
+    const std::vector<std::string> problems =
+        kjit::test::run_on_all_cores(jobs.size(), [&](std::size_t j) { return compile_problem(jobs[j]); });
     for (std::size_t j = 0; j < jobs.size(); ++j) {
         std::string types;
         for (const auto& [ph, t] : jobs[j].types) types += ph + "=" + std::string(t.name()) + " ";

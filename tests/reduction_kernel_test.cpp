@@ -68,14 +68,8 @@ std::string compile_problem(const Job& job) {
 
 // Compiles every job on all cores (NVRTC is thread-safe per program) and checks each result here.
 void compile_all(const std::vector<Job>& jobs) {
-    std::vector<std::string> problems(jobs.size());
-    std::atomic<std::size_t> next{0};
-    std::vector<std::thread> workers;
-    for (unsigned w = 0; w < std::max(2u, std::thread::hardware_concurrency()); ++w)
-        workers.emplace_back([&] {
-            for (std::size_t j; (j = next++) < jobs.size();) problems[j] = compile_problem(jobs[j]);
-        });
-    for (std::thread& t : workers) t.join();
+    const std::vector<std::string> problems =
+        kjit::test::run_on_all_cores(jobs.size(), [&](std::size_t j) { return compile_problem(jobs[j]); });
     for (std::size_t j = 0; j < jobs.size(); ++j) {
         INFO(jobs[j].kernel.name() << " " << kjit::format_type_binding(jobs[j].types) << " for " << jobs[j].arch);
         CHECK(problems[j] == "");

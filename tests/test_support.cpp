@@ -1,6 +1,9 @@
 #include "test_support.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <complex>
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +105,18 @@ std::complex<double> element_value(const std::vector<unsigned char>& bytes, DTyp
         case DType::complex128: return get(std::complex<double>{});
     }
     return 0.0;
+}
+
+std::vector<std::string> run_on_all_cores(std::size_t count, const std::function<std::string(std::size_t)>& work) {
+    std::vector<std::string> results(count);
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> workers;
+    for (unsigned w = 0; w < std::max(2u, std::thread::hardware_concurrency()); ++w)
+        workers.emplace_back([&] {
+            for (std::size_t j; (j = next++) < count;) results[j] = work(j);
+        });
+    for (std::thread& t : workers) t.join();
+    return results;
 }
 
 std::vector<DType> all_dtypes() {

@@ -7,6 +7,7 @@
 #include <complex>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ std::vector<unsigned char> random_elements(kjit::DType dtype, std::int64_t count
 // Element k of C-ordered bytes of dtype `t`, as a complex double (real types: imaginary part 0;
 // 64-bit integers rounded to double).
 std::complex<double> element_value(const std::vector<unsigned char>& bytes, kjit::DType t, std::size_t k);
+
+// Runs work(0) ... work(count - 1) on every core (at least two threads) and returns what each
+// returned, in order: compile tests check the results on the test's own thread.
+std::vector<std::string> run_on_all_cores(std::size_t count, const std::function<std::string(std::size_t)>& work);
 
 // Every dtype kjit has, in DType::Id order.
 std::vector<kjit::DType> all_dtypes();
