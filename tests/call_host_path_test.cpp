@@ -7,6 +7,7 @@
 #include "allocation_counter.hpp"
 #include "fake_driver.hpp"
 #include "kjit/elementwise_kernel.hpp"
+#include "kjit/error.hpp"
 
 using kjit::Array;
 using kjit::DType;
@@ -106,6 +107,36 @@ TEST_CASE("a call's shape comes from the inputs, else the outputs, else the size
     before = g_launches;
     (void)fill({2.5f}, {std::nullopt, 0});
     CHECK(g_launches == before);
+}
+
+TEST_CASE("overlap handling and device errors, decided on the host", "[call][nvrtc]") {
+    kjit::detail::ScopedDriverOverride fake(launching_fake(), 2);
+    const kjit::ElementwiseKernel copy("T x", "T y", "y = x", "copy_overlap");
+    const Array x = Array::empty({100}, DType::float32, kjit::Device::cuda(0));
+    // The same elements in place: one launch. A shifted view of the output: the input is copied
+    // first (a second launch, of kjit's copy kernel).
+    copy.launch({x, x});
+    int before = g_launches;
+    copy.launch({x, x});
+    CHECK(g_launches == before + 1);
+    before = g_launches;
+    copy.launch({x.slice(0, {0, 99}), x.slice(0, {1, 100})});
+    CHECK(g_launches == before + 2);
+    // Disjoint halves of one buffer: no copy.
+    before = g_launches;
+    copy.launch({x.slice(0, {0, 50}), x.slice(0, {50, 100})});
+    CHECK(g_launches == before + 1);
+    // Arrays on two devices, and outputs that overlap each other.
+    const Array other = Array::empty({100}, DType::float32, kjit::Device::cuda(1));
+    CHECK_THROWS_WITH(copy.launch({x, other}), Contains("output 'y' is on cuda:1 but earlier arguments are on cuda:0"));
+    const kjit::ElementwiseKernel two("T x", "T y, T z", "y = x; z = x", "two_outputs");
+    const Array out = Array::empty({100}, DType::float32, kjit::Device::cuda(0));
+    CHECK_THROWS_WITH(two.launch({x, out, out}), Contains("output 'y' and output 'z' overlap in memory"));
+    CHECK_THROWS_AS(two.launch({x, out, out.slice(0, {std::nullopt, std::nullopt, -1})}), kjit::ShapeError);
+    // Still usable after the errors.
+    before = g_launches;
+    two.launch({x, out, Array::empty({100}, DType::float32, kjit::Device::cuda(0))});
+    CHECK(g_launches == before + 1);
 }
 
 TEST_CASE("host time of a warm call on a pretend driver", "[.][call_bench]") {
