@@ -22,12 +22,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<DType> every_dtype() {
-    std::vector<DType> all;
-    for (int id = 0; id < DType::count; ++id) all.emplace_back(static_cast<DType::Id>(id));
-    return all;
-}
-
 struct Job {
     ElementwiseKernel kernel;
     TypeBinding types;
@@ -95,7 +89,7 @@ TEST_CASE("a kitchen-sink kernel compiles for every dtype on sm_80 and sm_90", "
         "y = flag ? t : static_cast<T>(table[i % n]);\n"
         "y0 = x;";
     std::vector<Job> jobs;
-    for (DType t : every_dtype()) add_ci_targets(jobs, ElementwiseKernel("T x, raw T table", "T y, T y0", op, "sink"), {{"T", t}});
+    for (DType t : kjit::test::all_dtypes()) add_ci_targets(jobs, ElementwiseKernel("T x, raw T table", "T y, T y0", op, "sink"), {{"T", t}});
     compile_all(jobs);
 }
 
@@ -105,8 +99,8 @@ TEST_CASE("arithmetic, comparisons and mixed types compile for every pair of dty
     const ElementwiseKernel k("T a, U b", "float64 y, bool c",
                               "y = (float64)(a * b) + (float64)(a - b) * 2; c = a == b || (a < b && a >= b);", "mixed");
     std::vector<TypeBinding> real_pairs;
-    for (DType a : every_dtype()) {
-        for (DType b : every_dtype()) {
+    for (DType a : kjit::test::all_dtypes()) {
+        for (DType b : kjit::test::all_dtypes()) {
             const TypeBinding types{{"T", a}, {"U", b}};
             if (a.is_complex() || b.is_complex()) {
                 INFO(a.name() << " and " << b.name());
@@ -126,7 +120,7 @@ TEST_CASE("integer-only operators compile for every integer dtype", "[codegen][n
                               "y = (a & b) | (a ^ ~b); y <<= 1; y >>= 1; y %= (b | 1); y = y % 7 + (a << 2 >> 1);",
                               "bits");
     std::vector<Job> jobs;
-    for (DType t : every_dtype())
+    for (DType t : kjit::test::all_dtypes())
         if (t.is_integer()) add_ci_targets(jobs, k, {{"T", t}});
     compile_all(jobs);
 }

@@ -19,10 +19,6 @@ namespace {
 
 const kjit::Device gpu = kjit::Device::cuda(0);
 
-std::complex<double> value_at(const std::vector<unsigned char>& bytes, DType t, std::size_t k) {
-    return kjit::test::element_value(bytes, t, k);
-}
-
 // An operand: a random C-ordered host copy and a device array holding it.
 struct Operand {
     Array device;
@@ -32,7 +28,7 @@ struct Operand {
     std::complex<double> at(const std::vector<std::int64_t>& idx) const {
         std::size_t flat = 0;
         for (std::size_t d = 0; d < shape.size(); ++d) flat = flat * static_cast<std::size_t>(shape[d]) + static_cast<std::size_t>(idx[d]);
-        return value_at(host, dtype, flat);
+        return kjit::test::element_value(host, dtype, flat);
     }
 };
 Operand random_operand(DType t, const Shape& shape) {
@@ -87,7 +83,7 @@ std::size_t mismatches(const Array& got, const std::vector<std::complex<double>>
     REQUIRE(static_cast<std::size_t>(got.size()) == want.size());
     std::size_t wrong = 0;
     for (std::size_t k = 0; k < want.size(); ++k) {
-        const std::complex<double> g = value_at(bytes, got.dtype(), k);
+        const std::complex<double> g = kjit::test::element_value(bytes, got.dtype(), k);
         if (!(std::abs(g - want[k]) <= tol * (1 + std::abs(want[k]))) && ++wrong <= 5)
             UNSCOPED_INFO("element " << k << ": got " << g << ", want " << want[k]);
     }

@@ -18,12 +18,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<DType> every_dtype() {
-    std::vector<DType> all;
-    for (int id = 0; id < DType::count; ++id) all.emplace_back(static_cast<DType::Id>(id));
-    return all;
-}
-
 ReductionOptions reduce_as(const std::string& type) {
     ReductionOptions o;
     o.reduce_type = type;
@@ -206,7 +200,7 @@ TEST_CASE("the generated reduction shows the user's pieces and its entry points"
 
 TEST_CASE("a sum compiles for every dtype on sm_80 and sm_90", "[reduction][nvrtc]") {
     std::vector<Job> jobs;
-    for (DType t : every_dtype()) {
+    for (DType t : kjit::test::all_dtypes()) {
         add_ci_targets(jobs, ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum"), {{"T", t}});
         add_ci_targets(jobs, ReductionKernel("T x", "T y", "x", "a + b", "y = a", "", "sum_noid"), {{"T", t}});
     }
