@@ -20,12 +20,18 @@
 // the strings (errors: ParseError and TypeError naming the string: "in", "out", "map", "reduce",
 // "post", "identity" or "reduce_type", with line, column and a caret) and generate CUDA for a
 // binding of the placeholders. Objects are immutable and safe to use from many threads.
-// Calling (launching) a reduction is not there yet: compile() returns the module and its entry
-// points (ReductionBinary), which templates/reduction.cuh documents.
+//
+// Calling it reduces the inputs' broadcast shape over the axes asked for:
+//
+//   kjit::Array norms = l2({x}, {.axis = std::vector<int>{1}});   // one value per row
+//
+// Arguments bind as for ElementwiseKernel (CuPy's rules: arrays bind placeholders, scalars take
+// their parameter's type, array inputs NumPy casts safely are converted as loaded).
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +85,16 @@ struct ReductionBinary {
     }
 };
 
+struct ReduceOptions {
+    // The axes reduced, NumPy's way (negative ones count from the end); none: every axis; an
+    // empty list: none (each output is post(map(one element))).
+    std::optional<std::vector<int>> axis;
+    // Keep the reduced axes in the outputs' shape, with extent 1.
+    bool keepdims = false;
+    // Where the kernels run; none: the calling thread's current stream.
+    std::optional<Stream> stream;
+};
+
 class ReductionKernel {
 public:
     ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
@@ -104,6 +120,23 @@ public:
     // Compiles for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else sm_80), or
     // finds it in the kernel cache, as ElementwiseKernel::compile does.
     ReductionBinary compile(const TypeBinding& types, const std::string& arch = {}) const;
+
+    // Reduces `args`: the inputs, then optionally all of the outputs (allocated on the inputs'
+    // device, C order, when not given; given ones must have the reduced shape exactly). Returns
+    // the outputs. Errors: TypeError (argument count, dtypes), ShapeError (shapes that do not
+    // broadcast, bad axes, an output of the wrong shape or overlapping an input), kjit::Error for
+    // host arrays, arrays on several devices, or reducing no elements without an identity;
+    // CompileError on the first call of a binding. The same arguments give the same bits on every
+    // run (templates/reduction.cuh documents the order).
+    Outputs operator()(std::span<const KernelArg> args, const ReduceOptions& options = {}) const;
+    Outputs operator()(std::initializer_list<KernelArg> args, const ReduceOptions& options = {}) const {
+        return (*this)(std::span<const KernelArg>(args.begin(), args.size()), options);
+    }
+    // As operator(), with every output given, returning nothing.
+    void launch(std::span<const KernelArg> args, const ReduceOptions& options = {}) const;
+    void launch(std::initializer_list<KernelArg> args, const ReduceOptions& options = {}) const {
+        launch(std::span<const KernelArg>(args.begin(), args.size()), options);
+    }
 
 private:
     struct Spec;
