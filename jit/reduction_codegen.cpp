@@ -1,6 +1,7 @@
 #include "jit/reduction_codegen.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "jit/statement_printer.hpp"
@@ -48,17 +49,37 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     const std::string r = cuda_type(R);
     GeneratedReduction m;
 
+    std::vector<int> inputs, outputs;
+    for (std::size_t k = 0; k < c.params.size(); ++k) (c.params[k].is_output ? outputs : inputs).push_back(static_cast<int>(k));
+    std::vector<bool> scalar = spec.scalar;
+    scalar.resize(c.params.size(), false);
+    std::vector<std::optional<DType>> storage = spec.storage;
+    storage.resize(c.params.size());
+    for (std::size_t k = 0; k < c.params.size(); ++k) {
+        const Param& p = c.params[k];
+        if (scalar[k] && (p.raw || p.is_output))
+            throw TypeError("parameter '" + p.name + "' cannot be a scalar: it is " + (p.raw ? "raw" : "an output"));
+        if (storage[k] && *storage[k] == *c.param_types[k]) storage[k].reset();
+        if (storage[k] && (p.raw || p.is_output || scalar[k]))
+            throw TypeError("parameter '" + p.name + "' must be stored as its own type " + std::string(c.param_types[k]->name()) +
+                            ": only array inputs convert on load");
+    }
+    // The dtype a parameter has in memory.
+    auto stored = [&](int k) { return storage[k] ? *storage[k] : *c.param_types[k]; };
+    auto is_array_input = [&](int k) { return !c.params[k].is_output && !c.params[k].raw && !scalar[k]; };
+
     std::vector<bool> used(DType::count, false);
     used[R.id()] = true;
     for (const ReductionPiece* p : {&c.map, &c.reduce, &c.identity, &c.post})
         for (std::size_t k = 0; k < used.size(); ++k)
             if (p->kernel.dtype_used[k]) used[k] = true;
-    for (const std::optional<DType>& t : c.param_types) used[t->id()] = true;
+    for (std::size_t k = 0; k < c.params.size(); ++k) {
+        used[c.param_types[k]->id()] = true;
+        used[stored(static_cast<int>(k)).id()] = true;
+    }
 
-    std::vector<int> inputs, outputs;
-    for (std::size_t k = 0; k < c.params.size(); ++k) (c.params[k].is_output ? outputs : inputs).push_back(static_cast<int>(k));
     for (int k : inputs)
-        if (!c.params[k].raw) ++m.array_inputs;
+        if (is_array_input(k)) ++m.array_inputs;
     m.outputs = static_cast<int>(outputs.size());
     const int in_slots = std::max(1, m.array_inputs);
 
@@ -76,11 +97,19 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         for (const auto& [ph, t] : binding) b.push_back(ph + "=" + std::string(t.name()));
         s << "//   types: " << join(b, ", ") << "\n";
     }
+    for (int k : inputs) {
+        if (scalar[k]) s << "//   " << c.params[k].name << " passed as a scalar\n";
+        if (storage[k]) s << "//   " << c.params[k].name << " stored as " << storage[k]->name() << "\n";
+    }
     if (used[DType::float16]) s << "#define KJIT_USE_FLOAT16\n";
     if (used[DType::bfloat16]) s << "#define KJIT_USE_BFLOAT16\n";
     if (used[DType::float16] || used[DType::bfloat16]) s << template_text("scalar_types.cuh") << "\n";
     if (used[DType::complex64] || used[DType::complex128]) s << template_text("complex.cuh") << "\n";
     s << template_text("elementwise.cuh") << "\n";
+    // KJIT_TUNE_RED_UNROLL: the loads in flight per thread (templates/reduction.cuh), for
+    // measurements (docs/PERFORMANCE.md).
+    if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
+        s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
     s << template_text("reduction.cuh") << "\n";
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
 
@@ -121,8 +150,10 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         const Param& p = c.params[k];
         if (p.raw)
             s << "    kjit::Raw<const " << param_type(k) << "> " << p.name << ";\n";
+        else if (scalar[k])
+            s << "    " << param_type(k) << " " << p.name << ";\n";
         else
-            s << "    const " << param_type(k) << "* " << p.name << ";\n";
+            s << "    const " << cuda_type(stored(k)) << "* " << p.name << ";\n";
     }
     for (int k : outputs) s << "    " << param_type(k) << "* " << c.params[k].name << ";\n";
     s << "};\n\n";
@@ -139,7 +170,10 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         int slot = 0;
         for (int k : inputs) {
             const Param& p = c.params[k];
-            a.push_back(p.raw ? "args." + p.name : "args." + p.name + "[off[" + std::to_string(slot++) + "]]");
+            if (!is_array_input(k))
+                a.push_back("args." + p.name);
+            else
+                a.push_back(convert_value("args." + p.name + "[off[" + std::to_string(slot++) + "]]", stored(k), *c.param_types[k]));
         }
         a.push_back("static_cast<long long>(j)");
         a.push_back("static_cast<long long>(n)");
@@ -152,7 +186,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         // Vector loads: 16 bytes of the widest array input per step (none without array inputs).
         std::size_t widest = 0;
         for (int k : inputs)
-            if (!c.params[k].raw) widest = std::max(widest, c.param_types[k]->itemsize());
+            if (is_array_input(k)) widest = std::max(widest, stored(k).itemsize());
         const int V = widest == 0 ? 1 : static_cast<int>(std::max<std::size_t>(1, 16 / widest));
         m.vector_width = V;
         s << "    static constexpr int vector = " << V << ";\n";
@@ -160,13 +194,13 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         int slot = 0;
         for (int k : inputs) {
             const Param& p = c.params[k];
-            if (p.raw) {
+            if (!is_array_input(k)) {
                 a.push_back("args." + p.name);
                 continue;
             }
             const std::string at = "args." + p.name + " + off[" + std::to_string(slot++) + "]";
             tests.push_back("kjit::is_aligned<vector>(" + at + ")");
-            a.push_back("v_" + p.name + ".v[k]");
+            a.push_back(convert_value("v_" + p.name + ".v[k]", stored(k), *c.param_types[k]));
         }
         a.push_back("static_cast<long long>(j + k)");
         a.push_back("static_cast<long long>(n)");
@@ -180,8 +214,8 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         slot = 0;
         for (int k : inputs) {
             const Param& p = c.params[k];
-            if (p.raw) continue;
-            s << "        const kjit::Vec<" << param_type(k) << ", vector> v_" << p.name << " = kjit::load<vector>(args." << p.name
+            if (!is_array_input(k)) continue;
+            s << "        const kjit::Vec<" << cuda_type(stored(k)) << ", vector> v_" << p.name << " = kjit::load<vector>(args." << p.name
               << " + off[" << slot++ << "]);\n";
         }
         s << "#pragma unroll\n        for (int k = 0; k < vector; ++k)\n            kjit::combine<" << ops_type

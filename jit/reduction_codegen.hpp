@@ -38,6 +38,11 @@ struct ReductionModuleSpec {
     // As the user wrote them, for the comment at the top.
     std::string in_params, out_params, map_expr, reduce_expr, post_map_expr, identity;
     std::string preamble;  // raw CUDA placed before the pieces
+    // Per parameter (inputs then outputs), as in ElementwiseModuleSpec: an input passed by value
+    // as one scalar; an array input's dtype in memory when it differs from its parameter's type
+    // (converted as loaded). Empty: every input an array of its own type.
+    std::vector<bool> scalar;
+    std::vector<std::optional<DType>> storage;
 };
 
 struct GeneratedReduction {
@@ -45,7 +50,7 @@ struct GeneratedReduction {
     // Entry points (templates/reduction.cuh describes their arguments and launch contract).
     std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
     std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
-    int array_inputs = 0;  // inputs passed as arrays: ReduceLayout's `inputs` is max(1, this)
+    int array_inputs = 0;  // inputs passed as arrays (not raw, not scalars): ReduceLayout's `inputs` is max(1, this)
     int outputs = 0;
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)
 };

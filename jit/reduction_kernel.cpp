@@ -9,15 +9,19 @@
 #include "jit/parser.hpp"
 #include "jit/preamble.hpp"
 #include "jit/program_lookup.hpp"
+#include "jit/reduction_calls.hpp"
 #include "jit/reduction_codegen.hpp"
 #include "jit/type_checker.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/module.hpp"
 
 namespace kjit {
 
 struct ReductionKernel::Spec {
     std::string in, out, map, reduce, post, identity, name;
     ReductionOptions options;
+    // Bindings already called, built on the first call (jit/reduction_calls.hpp).
+    std::shared_ptr<jit::ReductionCalls> calls = std::make_shared<jit::ReductionCalls>();
 };
 
 namespace {
@@ -294,13 +298,13 @@ jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types
     return c;
 }
 
-jit::ReductionModuleSpec module_spec(const ReductionKernel& k) {
-    return jit::ReductionModuleSpec{k.name(),        k.in_params(),     k.out_params(), k.map_expr(), k.reduce_expr(),
-                                    k.post_map_expr(), k.identity(), k.options().preamble};
+jit::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::ModuleVariant& variant = {}) {
+    return jit::ReductionModuleSpec{k.name(),          k.in_params(), k.out_params(),      k.map_expr(),   k.reduce_expr(),
+                                    k.post_map_expr(), k.identity(),  k.options().preamble, variant.scalar, variant.storage};
 }
 
 // The manifest entry for this kernel and one binding (DESIGN.md's format).
-std::string spec_json(const ReductionKernel& k, const TypeBinding& types) {
+std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
     nlohmann::json e;
     e["kind"] = "reduction";
     e["name"] = k.name();
@@ -316,7 +320,43 @@ std::string spec_json(const ReductionKernel& k, const TypeBinding& types) {
     nlohmann::json binding = nlohmann::json::object();
     for (const auto& [ph, t] : types) binding[ph] = std::string(t.name());
     e["types"] = nlohmann::json::array({binding});
+    // How a call passed its inputs when not all as arrays of their own types: another module,
+    // which a precompile must build too (the same keys as elementwise entries).
+    const std::vector<jit::Param> params = jit::parse_param_lists(jit::SourceText{"in", k.in_params()},
+                                                                  jit::SourceText{"out", k.out_params()});
+    nlohmann::json scalars = nlohmann::json::array(), storage = nlohmann::json::object();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (i < variant.scalar.size() && variant.scalar[i]) scalars.push_back(params[i].name);
+        if (i < variant.storage.size() && variant.storage[i]) storage[params[i].name] = std::string(variant.storage[i]->name());
+    }
+    if (!scalars.empty()) e["scalars"] = scalars;
+    if (!storage.empty()) e["storage"] = storage;
     return e.dump();
+}
+
+// A reduction for one binding and variant, ready to be looked up: its generated module, what the
+// cache needs, and the facts about its reduce type the launcher uses.
+struct Prepared {
+    jit::GeneratedReduction generated;
+    jit::CachedProgram program;
+    DType reduce_type;
+    bool has_identity = false;
+};
+
+Prepared prepare(const ReductionKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
+    const jit::CheckedReduction c = analyze(k, types, true);
+    Prepared p{jit::generate_reduction(module_spec(k, variant), c, types), {}, *c.reduce_type, c.has_identity};
+    jit::CachedProgram& prog = p.program;
+    prog.request.source = p.generated.source;
+    prog.request.program_name = k.name() + ".cu";
+    // As for elementwise kernels: -minimal unless the user's preamble may need more.
+    if (k.options().preamble.empty()) prog.request.options.push_back("-minimal");
+    for (const std::string& o : k.options().nvrtc_options) prog.request.options.push_back(o);
+    prog.spec_json = spec_json(k, types, variant);
+    prog.kernel_name = k.name();
+    prog.types = format_type_binding(types);
+    prog.description = "reduction '" + k.name() + "' (" + prog.types + ")";
+    return p;
 }
 
 }  // namespace
@@ -355,19 +395,14 @@ std::string ReductionKernel::source(const TypeBinding& types) const {
 }
 
 ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::string& arch) const {
-    const jit::CheckedReduction c = analyze(*this, types, true);
-    const jit::GeneratedReduction g = jit::generate_reduction(module_spec(*this), c, types);
-    jit::CachedProgram prog;
-    prog.request.source = g.source;
-    prog.request.program_name = name() + ".cu";
-    // As for elementwise kernels: -minimal unless the user's preamble may need more.
-    if (options().preamble.empty()) prog.request.options.push_back("-minimal");
-    for (const std::string& o : options().nvrtc_options) prog.request.options.push_back(o);
-    prog.spec_json = spec_json(*this, types);
-    prog.kernel_name = name();
-    prog.types = format_type_binding(types);
-    prog.description = "reduction '" + name() + "' (" + prog.types + ")";
-    const jit::FoundProgram found = jit::find_or_compile_program(prog, arch);
+    return jit::compile_reduction(*this, types, {}, arch);
+}
+
+ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                       const std::string& arch) {
+    Prepared p = prepare(kernel, types, variant);
+    const jit::FoundProgram found = jit::find_or_compile_program(p.program, arch);
+    const jit::GeneratedReduction& g = p.generated;
     ReductionBinary b;
     b.arch = found.entry->meta.arch;
     b.cubin = found.entry->cubin;
@@ -375,9 +410,9 @@ ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::st
     b.log = found.log;
     b.source = g.source;
     b.compile_ms = found.compile_ms;
-    b.reduce_type = std::string(c.reduce_type->name());
-    b.reduce_itemsize = c.reduce_type->itemsize();
-    b.has_identity = c.has_identity;
+    b.reduce_type = std::string(p.reduce_type.name());
+    b.reduce_itemsize = p.reduce_type.itemsize();
+    b.has_identity = p.has_identity;
     b.array_inputs = g.array_inputs;
     b.outputs = g.outputs;
     b.vector_width = g.vector_width;
@@ -394,6 +429,44 @@ ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::st
     b.columns_finish32 = g.columns_finish32;
     b.columns_finish64 = g.columns_finish64;
     return b;
+}
+
+jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                         int ordinal) {
+    Prepared p = prepare(kernel, types, variant);
+    const jit::LoadedProgram loaded = jit::load_program(p.program, ordinal);
+    const detail::LoadedModule& module = *loaded.module;
+    const jit::GeneratedReduction& g = p.generated;
+    ReductionModule m;
+    m.module = loaded.module;
+    m.full32 = module.function(g.full32);
+    m.full64 = module.function(g.full64);
+    m.rows_warp32 = module.function(g.rows_warp32);
+    m.rows_warp64 = module.function(g.rows_warp64);
+    m.rows_block32 = module.function(g.rows_block32);
+    m.rows_block64 = module.function(g.rows_block64);
+    m.columns32 = module.function(g.columns32);
+    m.columns64 = module.function(g.columns64);
+    m.columns_split32 = module.function(g.columns_split32);
+    m.columns_split64 = module.function(g.columns_split64);
+    m.columns_finish32 = module.function(g.columns_finish32);
+    m.columns_finish64 = module.function(g.columns_finish64);
+    m.reduce_itemsize = p.reduce_type.itemsize();
+    m.has_identity = p.has_identity;
+    m.array_inputs = g.array_inputs;
+    m.outputs = g.outputs;
+    m.vector_width = g.vector_width;
+    return m;
+}
+
+Outputs ReductionKernel::operator()(std::span<const KernelArg> args, const ReduceOptions& options) const {
+    std::vector<Array> outputs;
+    jit::call_reduction(*this, *spec_->calls, args, options, &outputs);
+    return Outputs(std::move(outputs));
+}
+
+void ReductionKernel::launch(std::span<const KernelArg> args, const ReduceOptions& options) const {
+    jit::call_reduction(*this, *spec_->calls, args, options, nullptr);
 }
 
 }  // namespace kjit

@@ -39,14 +39,26 @@ public:
             }
         }
     }
-    cublasHandle_t get(const detail::CublasApi& api, int device) {
+    // The handle of `device`, bound to `s` with this thread's workspace for (device, s). Binding
+    // costs two cuBLAS calls (cublasSetStream puts back the default workspace, so ours is set
+    // after it), made only when the stream changes.
+    cublasHandle_t get(const detail::CublasApi& api, int device, const Stream& s) {
         auto it = handles_.find(device);
-        if (it != handles_.end()) return it->second;
-        detail::driver_on(device);
-        cublasHandle_t h = nullptr;
-        KJIT_CUBLAS_CHECK(api.cublasCreate_v2(&h));
-        handles_.emplace(device, h);
-        return h;
+        if (it == handles_.end()) {
+            detail::driver_on(device);
+            cublasHandle_t h = nullptr;
+            KJIT_CUBLAS_CHECK(api.cublasCreate_v2(&h));
+            it = handles_.emplace(device, h).first;
+            bound_.erase(device);
+        }
+        void* ws = workspace(device, s);
+        auto b = bound_.find(device);
+        if (b == bound_.end() || b->second != s.handle()) {
+            KJIT_CUBLAS_CHECK(api.cublasSetStream_v2(it->second, s.handle()));
+            KJIT_CUBLAS_CHECK(api.cublasSetWorkspace_v2(it->second, ws, kWorkspaceBytes));
+            bound_[device] = s.handle();
+        }
+        return it->second;
     }
     // A workspace per device and stream, so that work queued on two streams never shares one.
     void* workspace(int device, const Stream& s) {
@@ -58,6 +70,7 @@ public:
 
 private:
     std::map<int, cublasHandle_t> handles_;
+    std::map<int, CUstream> bound_;  // the stream each device's handle is bound to
     std::map<std::pair<int, CUstream>, std::shared_ptr<Buffer>> workspaces_;
 };
 
@@ -210,10 +223,7 @@ Array matmul(const Array& a, const Array& b, const Array& out, const MatmulOptio
         const Array& second = p.swapped ? A : B;
         const GemmTypes g = gemm_types(r, tf32);
         thread_local ThreadHandles handles;
-        const cublasHandle_t h = handles.get(api, device);
-        KJIT_CUBLAS_CHECK(api.cublasSetStream_v2(h, stream.handle()));
-        // cublasSetStream puts back the default workspace: set ours after it.
-        KJIT_CUBLAS_CHECK(api.cublasSetWorkspace_v2(h, handles.workspace(device, stream), kWorkspaceBytes));
+        const cublasHandle_t h = handles.get(api, device, stream);
         auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
         KJIT_CUBLAS_CHECK(api.cublasGemmStridedBatchedEx_64(
             h, op(p.first.transpose), op(p.second.transpose), p.m, p.n, p.k, g.one, first.data(), g.data, p.first.ld,

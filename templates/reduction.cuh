@@ -59,7 +59,15 @@
 #ifndef KJIT_REDUCTION_CUH
 #define KJIT_REDUCTION_CUH
 
+// Vectors (or elements) each thread of the row and full strategies loads per unrolled step: more
+// loads in flight per thread. The generator may define it (KJIT_TUNE_RED_UNROLL, for measurements).
+#ifndef KJIT_REDUCE_UNROLL
+#define KJIT_REDUCE_UNROLL 4
+#endif
+
 namespace kjit {
+
+constexpr int reduce_unroll = KJIT_REDUCE_UNROLL;
 
 // Shapes and strides (in elements) of a reduction: the kept dimensions (one output element each)
 // first, then the reduced dimensions, both after the host merged and ordered them.
@@ -234,7 +242,7 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
         // Vector q holds elements q * vector ... q * vector + vector - 1; thread t takes vectors
         // t, t + T... (folding each vector's elements in order), then the tail element by element.
         const Index vectors = n / K::vector;
-#pragma unroll 4
+#pragma unroll (reduce_unroll)
         for (Index q = static_cast<Index>(thread_index()); q < vectors; q += stride) {
             Index off[K::in_slots];
 #pragma unroll
@@ -298,7 +306,7 @@ __device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout&
         if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
             // Lane l takes vectors l, l + 32... of the row, then the tail element by element.
             const Index vectors = n / K::vector;
-#pragma unroll 2
+#pragma unroll (reduce_unroll)
             for (Index q = lane; q < vectors; q += 32) {
                 Index off[K::in_slots];
 #pragma unroll
@@ -342,7 +350,7 @@ __device__ __forceinline__ void reduce_rows_block(const Args& args, const Layout
         if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
             // Thread t takes vectors t, t + blockDim.x... of the row, then the tail element by element.
             const Index vectors = n / K::vector;
-#pragma unroll 2
+#pragma unroll (reduce_unroll)
             for (Index q = static_cast<Index>(threadIdx.x); q < vectors; q += static_cast<Index>(blockDim.x)) {
                 Index off[K::in_slots];
 #pragma unroll
@@ -389,6 +397,7 @@ __device__ __forceinline__ void reduce_columns(const Args& args, const Layout& l
         Index off[K::in_slots];
 #pragma unroll
         for (int a = 0; a < K::in_slots; ++a) off[a] = base[a];
+#pragma unroll (reduce_unroll)
         for (Index j = 0; j < n; ++j) {
             if (!one_dim) reduced_in_offsets(layout, base, j, off);
             combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
@@ -429,6 +438,7 @@ __device__ __forceinline__ void reduce_columns_split(const Args& args, const Lay
     V v;
     bool ok;
     start<K>(v, ok);
+#pragma unroll (reduce_unroll)
     for (Index j = begin; j < end; ++j) {
         if (!one_dim) reduced_in_offsets(layout, base, j, off);
         combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);

@@ -1,6 +1,7 @@
 // ElementwiseKernel calls on the GPU: every dtype and layout against a host reference computed
 // in double (or exactly, where the result is exact) on fresh random data, outputs poisoned first.
 #include "test_support.hpp"
+#include "gpu_data.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -21,6 +22,12 @@ using kjit::ElementwiseKernel;
 using kjit::Shape;
 using Catch::Matchers::Contains;
 
+using kjit::test::mismatches;
+using kjit::test::poisoned;
+using kjit::test::random_device;
+using kjit::test::to_host;
+using Data = kjit::test::DeviceData;
+
 namespace {
 
 const kjit::Device gpu = kjit::Device::cuda(0);
@@ -39,43 +46,6 @@ std::int64_t signed_at(const std::vector<unsigned char>& bytes, DType t, std::si
     const int bits = static_cast<int>(8 * t.itemsize());
     const std::uint64_t v = unsigned_at(bytes, t, k);
     return bits == 64 ? static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v << (64 - bits)) >> (64 - bits);
-}
-
-// A device array of random elements, and its host bytes (C order).
-struct Data {
-    Array device;
-    std::vector<unsigned char> host;
-};
-Data random_device(DType t, const Shape& shape) {
-    Data d;
-    d.host = kjit::test::random_elements(t, kjit::shape_size(shape));
-    d.device = Array::from_host(d.host.data(), t, shape, gpu);
-    return d;
-}
-
-// An output filled with 0xff bytes (NaN for every float type) so that unwritten elements show.
-Array poisoned(DType t, const Shape& shape) {
-    const std::vector<unsigned char> ff(static_cast<std::size_t>(kjit::shape_size(shape)) * t.itemsize(), 0xff);
-    return Array::from_host(ff.data(), t, shape, gpu);
-}
-
-std::vector<unsigned char> to_host(const Array& a) {
-    std::vector<unsigned char> out(a.nbytes());
-    a.copy_to_host(out.data());
-    return out;
-}
-
-// Elements of `got` that differ from `want(k)` beyond rtol * |want| + atol; logs the first few.
-std::size_t mismatches(const Array& got, const std::function<std::complex<double>(std::size_t)>& want, double rtol,
-                       double atol = 0) {
-    const std::vector<unsigned char> bytes = to_host(got);
-    std::size_t wrong = 0;
-    for (std::size_t k = 0; k < static_cast<std::size_t>(got.size()); ++k) {
-        const std::complex<double> g = element(bytes, got.dtype(), k), w = want(k);
-        const bool same = (std::isnan(w.real()) && std::isnan(g.real())) || std::abs(g - w) <= rtol * std::abs(w) + atol;
-        if (!same && ++wrong <= 5) UNSCOPED_INFO("element " << k << ": got " << g << ", want " << w);
-    }
-    return wrong;
 }
 
 // The element at multi-index `idx` of a C-ordered host array of `shape`, broadcast.

@@ -16,6 +16,7 @@
 #include "kjit/npy.hpp"
 #include "kjit/raw_kernel.hpp"
 #include "kjit/reduction_kernel.hpp"
+#include "kjit/reductions.hpp"
 #include "kjit/scalar.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"

@@ -13,7 +13,7 @@ namespace kjit::detail {
 #define KJIT_CUBLAS_FUNCTIONS(X)                                                                \
     X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetWorkspace_v2)       \
     X(cublasGetStatusName) X(cublasGetStatusString) X(cublasGemmStridedBatchedEx_64)            \
-    X(cublasGetVersion_v2)
+    X(cublasGetVersion_v2) X(cublasSgemm_v2)
 
 struct CublasApi {
 #define KJIT_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;

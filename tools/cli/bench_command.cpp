@@ -289,6 +289,65 @@ std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
     return c;
 }
 
+// Reductions (issue 6): the built-ins and a user ReductionKernel, bytes counted as the peers do
+// (tools/bench/cases.py: every input element read once plus the outputs written).
+void add_reduction_cases(std::vector<std::pair<std::string, Case>>& c) {
+    const std::int64_t n28 = std::int64_t{1} << 28, side = 16384;
+    c.emplace_back("red_sum_f32", [=](const Stream& s) {
+        const Array x = filled(DType::float32, {n28}, 0.5, s);
+        const Array y = Array::empty({}, DType::float32, Device::cuda(0), s);
+        ReduceOptions o;
+        o.stream = s;
+        return bandwidth_case("red_sum_f32", DType::float32, n28, 4.0 * n28 + 4, [&] { kjit::sum(x, o, y); }, s,
+                              "kjit::sum(x, {}, y), every axis");
+    });
+    c.emplace_back("red_sumsq_f32", [=](const Stream& s) {
+        const ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "sumsq");
+        const Array x = filled(DType::float32, {n28}, 0.5, s);
+        const Array y = Array::empty({}, DType::float32, Device::cuda(0), s);
+        ReduceOptions o;
+        o.stream = s;
+        return bandwidth_case("red_sumsq_f32", DType::float32, n28, 4.0 * n28 + 4, [&] { sumsq.launch({x, y}, o); }, s,
+                              "ReductionKernel('T x', 'T y', 'x * x', 'a + b', 'y = a', '0').launch({x, y})");
+    });
+    for (const int axis : {1, 0}) {
+        const std::string name = "red_sum_ax" + std::to_string(axis) + "_f32";
+        c.emplace_back(name, [=](const Stream& s) {
+            const Array x = filled(DType::float32, {side, side}, 0.5, s);
+            const Array y = Array::empty({side}, DType::float32, Device::cuda(0), s);
+            ReduceOptions o;
+            o.stream = s;
+            o.axis = std::vector<int>{axis};
+            return bandwidth_case(name, DType::float32, side * side, 4.0 * (side * side + side), [&] { kjit::sum(x, o, y); }, s,
+                                  "kjit::sum(x, {axis=" + std::to_string(axis) + "}, y)");
+        });
+    }
+    c.emplace_back("red_host_1k", [](const Stream& s) {
+        const ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "sumsq");
+        const Array x = filled(DType::float32, {1000}, 0.5, s);
+        const Array y = Array::empty({}, DType::float32, Device::cuda(0), s);
+        ReduceOptions o;
+        o.stream = s;
+        for (int k = 0; k < 1000; ++k) sumsq.launch({x, y}, o);
+        s.synchronize();
+        std::vector<double> us;
+        for (int r = 0; r < 5; ++r) {
+            const auto t0 = Clock::now();
+            for (int k = 0; k < 10000; ++k) sumsq.launch({x, y}, o);
+            s.synchronize();
+            us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 10000);
+        }
+        std::sort(us.begin(), us.end());
+        Record r;
+        r.name = "red_host_1k";
+        r.dtype = "float32";
+        r.n = 1000;
+        r.us_per_call = us[2];
+        r.note = "sum-of-squares ReductionKernel .launch({x, y}), 10000 calls then one sync, median of 5";
+        return r;
+    });
+}
+
 // Records a case adds beside its own (raw cuBLAS beside kjit's matmul), printed after it.
 std::vector<Record>& extra_records() {
     static std::vector<Record> extra;
@@ -329,6 +388,10 @@ void add_matmul_cases(std::vector<std::pair<std::string, Case>>& c, std::vector<
                 detail::driver_on(0);
                 KJIT_CUBLAS_CHECK(api.cublasCreate_v2(&h));
                 KJIT_CUBLAS_CHECK(api.cublasSetStream_v2(h, s.handle()));
+                // The same 32 MiB workspace kjit gives cuBLAS (without one, cuBLAS's default
+                // measured 12% slower in bfloat16 and float16 at 8192², 2026-11-30).
+                const std::shared_ptr<Buffer> ws = Buffer::allocate_device(std::size_t{32} << 20, s);
+                KJIT_CUBLAS_CHECK(api.cublasSetWorkspace_v2(h, ws->data(), std::size_t{32} << 20));
                 const cudaDataType t = k.dtype == DType::float64 ? CUDA_R_64F
                                        : k.dtype == DType::float32 ? CUDA_R_32F
                                        : k.dtype == DType::float16 ? CUDA_R_16F : CUDA_R_16BF;
@@ -346,33 +409,77 @@ void add_matmul_cases(std::vector<std::pair<std::string, Case>>& c, std::vector<
                                                                       CUBLAS_GEMM_DEFAULT));
                 }, s, 5, 5);
                 raw.tflops = flops / (*raw.ms * 1e-3) / 1e12;
-                raw.note = "cublasGemmStridedBatchedEx_64, batch 1, same arrays and types";
+                raw.note = "cublasGemmStridedBatchedEx_64, batch 1, same arrays, types and 32 MiB workspace";
                 api.cublasDestroy_v2(h);
                 extra.push_back(raw);
                 return r;
             });
         }
-    c.emplace_back("mm_host_64", [](const Stream& s) {
+    c.emplace_back("mm_host_64", [&extra](const Stream& s) {
         const Array a = filled(DType::float32, {64, 64}, 0.5, s), b = filled(DType::float32, {64, 64}, 0.25, s);
         const Array out = Array::empty({64, 64}, DType::float32, Device::cuda(0), s);
         MatmulOptions o;
         o.stream = s;
-        for (int k = 0; k < 100; ++k) kjit::matmul(a, b, out, o);
-        s.synchronize();
-        std::vector<double> us;
-        for (int r = 0; r < 5; ++r) {
-            const auto t0 = Clock::now();
-            for (int k = 0; k < 10000; ++k) kjit::matmul(a, b, out, o);
+        // Host time per call: 10000 calls then one sync, median of 5 repeats.
+        auto per_call_us = [&](const std::function<void()>& call) {
+            for (int k = 0; k < 100; ++k) call();
             s.synchronize();
-            us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 10000);
-        }
-        std::sort(us.begin(), us.end());
+            std::vector<double> us;
+            for (int r = 0; r < 5; ++r) {
+                const auto t0 = Clock::now();
+                for (int k = 0; k < 10000; ++k) call();
+                s.synchronize();
+                us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 10000);
+            }
+            std::sort(us.begin(), us.end());
+            return us[2];
+        };
         Record r;
         r.name = "mm_host_64";
         r.dtype = "float32";
         r.n = 64 * 64;
-        r.us_per_call = us[2];
+        r.us_per_call = per_call_us([&] { kjit::matmul(a, b, out, o); });
         r.note = "kjit::matmul(a, b, out), 10000 calls then one sync, median of 5";
+        // The floor: cuBLAS alone on the same arrays, its handle bound to the stream once; then
+        // with cublasSetStream + cublasSetWorkspace before each call (what a library that does not
+        // remember the handle's stream pays).
+        const detail::CublasApi& api = detail::cublas();
+        cublasHandle_t h = nullptr;
+        detail::driver_on(0);
+        KJIT_CUBLAS_CHECK(api.cublasCreate_v2(&h));
+        const std::shared_ptr<Buffer> ws = Buffer::allocate_device(std::size_t{32} << 20, s);
+        KJIT_CUBLAS_CHECK(api.cublasSetStream_v2(h, s.handle()));
+        KJIT_CUBLAS_CHECK(api.cublasSetWorkspace_v2(h, ws->data(), std::size_t{32} << 20));
+        const float one = 1, zero = 0;
+        auto gemm = [&] {
+            KJIT_CUBLAS_CHECK(api.cublasGemmStridedBatchedEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, b.data(), CUDA_R_32F, 64, 0,
+                                                              a.data(), CUDA_R_32F, 64, 0, &zero, out.data(), CUDA_R_32F, 64, 0, 1,
+                                                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        };
+        Record raw = r;
+        raw.impl = "cublas";
+        raw.us_per_call = per_call_us(gemm);
+        raw.note = "cublasGemmStridedBatchedEx_64 alone, handle bound to the stream once";
+        extra.push_back(raw);
+        Record rebound = r;
+        rebound.impl = "cublas_rebind";
+        rebound.us_per_call = per_call_us([&] {
+            KJIT_CUBLAS_CHECK(api.cublasSetStream_v2(h, s.handle()));
+            KJIT_CUBLAS_CHECK(api.cublasSetWorkspace_v2(h, ws->data(), std::size_t{32} << 20));
+            gemm();
+        });
+        rebound.note = "cublasSetStream + cublasSetWorkspace + cublasGemmStridedBatchedEx_64 per call";
+        extra.push_back(rebound);
+        // The plain 32-bit, unbatched entry point: whether it costs the host less.
+        Record sgemm = raw;
+        sgemm.impl = "cublas_sgemm";
+        sgemm.us_per_call = per_call_us([&] {
+            KJIT_CUBLAS_CHECK(api.cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, static_cast<const float*>(b.data()), 64,
+                                                 static_cast<const float*>(a.data()), 64, &zero, static_cast<float*>(out.data()), 64));
+        });
+        sgemm.note = "cublasSgemm alone";
+        extra.push_back(sgemm);
+        api.cublasDestroy_v2(h);
         return r;
     });
 }
@@ -460,6 +567,7 @@ void add_bench_command(CLI::App& app, int& exit_status) {
         }
         const std::string self = std::filesystem::canonical("/proc/self/exe").string();
         auto all = cases(self);
+        add_reduction_cases(all);
         add_matmul_cases(all, extra_records());
         if (list) {
             for (const auto& [name, fn] : all) std::printf("%s\n", name.c_str());

@@ -1,0 +1,30 @@
+// NumPy's reductions on device arrays, built on ReductionKernel (kjit/reduction_kernel.hpp): one
+// kernel per function and dtype, compiled on first use (or found in the kernel cache).
+//
+//   kjit::Array total = kjit::sum(x);                                     // every axis
+//   kjit::Array per_row = kjit::max(x, {.axis = std::vector<int>{1}});
+//
+// Result dtypes are NumPy's: sum and prod of bool and integers give int64 (uint64 for unsigned
+// ones), of floats and complex their own dtype; float16 and bfloat16 accumulate in float32. min
+// and max keep the dtype and propagate NaN (any NaN in a reduction gives NaN), compare complex
+// numbers by real part then imaginary part, and throw kjit::Error on an empty reduction, as NumPy
+// does. mean gives float64 for bool and integers, else the input's dtype (NaN when empty).
+// `out`, when given, must have the result's shape and dtype exactly.
+#pragma once
+
+#include "kjit/array.hpp"
+#include "kjit/reduction_kernel.hpp"
+
+namespace kjit {
+
+Array sum(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+Array prod(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+Array min(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+Array max(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+Array mean(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+
+// The dtype each function gives for input dtype `t` (TypeError where it does not apply).
+DType sum_dtype(DType t);
+DType mean_dtype(DType t);
+
+}  // namespace kjit

@@ -1,0 +1,457 @@
+// One call of a reduction kernel: find (or make) the plan for these argument dtypes, broadcast the
+// inputs, plan the iteration (runtime/detail/reduce_layout), fill the argument struct and
+// kjit::ReduceLayout, launch the strategy's entry point (templates/reduction.cuh).
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "jit/params.hpp"
+#include "jit/reduction_calls.hpp"
+#include "kjit/error.hpp"
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/device_copy.hpp"
+#include "runtime/detail/driver.hpp"
+#include "runtime/detail/reduce_layout.hpp"
+
+namespace kjit::jit {
+
+const CallSignature& ReductionCalls::signature(const ReductionKernel& kernel) {
+    if (have_signature_.load(std::memory_order_acquire)) return signature_;
+    std::lock_guard lock(signature_mutex_);
+    if (!have_signature_.load(std::memory_order_relaxed)) {
+        CallSignature sig;
+        sig.params = parse_param_lists(SourceText{"in", kernel.in_params()}, SourceText{"out", kernel.out_params()});
+        for (const Param& p : sig.params) {
+            (p.is_output ? sig.outputs : sig.inputs)++;
+            sig.has_raw = sig.has_raw || p.raw;
+        }
+        signature_ = std::move(sig);
+        have_signature_.store(true, std::memory_order_release);
+    }
+    return signature_;
+}
+
+const ReductionPlan* ReductionCalls::find(const CallKey& key) const {
+    std::shared_lock lock(plans_mutex_);
+    const auto it = plans_.find(key);
+    return it == plans_.end() ? nullptr : it->second.get();
+}
+
+const ReductionPlan* ReductionCalls::insert(const CallKey& key, std::unique_ptr<ReductionPlan> plan) {
+    std::unique_lock lock(plans_mutex_);
+    return plans_.emplace(key, std::move(plan)).first->second.get();
+}
+
+namespace {
+
+constexpr unsigned kThreads = 256;       // every strategy but rows_block
+constexpr unsigned kBlockThreads = 512;  // rows_block: one block per output
+constexpr int kMaxInputs = detail::kMaxCallOperands;
+constexpr int kMaxOutputs = detail::kMaxCallOperands;
+// Resident blocks of kThreads per SM on the GPUs kjit targets (2048 threads per SM);
+// KJIT_TUNE_RED_BLOCKS_PER_SM overrides it, for measurements (read once).
+std::int64_t blocks_per_sm() {
+    static const std::int64_t value = [] {
+        const char* e = std::getenv("KJIT_TUNE_RED_BLOCKS_PER_SM");
+        const long long v = e != nullptr ? std::atoll(e) : 0;
+        return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{8};
+    }();
+    return value;
+}
+
+// kjit::ReduceLayout<I, O>: int kept_ndim, reduced_ndim; long long kept_size, reduced_size,
+// shape[16], in_strides[I][16], out_strides[O][16].
+constexpr std::size_t kLayoutShape = 24;
+constexpr std::size_t kLayoutInStrides = kLayoutShape + 16 * 8;
+constexpr std::size_t layout_bytes(int inputs, int outputs) {
+    return kLayoutInStrides + static_cast<std::size_t>(inputs + outputs) * 16 * 8;
+}
+
+struct LaunchBuffers {
+    alignas(16) unsigned char args[4096];
+    alignas(16) unsigned char layout[layout_bytes(kMaxInputs, kMaxOutputs)];
+    detail::CallLayout inputs;
+};
+LaunchBuffers& launch_buffers() {
+    thread_local std::unique_ptr<LaunchBuffers> buffers;
+    if (!buffers) buffers = std::make_unique<LaunchBuffers>();
+    return *buffers;
+}
+
+// Device scratch memory of this thread, per device, stream and use, kept between calls and grown
+// when a call needs more. Launches on one stream run in order, so they may share it; another
+// stream or thread gets its own. The `full` workspace starts zeroed: every launch leaves its
+// counter zero again.
+class Workspaces {
+public:
+    enum Use { full = 0, split = 1 };
+    void* get(int device, const Stream& stream, Use use, std::size_t bytes) {
+        Slot& s = slots_[{device, stream.handle(), use}];
+        if (!s.buffer || s.bytes < bytes) {
+            const std::size_t size = std::max<std::size_t>(bytes, s.bytes * 2);
+            s.buffer = Buffer::allocate_device(size, stream);
+            s.bytes = size;
+            if (use == full)
+                KJIT_CU_CHECK(detail::driver_on(device).cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(s.buffer->data()), 0, 16,
+                                                                        stream.handle()));
+        }
+        s.buffer->record_stream(stream);
+        return s.buffer->data();
+    }
+
+private:
+    struct Slot {
+        std::shared_ptr<Buffer> buffer;
+        std::size_t bytes = 0;
+    };
+    std::map<std::tuple<int, CUstream, int>, Slot> slots_;
+};
+Workspaces& workspaces() {
+    thread_local Workspaces w;
+    return w;
+}
+
+std::string kernel_prefix(const ReductionKernel& k) { return "reduction '" + k.name() + "': "; }
+
+std::string param_label(const CallSignature& sig, std::size_t k) {
+    const Param& p = sig.params[k];
+    return std::string(p.is_output ? "output" : "input") + " '" + p.name + "'";
+}
+
+int device_of_call(const ReductionKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
+                   const ReduceOptions& options) {
+    int ordinal = -1;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+        if (!args[k].is_array()) continue;
+        const Array& a = args[k].array();
+        if (!a.valid()) throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " is an empty kjit::Array");
+        if (a.device().is_cpu())
+            throw Error(kernel_prefix(kernel) + param_label(sig, k) +
+                        " is in host memory: copy it to the GPU first (array.to(kjit::Device::cuda(0)))");
+        if (ordinal >= 0 && a.device().ordinal() != ordinal)
+            throw Error(kernel_prefix(kernel) + param_label(sig, k) + " is on " + a.device().to_string() +
+                        " but earlier arguments are on cuda:" + std::to_string(ordinal));
+        ordinal = a.device().ordinal();
+    }
+    if (ordinal < 0) ordinal = options.stream ? options.stream->device().ordinal() : Device::current().ordinal();
+    return ordinal;
+}
+
+std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
+                                         int ordinal) {
+    std::vector<ArgumentKind> kinds(args.size());
+    for (std::size_t k = 0; k < args.size(); ++k)
+        kinds[k] = args[k].is_array() ? ArgumentKind{ArgumentKind::array, args[k].array().dtype()}
+                                      : ArgumentKind{ArgumentKind::scalar, args[k].scalar().dtype()};
+    auto plan = std::make_unique<ReductionPlan>();
+    plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
+    for (std::size_t k = static_cast<std::size_t>(sig.inputs); k < sig.params.size(); ++k)
+        if (k < args.size() && !args[k].is_array())
+            throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " must be an array, not a scalar");
+    plan->module = load_reduction(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
+    std::vector<detail::ArgField> fields;
+    for (std::size_t k = 0; k < sig.params.size(); ++k) {
+        if (sig.params[k].raw) {
+            fields.push_back(detail::ArgField::raw);
+        } else if (plan->bound.scalar[k]) {
+            fields.push_back(detail::ArgField::value);
+        } else {
+            fields.push_back(detail::ArgField::pointer);
+            if (!sig.params[k].is_output) plan->operand_param.push_back(static_cast<int>(k));
+        }
+    }
+    if (static_cast<int>(plan->operand_param.size()) > kMaxInputs || sig.outputs > kMaxOutputs)
+        throw TypeError(kernel_prefix(kernel) + "kjit reduces at most " + std::to_string(kMaxInputs) + " array inputs into at most " +
+                        std::to_string(kMaxOutputs) + " outputs");
+    plan->args = detail::args_layout(fields, plan->bound.param_types);
+    if (plan->args.size > sizeof(LaunchBuffers::args))
+        throw TypeError(kernel_prefix(kernel) + "its arguments take " + std::to_string(plan->args.size) +
+                        " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
+    plan->sm_count = Device::cuda(ordinal).properties().sm_count;
+    return plan;
+}
+
+detail::OperandView view_of(const Array& a) {
+    return {static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()};
+}
+
+std::string axes_text(const std::vector<int>& axes) {
+    std::string s = "(";
+    for (std::size_t k = 0; k < axes.size(); ++k) s += (k ? ", " : "") + std::to_string(axes[k]);
+    return s + (axes.size() == 1 ? ",)" : ")");
+}
+
+// The largest offset (in elements, either sign) a stride vector reaches over `shape`.
+std::int64_t reach(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides) {
+    std::int64_t pos = 0, neg = 0;
+    for (std::size_t d = 0; d < strides.size(); ++d) {
+        const std::int64_t span = (shape[d] - 1) * strides[d];
+        (span > 0 ? pos : neg) += span;
+    }
+    return std::max(pos, -neg);
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                    const ReduceOptions& options, std::vector<Array>* outputs) {
+    const CallSignature& sig = calls.signature(kernel);
+    const std::size_t np = sig.params.size(), count = args.size();
+    const std::size_t nin = static_cast<std::size_t>(sig.inputs);
+    if (np > static_cast<std::size_t>(kMaxCallParams))
+        throw TypeError(kernel_prefix(kernel) + "kjit calls kernels of at most " + std::to_string(kMaxCallParams) + " parameters");
+    if (count != nin && count != np)
+        throw TypeError(kernel_prefix(kernel) + "takes " + std::to_string(nin) + " inputs (then optionally its " +
+                        std::to_string(sig.outputs) + " outputs), got " + std::to_string(count) + " arguments");
+    if (outputs == nullptr && count != np)
+        throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
+    const int ordinal = device_of_call(kernel, sig, args, options);
+
+    CallKey key;
+    key.count = static_cast<std::uint8_t>(np);
+    key.device = static_cast<std::int16_t>(ordinal);
+    for (std::size_t k = 0; k < count; ++k) {
+        key.kind[k] = args[k].is_array() ? ArgumentKind::array : ArgumentKind::scalar;
+        key.dtype[k] = args[k].is_array() ? args[k].array().dtype().id() : args[k].scalar().dtype().id();
+    }
+    for (std::size_t k = count; k < np; ++k) key.kind[k] = ArgumentKind::absent;
+    const ReductionPlan* plan = calls.find(key);
+    if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
+    const ReductionModule& m = plan->module;
+    const Stream stream = (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
+
+    // The array inputs, broadcast together: the shape being reduced.
+    std::array<std::optional<Array>, kMaxCallParams> made;  // copies of inputs, outputs allocated here
+    auto array_of = [&](std::size_t k) -> const Array& { return made[k] ? *made[k] : args[k].array(); };
+    const int ni = static_cast<int>(plan->operand_param.size());
+    if (ni == 0) throw ShapeError(kernel_prefix(kernel) + "needs an input passed as an array (not raw, not a scalar): it gives the shape reduced");
+    LaunchBuffers& buffers = launch_buffers();
+    detail::CallLayout& in = buffers.inputs;
+    auto broadcast_inputs = [&] {
+        std::array<detail::OperandView, kMaxInputs> views;
+        for (int s = 0; s < ni; ++s) views[static_cast<std::size_t>(s)] = view_of(array_of(static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)])));
+        if (!detail::broadcast_operands(views.data(), ni, in)) {
+            std::string shapes;
+            for (int s = 0; s < ni; ++s) {
+                const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
+                shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k).shape());
+            }
+            throw ShapeError(kernel_prefix(kernel) + "the inputs' shapes do not broadcast together: " + shapes);
+        }
+    };
+    broadcast_inputs();
+    const Shape shape(in.shape, in.shape + in.ndim);
+    std::vector<int> axes;
+    try {
+        axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, in.ndim);
+        if (options.axis && options.axis->empty()) axes.clear();
+    } catch (const ShapeError& e) {
+        throw ShapeError(kernel_prefix(kernel) + e.what() + " (the inputs' shape is " + shape_to_string(shape) + ")");
+    }
+    const Shape out_shape = detail::reduction_output_shape(shape, axes, options.keepdims);
+
+    // The outputs: given (exactly the reduced shape) or allocated.
+    for (std::size_t k = nin; k < np; ++k) {
+        if (k < count) {
+            const Array& o = args[k].array();
+            if (o.shape() != out_shape)
+                throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " + shape_to_string(o.shape()) +
+                                 " but reducing " + shape_to_string(shape) + " over axes " + axes_text(axes) +
+                                 (options.keepdims ? " with keepdims" : "") + " gives " + shape_to_string(out_shape));
+        } else {
+            made[k] = Array::empty(out_shape, plan->bound.param_types[k], Device::cuda(ordinal), stream);
+        }
+    }
+
+    // Outputs are written while inputs are still read: an input sharing memory with an output is
+    // read from a copy; outputs must be distinct and must not repeat elements.
+    auto range_of = [](const Array& a, char*& lo, char*& hi) { detail::byte_range(view_of(a), lo, hi); };
+    bool copied = false;
+    for (std::size_t o = nin; o < np; ++o) {
+        const Array& out = array_of(o);
+        if (out.size() == 0) continue;
+        for (int d = 0; d < out.ndim(); ++d)
+            if (out.strides()[static_cast<std::size_t>(d)] == 0 && out.shape()[static_cast<std::size_t>(d)] > 1)
+                throw ShapeError(kernel_prefix(kernel) + param_label(sig, o) +
+                                 " is a broadcast view (some of its elements stand for several): it cannot be written");
+        char *olo, *ohi;
+        range_of(out, olo, ohi);
+        for (std::size_t p = 0; p < np; ++p) {
+            if (p == o || sig.params[p].raw || (p < nin && plan->bound.scalar[p])) continue;
+            const Array& other = array_of(p);
+            if (other.size() == 0) continue;
+            char *plo, *phi;
+            range_of(other, plo, phi);
+            if (!(plo < ohi && olo < phi)) continue;
+            if (p >= nin) {
+                if (p > o)
+                    throw ShapeError(kernel_prefix(kernel) + param_label(sig, o) + " and " + param_label(sig, p) + " overlap in memory");
+                continue;
+            }
+            const detail::DeviceCopy copy = detail::device_copy();
+            if (copy == nullptr) throw Error(kernel_prefix(kernel) + "no copy kernel registered");
+            made[p] = copy(args[p].array(), args[p].array().dtype(), stream);
+            copied = true;
+        }
+    }
+    // Raw inputs overlapping an output are not copied: the kernel indexes them as it likes, and a
+    // user who passes an output's memory as a raw input asks for exactly that.
+    if (copied) broadcast_inputs();
+
+    // The iteration: kept dimensions (one output each) first, reduced ones last.
+    std::vector<Strides> in_strides(static_cast<std::size_t>(ni)), out_strides;
+    for (int s = 0; s < ni; ++s) in_strides[static_cast<std::size_t>(s)].assign(in.strides[s], in.strides[s] + in.ndim);
+    for (std::size_t k = nin; k < np; ++k) {
+        const Array& o = array_of(k);
+        Strides st;
+        for (int d = 0, od = 0; d < in.ndim; ++d) {
+            const bool reduced = std::binary_search(axes.begin(), axes.end(), d);
+            if (!reduced) st.push_back(o.strides()[static_cast<std::size_t>(od)]);
+            if (!reduced || options.keepdims) ++od;
+        }
+        out_strides.push_back(std::move(st));
+    }
+    const detail::ReducePlan rp = detail::plan_reduction(shape, in_strides, out_strides, axes, plan->sm_count);
+
+    const auto finish = [&] {
+        for (std::size_t k = 0; k < np; ++k) {
+            if (k < count && !args[k].is_array()) continue;
+            if (k >= count || made[k]) array_of(k).record_stream(stream);
+            else if (args[k].array().buffer()->kind() == Buffer::Kind::device_pool) args[k].array().buffer()->record_stream(stream);
+        }
+        if (outputs != nullptr) {
+            outputs->clear();
+            for (std::size_t k = nin; k < np; ++k) outputs->push_back(array_of(k));
+        }
+    };
+    if (rp.kept_size == 0) return finish();
+    if (rp.reduced_size == 0 && !m.has_identity)
+        throw Error(kernel_prefix(kernel) + "reducing no elements (shape " + shape_to_string(shape) + " over axes " + axes_text(axes) +
+                    ") needs an identity, and this reduction has none");
+
+    // The argument struct.
+    unsigned char* a = buffers.args;
+    for (std::size_t k = 0, slot = 0; k < np; ++k) {
+        const detail::ArgSlot& field = plan->args.slots[k];
+        switch (field.field) {
+            case detail::ArgField::pointer: {
+                const void* data = k < nin ? static_cast<const void*>(in.data[slot++]) : array_of(k).data();
+                std::memcpy(a + field.offset, &data, sizeof data);
+                break;
+            }
+            case detail::ArgField::value: {
+                const Scalar v = args[k].scalar().cast(plan->bound.param_types[k]);
+                std::memcpy(a + field.offset, v.data(), plan->bound.param_types[k].itemsize());
+                break;
+            }
+            case detail::ArgField::raw: {
+                const Array& r = args[k].array();
+                if (!r.is_c_contiguous())
+                    throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) +
+                                     " is raw: it needs a C-contiguous array (indexed from 0 to size-1)");
+                const void* data = r.data();
+                const long long size = r.size();
+                std::memcpy(a + field.offset, &data, sizeof data);
+                std::memcpy(a + field.offset + 8, &size, sizeof size);
+                break;
+            }
+        }
+    }
+
+    // kjit::ReduceLayout.
+    const int in_slots = std::max(1, m.array_inputs);
+    const int no = static_cast<int>(np - nin);
+    unsigned char* l = buffers.layout;
+    std::memset(l, 0, layout_bytes(in_slots, no));
+    const int kept_ndim = rp.kept_ndim, reduced_ndim = rp.reduced_ndim;
+    const long long kept_size = rp.kept_size, reduced_size = rp.reduced_size;
+    std::memcpy(l, &kept_ndim, 4);
+    std::memcpy(l + 4, &reduced_ndim, 4);
+    std::memcpy(l + 8, &kept_size, 8);
+    std::memcpy(l + 16, &reduced_size, 8);
+    std::memcpy(l + kLayoutShape, rp.shape.data(), rp.shape.size() * 8);
+    for (int s = 0; s < ni; ++s)
+        std::memcpy(l + kLayoutInStrides + static_cast<std::size_t>(s) * 128, rp.in_strides[static_cast<std::size_t>(s)].data(),
+                    rp.in_strides[static_cast<std::size_t>(s)].size() * 8);
+    for (int o = 0; o < no; ++o)
+        std::memcpy(l + kLayoutInStrides + static_cast<std::size_t>(in_slots + o) * 128,
+                    rp.out_strides[static_cast<std::size_t>(o)].data(), rp.out_strides[static_cast<std::size_t>(o)].size() * 8);
+
+    // The grid. Sizes depend only on the shapes and the GPU, so the order of the reduction (and
+    // so its bits) is the same on every run.
+    const std::int64_t sms = std::max(1, plan->sm_count);
+    unsigned blocks = 1, threads = kThreads, chunks = 1;
+    switch (rp.strategy) {
+        case detail::ReduceStrategy::full:
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(ceil_div(reduced_size, m.vector_width), kThreads), 1, sms * blocks_per_sm()));
+            break;
+        case detail::ReduceStrategy::rows_warp:
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads / 32), 1, sms * blocks_per_sm()));
+            break;
+        case detail::ReduceStrategy::rows_block:
+            threads = kBlockThreads;
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(kept_size, 1, std::max<std::int64_t>(1, sms * blocks_per_sm() / 2)));
+            break;
+        case detail::ReduceStrategy::columns:
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads), 1, sms * blocks_per_sm()));
+            break;
+        case detail::ReduceStrategy::columns_split: {
+            blocks = static_cast<unsigned>(ceil_div(kept_size, kThreads));
+            // Enough chunks to fill the GPU twice over, each of at least 32 reduced elements.
+            const std::int64_t want = ceil_div(2 * sms * blocks_per_sm(), blocks);
+            chunks = static_cast<unsigned>(std::clamp<std::int64_t>(want, 1, std::min<std::int64_t>(65535, ceil_div(reduced_size, 32))));
+            break;
+        }
+    }
+    const std::int64_t grid_threads = static_cast<std::int64_t>(blocks) * threads * chunks;
+
+    // 32-bit index arithmetic when every offset and count allows it.
+    bool fits32 = kept_size + grid_threads < INT_MAX && reduced_size + grid_threads < INT_MAX &&
+                  static_cast<std::int64_t>(chunks) * kept_size < INT_MAX;
+    const std::vector<std::int64_t> kept_shape(rp.shape.begin(), rp.shape.begin() + kept_ndim);
+    for (const auto& st : rp.in_strides) fits32 = fits32 && reach(rp.shape, st) < INT_MAX;
+    for (const auto& st : rp.out_strides) fits32 = fits32 && reach(kept_shape, st) < INT_MAX;
+
+    detail::Driver& d = detail::driver_on(ordinal);
+    const CUstream cs = stream.handle();
+    switch (rp.strategy) {
+        case detail::ReduceStrategy::full: {
+            void* ws = workspaces().get(ordinal, stream, Workspaces::full,
+                                        16 + static_cast<std::size_t>(blocks) * (m.reduce_itemsize + (m.has_identity ? 0 : 1)));
+            void* params[] = {buffers.args, l, &ws};
+            KJIT_CU_CHECK(d.cuLaunchKernel(fits32 ? m.full32 : m.full64, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
+            break;
+        }
+        case detail::ReduceStrategy::rows_warp:
+        case detail::ReduceStrategy::rows_block:
+        case detail::ReduceStrategy::columns: {
+            CUfunction f = rp.strategy == detail::ReduceStrategy::rows_warp ? (fits32 ? m.rows_warp32 : m.rows_warp64)
+                           : rp.strategy == detail::ReduceStrategy::rows_block ? (fits32 ? m.rows_block32 : m.rows_block64)
+                                                                               : (fits32 ? m.columns32 : m.columns64);
+            void* params[] = {buffers.args, l};
+            KJIT_CU_CHECK(d.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
+            break;
+        }
+        case detail::ReduceStrategy::columns_split: {
+            void* ws = workspaces().get(ordinal, stream, Workspaces::split,
+                                        static_cast<std::size_t>(chunks) * static_cast<std::size_t>(kept_size) *
+                                            (m.reduce_itemsize + (m.has_identity ? 0 : 1)));
+            void* split[] = {buffers.args, l, &ws};
+            KJIT_CU_CHECK(d.cuLaunchKernel(fits32 ? m.columns_split32 : m.columns_split64, blocks, chunks, 1, threads, 1, 1, 0, cs,
+                                           split, nullptr));
+            int chunk_count = static_cast<int>(chunks);
+            void* finish_params[] = {buffers.args, l, &ws, &chunk_count};
+            KJIT_CU_CHECK(d.cuLaunchKernel(fits32 ? m.columns_finish32 : m.columns_finish64, blocks, 1, 1, threads, 1, 1, 0, cs,
+                                           finish_params, nullptr));
+            break;
+        }
+    }
+    finish();
+}
+
+}  // namespace kjit::jit

@@ -1,0 +1,70 @@
+// What a ReductionKernel keeps between calls, as ElementwiseCalls does for elementwise kernels:
+// its parameter signature (parsed once) and, per device and argument dtypes, the plan of a call
+// (the loaded module and its entry points, the bound types, the argument struct's layout).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <cuda.h>
+
+#include "jit/elementwise_calls.hpp"
+#include "kjit/reduction_kernel.hpp"
+
+namespace kjit::jit {
+
+// A reduction's module loaded on one device: its entry points (templates/reduction.cuh) and what
+// the launcher needs to know to size workspaces and layouts.
+struct ReductionModule {
+    std::shared_ptr<void> module;  // keeps the CUmodule loaded
+    CUfunction full32 = nullptr, full64 = nullptr, rows_warp32 = nullptr, rows_warp64 = nullptr;
+    CUfunction rows_block32 = nullptr, rows_block64 = nullptr, columns32 = nullptr, columns64 = nullptr;
+    CUfunction columns_split32 = nullptr, columns_split64 = nullptr, columns_finish32 = nullptr, columns_finish64 = nullptr;
+    std::size_t reduce_itemsize = 0;
+    bool has_identity = false;
+    int array_inputs = 0;  // ReduceLayout's inputs = max(1, array_inputs)
+    int outputs = 0;
+    int vector_width = 1;
+};
+
+// The module of `kernel` for this binding and variant (inputs passed as scalars, array inputs
+// stored as another dtype), compiled or found in a cache, loaded on device `ordinal`.
+ReductionModule load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                               int ordinal);
+
+// The same, compiled for `arch` (or found in a cache) without loading: what a precompile builds.
+ReductionBinary compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                  const std::string& arch);
+
+struct ReductionPlan {
+    ReductionModule module;
+    BoundCall bound;
+    detail::ArgsLayout args;
+    std::vector<int> operand_param;  // the parameter of each array input, in order
+    int sm_count = 0;
+};
+
+class ReductionCalls {
+public:
+    // Parsed on first use; a kernel whose parameters do not parse throws at every call.
+    const CallSignature& signature(const ReductionKernel& kernel);
+    const ReductionPlan* find(const CallKey& key) const;
+    const ReductionPlan* insert(const CallKey& key, std::unique_ptr<ReductionPlan> plan);
+
+private:
+    std::mutex signature_mutex_;
+    std::atomic<bool> have_signature_{false};
+    CallSignature signature_;
+    mutable std::shared_mutex plans_mutex_;
+    std::unordered_map<CallKey, std::unique_ptr<ReductionPlan>, CallKeyHash> plans_;
+};
+
+// The implementation of ReductionKernel's calls: `outputs` null for launch().
+void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                    const ReduceOptions& options, std::vector<Array>* outputs);
+
+}  // namespace kjit::jit
