@@ -24,8 +24,8 @@ struct ManifestKernel {
 };
 
 // Reads one elementwise entry: "kind" (default "elementwise"), "name", "in", "out", "op",
-// "preamble", "options", "types", "scalars", "storage". Throws CacheError naming the field that is malformed, or saying
-// that a raw entry is not an elementwise kernel.
+// "preamble", "options", "types", "scalars", "storage". Throws CacheError naming the field that is
+// malformed, or saying that a raw entry is not an elementwise kernel.
 ManifestKernel kernel_from_manifest_entry(const nlohmann::json& entry);
 
 // Whether the entry is a raw CUDA module ("kind": "raw").
