@@ -12,8 +12,10 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
     if (!e.is_object()) throw CacheError("a manifest entry must be a JSON object");
     const std::string kind = e.contains("kind") ? manifest_text(e, "kind", true) : "elementwise";
     if (kind == "raw") throw CacheError("a raw CUDA entry (\"kind\": \"raw\") is not an elementwise kernel");
+    if (kind == "reduction")
+        throw CacheError("a reduction entry (\"kind\": \"reduction\") is not an elementwise kernel");
     if (kind != "elementwise")
-        throw CacheError("kind \"" + kind + "\" is not supported by this kjit (elementwise and raw)");
+        throw CacheError("kind \"" + kind + "\" is not supported by this kjit (elementwise, reduction and raw)");
     KernelOptions options;
     options.preamble = manifest_text(e, "preamble", false);
     options.nvrtc_options = manifest_text_list(e, "options");
