@@ -1,6 +1,7 @@
 // A manifest entry (DESIGN.md's format) as a kernel and its type bindings: what `kjit precompile`
 // compiles and what `--spec FILE.json` names. Entries of "kind": "raw" are raw CUDA modules, read
-// by raw_module_from_manifest_entry.
+// by raw_module_from_manifest_entry; entries of "kind": "reduction" are read by
+// reduction_from_manifest_entry (jit/manifest_reduction.hpp).
 #pragma once
 
 #include <map>
@@ -24,8 +25,8 @@ struct ManifestKernel {
 };
 
 // Reads one elementwise entry: "kind" (default "elementwise"), "name", "in", "out", "op",
-// "preamble", "options", "types", "scalars", "storage". Throws CacheError naming the field that is malformed, or saying
-// that a raw entry is not an elementwise kernel.
+// "preamble", "options", "types", "scalars", "storage". Throws CacheError naming the field that is
+// malformed, or saying that a raw or reduction entry is not an elementwise kernel.
 ManifestKernel kernel_from_manifest_entry(const nlohmann::json& entry);
 
 // Whether the entry is a raw CUDA module ("kind": "raw").

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "jit/manifest_kernel.hpp"
+#include "jit/manifest_reduction.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
@@ -30,6 +31,15 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
             const RawModule module = raw_module_from_manifest_entry(e);
             for (const std::string& arch : archs)
                 jobs.push_back({module.name() + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
+            return;
+        }
+        if (is_reduction_manifest_entry(e)) {
+            ManifestReduction m = reduction_from_manifest_entry(e);
+            if (m.bindings.empty()) m.bindings.emplace_back();
+            for (const TypeBinding& b : m.bindings)
+                for (const std::string& arch : archs)
+                    jobs.push_back({name + " (reduction, " + format_type_binding(b) + ") for " + arch,
+                                    [m, b, arch] { compile_manifest_reduction(m, b, arch); }});
             return;
         }
         ManifestKernel m = kernel_from_manifest_entry(e);

@@ -1,6 +1,6 @@
-// Precompiling a manifest: every kernel x type binding x architecture (a raw module: module x
-// architecture) compiled into the process's kernel cache (configure_cache() says where), in parallel. `kjit precompile` is this, plus a
-// progress bar.
+// Precompiling a manifest: every kernel (elementwise or reduction) x type binding x architecture
+// (a raw module: module x architecture) compiled into the process's kernel cache
+// (configure_cache() says where), in parallel. `kjit precompile` is this, plus a progress bar.
 #pragma once
 
 #include <cstddef>

@@ -64,17 +64,51 @@ expect 0 "for sm_90" -- compile --spec "$tmp/opt.json" --arch sm_90
 echo '{"in": ' >"$tmp/broken.json"
 expect 1 "is not valid JSON" -- check --spec "$tmp/broken.json"
 
+# Reduction kernels: --map/--reduce/--post/--identity/--reduce-type, or a spec of "kind": "reduction".
+l2=(--in "T x" --out "T y" --map "x * x" --reduce "a + b" --post "y = sqrt(a)" --identity 0 --name l2)
+expect 0 "kernel 'l2' is valid for T=float32" -- check "${l2[@]}" --types T=float32
+expect 0 "kernel 'l2' is valid for some types of T" -- check "${l2[@]}"
+expect 1 "map:1:1: error: unknown function 'sqr'" -- check --in "T x" --out "T y" --map "sqr(x)" --reduce "a + b" --post "y = a"
+expect 1 "reduce:1:5: error: unknown name 'c'" -- check --in "T x" --out "T y" --map x --reduce "a + c" --post "y = a"
+expect 1 "identity:1:4: error: expected an expression" -- check --in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --identity "0 +" --types T=float32
+expect 1 "reduce_type:1:1: error: unknown reduce type 'flot64'" -- check "${l2[@]}" --reduce-type flot64 --types T=float32
+expect 1 "--op is for elementwise kernels" -- check "${l2[@]}" --op "y = x"
+expect 1 "missing --post" -- check --in "T x" --out "T y" --map x --reduce "a + b"
+expect 1 "missing --map" -- check --in "T x" --out "T y" --reduce "a + b" --post "y = a"
+expect 1 "--identity is for reductions" -- check --in "T x" --out "T y" --op "y = x" --identity 0
+expect 1 "--reduce-type is for reductions" -- check --in "T x" --out "T y" --op "y = x" --reduce-type float64
+expect 0 "// kjit reduction kernel 'l2'" -- source "${l2[@]}" --types T=float64
+expect 0 "reduce type: float64" -- source "${l2[@]}" --reduce-type float64 --types T=float32
+expect 1 "needs types for the placeholders (T)" -- source "${l2[@]}"
+expect 0 "entry points: l2_full32 l2_full64" -- compile "${l2[@]}" --types T=float32 --arch sm_90 -o "$tmp/l2.cubin"
+if [ "$(head -c 4 "$tmp/l2.cubin" | od -An -c | tr -d ' ')" = "177ELF" ]; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAILED: the reduction's cubin is not an ELF file"; fi
+expect 0 "reduce type int64, no identity" -- compile --in "T x" --out "T y" --map x --reduce "max(a, b)" --post "y = a" --reduce-type int64 --types T=int32 --arch sm_90
+cat >"$tmp/l2.json" <<'JSON'
+{"kind": "reduction", "name": "l2", "in": "T x", "out": "T y", "map": "x * x",
+ "reduce": "a + b", "post": "y = sqrt(a)", "identity": "0", "types": [{"T": "float32"}, {"T": "float64"}]}
+JSON
+expect 0 "kernel 'l2' is valid for T=float64" -- check --spec "$tmp/l2.json"
+expect 1 "works on one type binding; the spec has 2" -- compile --spec "$tmp/l2.json"
+expect 0 "compiled 'l2' (T=float64) for sm_90" -- compile --spec "$tmp/l2.json" --types T=float64 --arch sm_90
+expect 1 "give either --spec or --map, not both" -- check --spec "$tmp/l2.json" --map x
+echo '{"kind": "reduction", "in": "T x", "out": "T y", "map": "x", "post": "y = a"}' >"$tmp/noreduce.json"
+expect 1 "missing \"reduce\"" -- check --spec "$tmp/noreduce.json"
+echo '{"kind": "reduction", "in": "T x", "out": "T y", "map": "x", "reduce": "a + b", "post": "y = a", "identity": 0}' >"$tmp/badid.json"
+expect 1 "\"identity\" must be a string" -- check --spec "$tmp/badid.json"
+
 # record -> precompile -> cache commands.
 export KJIT_CACHE_DIR="$tmp/app-cache"
 KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --spec "$tmp/spec.json" --types T=float32 --arch sm_90 >/dev/null
 KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --in "T x" --out "T y" --op "y = x * 2" --name twice --types T=int32 --arch sm_90 >/dev/null
-grep -q '"name": "twice"' "$tmp/m.json" && grep -q '"name": "axpb"' "$tmp/m.json" && passed=$((passed + 1)) \
-  || { failed=$((failed + 1)); echo "FAILED: the recorded manifest lacks a kernel"; cat "$tmp/m.json"; }
-expect 0 "4 compiled, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
-expect 0 "0 compiled, 4 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
-expect 0 "4 entries" -- cache stats --cache-dir "$tmp/shipped"
+KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile "${l2[@]}" --reduce-type float64 --types T=float32 --arch sm_90 >/dev/null
+grep -q '"name": "twice"' "$tmp/m.json" && grep -q '"name": "axpb"' "$tmp/m.json" && grep -q '"kind": "reduction"' "$tmp/m.json" \
+  && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAILED: the recorded manifest lacks a kernel"; cat "$tmp/m.json"; }
+expect 0 "6 compiled, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
+expect 0 "0 compiled, 6 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
+expect 0 "6 entries" -- cache stats --cache-dir "$tmp/shipped"
 expect 0 "last used" -- cache ls --cache-dir "$tmp/shipped"
-expect 0 "4 entries checked, 0 damaged" -- cache verify --cache-dir "$tmp/shipped"
+expect 0 "6 entries checked, 0 damaged" -- cache verify --cache-dir "$tmp/shipped"
 victim=$(find "$tmp/shipped" -name '*.kjit' | head -1)
 printf 'X' | dd of="$victim" bs=1 seek=100 conv=notrunc status=none
 expect 1 "damaged: $victim" -- cache verify --cache-dir "$tmp/shipped"
@@ -84,6 +118,8 @@ expect 0 "cleared" -- cache clear --cache-dir "$tmp/app-cache"
 echo '{"kernels": [{"kind": "elementwise", "name": "bad", "in": "T x", "out": "T y", "op": "y = sqr(x)", "types": [{"T": "float32"}]}]}' >"$tmp/badm.json"
 expect 1 "unknown function 'sqr'" -- precompile "$tmp/badm.json" --arch sm_90 --cache-dir "$tmp/x"
 expect 1 "\"kernels\" must be a list" -- precompile "$tmp/bad.json" --arch sm_90 --cache-dir "$tmp/x"
+echo '{"kernels": [{"kind": "reduction", "name": "badr", "in": "T x", "out": "T y", "map": "x", "reduce": "a + b", "types": [{"T": "float32"}]}]}' >"$tmp/badr.json"
+expect 1 "kernel 0 ('badr'): missing \"post\"" -- precompile "$tmp/badr.json" --arch sm_90 --cache-dir "$tmp/x"
 export KJIT_CACHE_DIR="$tmp/cache"
 
 # kjit run: mistakes are found before the GPU is needed.
@@ -92,6 +128,14 @@ expect 1 "the kernel has no parameter 'b'" -- run "${run_kernel[@]}" --arg x=x.n
 expect 1 "not a .npy file nor a number" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2.5x
 expect 1 "the kernel has no output 'x'" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --save x=o.npy
 expect 1 "must end in .npy" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --save y=o.txt
+expect 1 "input 'x' needs a value" -- run "${run_kernel[@]}" --arg a=2
+expect 1 "--axis is for reductions" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --axis 0
+expect 1 "--keepdims is for reductions" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --keepdims
+expect 1 "--axis '0,x': write axes as integers" -- run "${l2[@]}" --arg x=x.npy --axis 0,x
+expect 1 "--axis '': write axes as integers" -- run "${l2[@]}" --arg x=x.npy --axis ""
+expect 1 "--size is for elementwise kernels" -- run "${l2[@]}" --arg x=x.npy --size 10
+expect 1 "input 'x' needs a value" -- run "${l2[@]}" --axis 1
+expect 1 "the kernel has no output 'x'" -- run "${l2[@]}" --arg x=x.npy --save x=o.npy
 if "$kjit" info | grep -q "^devices: [1-9]" && python3 -c "import numpy" 2>/dev/null; then
   # On a GPU: a real run against NumPy.
   python3 -c "import numpy as np; np.save('$tmp/x.npy', np.random.default_rng().standard_normal((37, 41)).astype(np.float32))"
@@ -101,9 +145,27 @@ if "$kjit" info | grep -q "^devices: [1-9]" && python3 -c "import numpy" 2>/dev/
   else
     failed=$((failed + 1)); echo "FAILED: kjit run's y.npy is not 2.5 * x"
   fi
-  expect 1 "input 'x' needs a value" -- run "${run_kernel[@]}" --arg a=2
+  # Reductions against NumPy: float64 sums (one order of addition against another: close, not equal).
+  python3 -c "import numpy as np; np.save('$tmp/x64.npy', np.random.default_rng().standard_normal((37, 41, 5)))"
+  sum=(--in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --identity 0 --name total)
+  expect 0 "y: float64 (37, 5) -> $tmp/s1.npy" -- run "${sum[@]}" --arg x="$tmp/x64.npy" --axis 1 --save y="$tmp/s1.npy"
+  expect 0 "y: float64 (1, 41, 1) -> $tmp/s02.npy" -- run "${sum[@]}" --arg x="$tmp/x64.npy" --axis 0,-1 --keepdims --save y="$tmp/s02.npy"
+  expect 0 "y: float32 () -> $tmp/l2.npy" -- run "${l2[@]}" --arg x="$tmp/x.npy" --save y="$tmp/l2.npy"
+  if python3 -c "
+import numpy as np
+x = np.load('$tmp/x64.npy'); x32 = np.load('$tmp/x.npy')
+s1 = np.load('$tmp/s1.npy'); s02 = np.load('$tmp/s02.npy'); l2 = np.load('$tmp/l2.npy')
+assert s1.shape == (37, 5) and np.allclose(s1, x.sum(axis=1), rtol=1e-12, atol=1e-12)
+assert s02.shape == (1, 41, 1) and np.allclose(s02, x.sum(axis=(0, 2), keepdims=True), rtol=1e-12, atol=1e-12)
+assert l2.dtype == np.float32 and l2.shape == () and np.isclose(l2, np.sqrt((x32.astype(np.float64) ** 2).sum()), rtol=1e-5)
+"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAILED: kjit run's reductions differ from NumPy's"
+  fi
 else
   expect 1 "kjit run needs a GPU" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2
+  expect 1 "kjit run needs a GPU" -- run "${l2[@]}" --arg x=x.npy --axis -1 --axis 0 --keepdims
 fi
 
 echo "$passed passed, $failed failed"

@@ -1,7 +1,12 @@
-// `kjit check`, `kjit source` and `kjit compile`: the front end and NVRTC from the command line.
+// `kjit check`, `kjit source` and `kjit compile`: the front end and NVRTC from the command line,
+// for elementwise and reduction kernels alike.
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,14 +17,13 @@
 namespace kjit::cli {
 namespace {
 
-
 // The single binding a command that generates code works on.
 TypeBinding one_binding(const KernelRequest& r, const char* command) {
     if (r.bindings.size() > 1)
         throw Error(fmt::format("{} works on one type binding; the spec has {}: pick one with --types", command,
                                 r.bindings.size()));
     if (r.bindings.empty()) {
-        const auto placeholders = r.kernel.placeholders();
+        const auto placeholders = r.placeholders();
         if (!placeholders.empty())
             throw TypeError(fmt::format("{} needs types for the placeholders ({}): give --types {}=float32...", command,
                                         fmt::join(placeholders, ", "), placeholders.front()));
@@ -43,6 +47,36 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The entry points of a reduction's module, one per strategy and index width.
+std::vector<std::string> entry_points(const ReductionBinary& b) {
+    return {b.full32,          b.full64,          b.rows_warp32,      b.rows_warp64,
+            b.rows_block32,    b.rows_block64,    b.columns32,        b.columns64,
+            b.columns_split32, b.columns_split64, b.columns_finish32, b.columns_finish64};
+}
+
+// Writes -o FILE and prints what `kjit compile` made; `Binary` is a KernelBinary or a ReductionBinary.
+template <class Binary>
+void report_compiled(const KernelRequest& r, const TypeBinding& b, const Binary& bin, const std::string& output) {
+    if (!output.empty()) {
+        if (ends_with(output, ".cubin")) {
+            if (bin.cubin.empty())
+                throw Error("no cubin for " + bin.arch + " (PTX only); write FILE.ptx instead");
+            write_file(output, bin.cubin.data(), bin.cubin.size());
+        } else if (ends_with(output, ".ptx")) {
+            write_file(output, bin.ptx.data(), bin.ptx.size());
+        } else {
+            throw Error("-o: the file name must end in .cubin or .ptx, not '" + output + "'");
+        }
+    }
+    fmt::print("compiled '{}'{} for {} in {:.1f} ms: cubin {} bytes, PTX {} bytes{}\n", r.name(),
+               b.empty() ? "" : " (" + kjit::format_type_binding(b) + ")", bin.arch, bin.compile_ms, bin.cubin.size(),
+               bin.ptx.size(), output.empty() ? "" : ", written to " + output);
+    if constexpr (std::is_same_v<Binary, ReductionBinary>)
+        fmt::print("reduce type {}, {}; entry points: {}\n", bin.reduce_type, bin.has_identity ? "identity" : "no identity",
+                   fmt::join(entry_points(bin), " "));
+    if (!bin.log.empty()) fmt::print(stderr, "NVRTC log:\n{}\n", bin.log);
+}
+
 }  // namespace
 
 void add_kernel_commands(CLI::App& app, int& exit_status) {
@@ -53,18 +87,18 @@ void add_kernel_commands(CLI::App& app, int& exit_status) {
         cmd->callback([flags, &exit_status] {
             const KernelRequest r = load_kernel(*flags);
             if (r.bindings.empty()) {
-                r.kernel.check();
-                const auto placeholders = r.kernel.placeholders();
+                r.check();
+                const auto placeholders = r.placeholders();
                 if (placeholders.empty())
-                    fmt::print("kernel '{}' is valid\n", r.kernel.name());
+                    fmt::print("kernel '{}' is valid\n", r.name());
                 else
                     fmt::print("kernel '{}' is valid for some types of {}; give --types to check the rules that depend "
                                "on them\n",
-                               r.kernel.name(), fmt::join(placeholders, ", "));
+                               r.name(), fmt::join(placeholders, ", "));
             }
             for (const TypeBinding& b : r.bindings) {
-                r.kernel.check(b);
-                fmt::print("kernel '{}' is valid for {}\n", r.kernel.name(), kjit::format_type_binding(b));
+                r.check(b);
+                fmt::print("kernel '{}' is valid for {}\n", r.name(), kjit::format_type_binding(b));
             }
             exit_status = 0;
         });
@@ -75,7 +109,7 @@ void add_kernel_commands(CLI::App& app, int& exit_status) {
         add_kernel_flags(*cmd, *flags);
         cmd->callback([flags, &exit_status] {
             const KernelRequest r = load_kernel(*flags);
-            std::fputs(r.kernel.source(one_binding(r, "kjit source")).c_str(), stdout);
+            std::fputs(r.source(one_binding(r, "kjit source")).c_str(), stdout);
             exit_status = 0;
         });
     }
@@ -90,22 +124,7 @@ void add_kernel_commands(CLI::App& app, int& exit_status) {
         cmd->callback([flags, arch, output, &exit_status] {
             const KernelRequest r = load_kernel(*flags);
             const TypeBinding b = one_binding(r, "kjit compile");
-            const KernelBinary bin = r.kernel.compile(b, *arch);
-            if (!output->empty()) {
-                if (ends_with(*output, ".cubin")) {
-                    if (bin.cubin.empty())
-                        throw Error("no cubin for " + bin.arch + " (PTX only); write FILE.ptx instead");
-                    write_file(*output, bin.cubin.data(), bin.cubin.size());
-                } else if (ends_with(*output, ".ptx")) {
-                    write_file(*output, bin.ptx.data(), bin.ptx.size());
-                } else {
-                    throw Error("-o: the file name must end in .cubin or .ptx, not '" + *output + "'");
-                }
-            }
-            fmt::print("compiled '{}'{} for {} in {:.1f} ms: cubin {} bytes, PTX {} bytes{}\n", r.kernel.name(),
-                       b.empty() ? "" : " (" + kjit::format_type_binding(b) + ")", bin.arch, bin.compile_ms, bin.cubin.size(),
-                       bin.ptx.size(), output->empty() ? "" : ", written to " + *output);
-            if (!bin.log.empty()) fmt::print(stderr, "NVRTC log:\n{}\n", bin.log);
+            std::visit([&](const auto& kernel) { report_compiled(r, b, kernel.compile(b, *arch), *output); }, r.kernel);
             exit_status = 0;
         });
     }

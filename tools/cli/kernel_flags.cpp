@@ -3,9 +3,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "jit/manifest_kernel.hpp"
+#include "jit/manifest_reduction.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::cli {
@@ -31,11 +33,59 @@ KernelRequest load_spec(const std::string& path) {
         throw IoError("spec '" + path + "' is not valid JSON: " + e.what());
     }
     try {
+        if (jit::is_reduction_manifest_entry(entry)) {
+            jit::ManifestReduction m = jit::reduction_from_manifest_entry(entry);
+            return KernelRequest{std::move(m.kernel), std::move(m.bindings)};
+        }
         jit::ManifestKernel m = jit::kernel_from_manifest_entry(entry);
         return KernelRequest{std::move(m.kernel), std::move(m.bindings)};
     } catch (const CacheError& e) {
         throw Error("spec '" + path + "': " + e.what());
     }
+}
+
+// The kernel flags given besides --spec, as "--in/--map", for the error saying not both.
+std::string kernel_flags_given(const KernelFlags& f) {
+    const std::pair<const char*, const std::string*> all[] = {
+        {"--in", &f.in},
+        {"--out", &f.out},
+        {"--op", &f.op},
+        {"--map", &f.map},
+        {"--reduce", &f.reduce},
+        {"--post", &f.post},
+        {"--identity", &f.identity},
+        {"--reduce-type", &f.reduce_type},
+        {"--preamble", &f.preamble}};
+    std::string given;
+    for (const auto& [flag, value] : all)
+        if (!value->empty()) given += (given.empty() ? "" : "/") + std::string(flag);
+    return given;
+}
+
+ReductionKernel reduction_from_flags(const KernelFlags& f) {
+    if (!f.op.empty())
+        throw Error("--op is for elementwise kernels: a reduction (--map, --reduce, --post) has no --op");
+    const std::pair<const char*, const std::string*> required[] = {
+        {"--map (the value of one element, e.g. \"x * x\")", &f.map},
+        {"--reduce (how two partial results a and b combine, e.g. \"a + b\")", &f.reduce},
+        {"--post (statements assigning the outputs from a, e.g. \"y = a\")", &f.post}};
+    for (const auto& [flag, value] : required)
+        if (value->empty()) throw Error(fmt::format("a reduction needs --map, --reduce and --post: missing {}", flag));
+    ReductionOptions options;
+    options.preamble = text_or_file(f.preamble, "--preamble");
+    options.reduce_type = f.reduce_type;
+    return ReductionKernel(f.in, f.out, text_or_file(f.map, "--map"), text_or_file(f.reduce, "--reduce"),
+                           text_or_file(f.post, "--post"), f.identity, f.name, options);
+}
+
+ElementwiseKernel elementwise_from_flags(const KernelFlags& f) {
+    if (!f.identity.empty()) throw Error("--identity is for reductions: give --map, --reduce and --post too");
+    if (!f.reduce_type.empty()) throw Error("--reduce-type is for reductions: give --map, --reduce and --post too");
+    if (f.op.empty())
+        throw Error("missing --op (the operation), or --map/--reduce/--post for a reduction, or --spec FILE.json");
+    KernelOptions options;
+    options.preamble = text_or_file(f.preamble, "--preamble");
+    return ElementwiseKernel(f.in, f.out, text_or_file(f.op, "--op"), f.name, options);
 }
 
 }  // namespace
@@ -44,6 +94,11 @@ void add_kernel_flags(CLI::App& cmd, KernelFlags& f) {
     cmd.add_option("--in", f.in, "Input parameters, e.g. \"T x, T a, T b\"");
     cmd.add_option("--out", f.out, "Output parameters, e.g. \"T y\"");
     cmd.add_option("--op", f.op, "The operation, e.g. \"y = a * x + b\" (@FILE reads it from a file)");
+    cmd.add_option("--map", f.map, "Reduction: the value of one element, e.g. \"x * x\" (@FILE reads a file)");
+    cmd.add_option("--reduce", f.reduce, "Reduction: how partial results a and b combine, e.g. \"a + b\" (@FILE)");
+    cmd.add_option("--post", f.post, "Reduction: the outputs from the reduced value a, e.g. \"y = sqrt(a)\" (@FILE)");
+    cmd.add_option("--identity", f.identity, "Reduction: the value reducing nothing gives, e.g. \"0\" (empty: none)");
+    cmd.add_option("--reduce-type", f.reduce_type, "Reduction: the type of a and b, e.g. float64 or T (default: map's)");
     cmd.add_option("--name", f.name, "Kernel name (a C identifier)")->capture_default_str();
     cmd.add_option("--preamble", f.preamble, "Raw CUDA helpers placed before the kernel (@FILE reads a file)");
     cmd.add_option("--types", f.types, "Placeholder types, e.g. T=float32,U=int64");
@@ -53,17 +108,36 @@ void add_kernel_flags(CLI::App& cmd, KernelFlags& f) {
 KernelRequest load_kernel(const KernelFlags& f) {
     KernelRequest r = [&] {
         if (!f.spec_file.empty()) {
-            if (!f.in.empty() || !f.out.empty() || !f.op.empty())
-                throw Error("give either --spec or --in/--out/--op, not both");
+            if (const std::string given = kernel_flags_given(f); !given.empty())
+                throw Error("give either --spec or " + given + ", not both");
             return load_spec(f.spec_file);
         }
-        if (f.op.empty()) throw Error("missing --op (the operation), or --spec FILE.json");
-        KernelOptions options;
-        options.preamble = text_or_file(f.preamble, "--preamble");
-        return KernelRequest{ElementwiseKernel(f.in, f.out, text_or_file(f.op, "--op"), f.name, options), {}};
+        // Any of the reduction's own expressions makes it a reduction; the rest must then match.
+        if (!f.map.empty() || !f.reduce.empty() || !f.post.empty())
+            return KernelRequest{reduction_from_flags(f), {}};
+        return KernelRequest{elementwise_from_flags(f), {}};
     }();
     if (!f.types.empty()) r.bindings = {parse_type_binding(f.types)};
     return r;
+}
+
+const std::string& KernelRequest::name() const {
+    return std::visit([](const auto& k) -> const std::string& { return k.name(); }, kernel);
+}
+const std::string& KernelRequest::in_params() const {
+    return std::visit([](const auto& k) -> const std::string& { return k.in_params(); }, kernel);
+}
+const std::string& KernelRequest::out_params() const {
+    return std::visit([](const auto& k) -> const std::string& { return k.out_params(); }, kernel);
+}
+std::vector<std::string> KernelRequest::placeholders() const {
+    return std::visit([](const auto& k) { return k.placeholders(); }, kernel);
+}
+void KernelRequest::check(const TypeBinding& types) const {
+    std::visit([&](const auto& k) { k.check(types); }, kernel);
+}
+std::string KernelRequest::source(const TypeBinding& types) const {
+    return std::visit([&](const auto& k) { return k.source(types); }, kernel);
 }
 
 }  // namespace kjit::cli

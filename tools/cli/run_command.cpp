@@ -1,5 +1,8 @@
-// `kjit run`: evaluates an elementwise kernel on .npy files and literal scalars, on the GPU.
+// `kjit run`: evaluates an elementwise or reduction kernel on .npy files and literal scalars, on
+// the GPU. Every mistake that can be found without a GPU is reported before one is looked for.
 //   kjit run --in "T x, T a" --out "T y" --op "y = a * x" --arg x=x.npy --arg a=2.5 --save y=y.npy
+//   kjit run --in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --identity 0
+//            --arg x=x.npy --axis 1 --keepdims --save y=y.npy
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -13,6 +16,7 @@
 #include "kjit/scalar.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/kernel_flags.hpp"
+#include "tools/cli/run_reduction.hpp"
 
 namespace kjit::cli {
 namespace {
@@ -20,7 +24,19 @@ namespace {
 struct RunFlags {
     std::vector<std::string> args, saves;
     std::int64_t size = -1;
+    std::vector<std::string> axes;  // reductions only
+    bool keepdims = false;          // reductions only
 };
+
+// The flags of one kind used with the other.
+void check_flags_fit(const KernelRequest& r, const RunFlags& run) {
+    if (r.is_reduction()) {
+        if (run.size != -1) throw Error("--size is for elementwise kernels; a reduction's size comes from its inputs");
+        return;
+    }
+    if (!run.axes.empty()) throw Error("--axis is for reductions (--map, --reduce, --post); this kernel is elementwise");
+    if (run.keepdims) throw Error("--keepdims is for reductions (--map, --reduce, --post); this kernel is elementwise");
+}
 
 // "name=value" into its two parts; the flag's name for errors.
 std::pair<std::string, std::string> split_assignment(const std::string& item, const char* flag) {
@@ -70,17 +86,22 @@ Scalar parse_scalar(const std::string& name, const std::string& text) {
 void add_run_command(CLI::App& app, int& exit_status) {
     auto flags = std::make_shared<KernelFlags>();
     auto run = std::make_shared<RunFlags>();
-    CLI::App* cmd = app.add_subcommand("run", "Run an elementwise kernel on .npy files and scalars (GPU needed)");
+    CLI::App* cmd = app.add_subcommand("run", "Run an elementwise or reduction kernel on .npy files and scalars (GPU needed)");
     add_kernel_flags(*cmd, *flags);
     cmd->add_option("--arg", run->args, "NAME=FILE.npy or NAME=VALUE (2.5, -3, true, float32:2.5); outputs optional")
         ->take_all();
     cmd->add_option("--save", run->saves, "NAME=FILE.npy: write an output")->take_all();
     cmd->add_option("--size", run->size, "The element count, when no argument is a non-raw array");
+    cmd->add_option("--axis", run->axes, "Reduction: the axes reduced (repeat or write 0,2; negative count from the end; default: all)")
+        ->allow_extra_args(false);
+    cmd->add_flag("--keepdims", run->keepdims, "Reduction: keep the reduced axes in the outputs, with extent 1");
     cmd->callback([flags, run, &exit_status] {
         const KernelRequest r = load_kernel(*flags);
         if (r.bindings.size() > 1) throw Error("kjit run takes one type binding; pick one with --types");
+        check_flags_fit(r, *run);
+        const std::optional<std::vector<int>> axes = parse_axes(run->axes);
         const std::vector<jit::Param> params =
-            jit::parse_param_lists(jit::SourceText{"in", r.kernel.in_params()}, jit::SourceText{"out", r.kernel.out_params()});
+            jit::parse_param_lists(jit::SourceText{"in", r.in_params()}, jit::SourceText{"out", r.out_params()});
         std::map<std::string, std::string> given, saves;
         for (const std::string& a : run->args) {
             auto [name, value] = split_assignment(a, "--arg");
@@ -113,23 +134,26 @@ void add_run_command(CLI::App& app, int& exit_status) {
                 s = s.cast(r.bindings.front().at(p.type.spelling));
             scalars.emplace(p.name, s);
         }
+        // Arguments in parameter order: every input, then the outputs if any is given.
+        bool outputs_given = false;
+        for (const jit::Param& p : params) outputs_given = outputs_given || (p.is_output && given.count(p.name));
+        for (const jit::Param& p : params) {
+            if (p.is_output && !outputs_given) break;
+            if (!given.count(p.name))
+                throw Error(fmt::format("{} '{}' needs a value: --arg {}=FILE.npy{}", p.is_output ? "output" : "input", p.name,
+                                        p.name, p.is_output ? " (give every output, or none)" : " or --arg NAME=2.5"));
+        }
         if (Device::count() == 0)
             throw NoDeviceError("kjit run needs a GPU (the CPU back end comes later): " + no_device_reason());
         const Device gpu = Device::cuda(0);
         const Stream stream = Stream::legacy_default(gpu);
 
-        // Arguments in parameter order: every input, then the outputs if any is given.
         std::vector<Array> arrays;
         arrays.reserve(params.size());
         std::vector<KernelArg> args;
-        bool outputs_given = false;
-        for (const jit::Param& p : params) outputs_given = outputs_given || (p.is_output && given.count(p.name));
         for (const jit::Param& p : params) {
-            const auto it = given.find(p.name);
             if (p.is_output && !outputs_given) break;
-            if (it == given.end())
-                throw Error(fmt::format("{} '{}' needs a value: --arg {}=FILE.npy{}", p.is_output ? "output" : "input", p.name,
-                                        p.name, p.is_output ? " (give every output, or none)" : " or --arg NAME=2.5"));
+            const auto it = given.find(p.name);
             if (ends_with(it->second, ".npy")) {
                 arrays.push_back(load_npy(it->second, gpu, stream));
                 args.emplace_back(arrays.back());
@@ -137,7 +161,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
                 args.emplace_back(scalars.at(p.name));
             }
         }
-        const Outputs outputs = r.kernel(std::span<const KernelArg>(args), CallOptions{stream, run->size});
+        const std::span<const KernelArg> all(args);
+        const Outputs outputs = r.is_reduction() ? run_reduction(r.reduction(), all, ReduceOptions{axes, run->keepdims, stream})
+                                                 : r.elementwise()(all, CallOptions{stream, run->size});
         std::size_t k = 0;
         for (const jit::Param& p : params) {
             if (!p.is_output) continue;

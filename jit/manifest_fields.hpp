@@ -1,0 +1,28 @@
+// Reading the fields of one manifest entry, shared by the readers of elementwise and reduction
+// entries (jit/manifest_kernel.cpp, jit/manifest_reduction.cpp), so that both say the same thing
+// about the same mistake. Every error is a CacheError naming the field.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kjit/elementwise_kernel.hpp"
+
+namespace kjit::jit {
+
+// The string at `key`; empty when absent and not required.
+std::string manifest_text(const nlohmann::json& entry, const char* key, bool required);
+
+// The list of strings at `key`; empty when absent.
+std::vector<std::string> manifest_text_list(const nlohmann::json& entry, const char* key);
+
+// "types": a list of objects such as {"T": "float32"}; empty when absent.
+std::vector<TypeBinding> manifest_bindings(const nlohmann::json& entry);
+
+// "storage": parameter name -> dtype of an array input converted on load; empty when absent.
+std::map<std::string, DType> manifest_storage(const nlohmann::json& entry);
+
+}  // namespace kjit::jit
