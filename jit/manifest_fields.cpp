@@ -1,5 +1,6 @@
 #include "jit/manifest_fields.hpp"
 
+#include "jit/params.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
@@ -58,6 +59,22 @@ std::map<std::string, DType> manifest_storage(const nlohmann::json& e) {
         storage[param] = t;
     }
     return storage;
+}
+
+ModuleVariant manifest_variant(const std::string& in, const std::string& out, const std::string& kernel_name,
+                               const std::vector<std::string>& scalars, const std::map<std::string, DType>& storage) {
+    const std::vector<Param> params = parse_param_lists(SourceText{"in", in}, SourceText{"out", out});
+    ModuleVariant v;
+    v.scalar.assign(params.size(), false);
+    v.storage.assign(params.size(), std::nullopt);
+    auto index_of = [&](const std::string& name, const char* field) {
+        for (std::size_t k = 0; k < params.size(); ++k)
+            if (params[k].name == name) return k;
+        throw CacheError(std::string("\"") + field + "\" names '" + name + "', which is not a parameter of kernel '" + kernel_name + "'");
+    };
+    for (const std::string& name : scalars) v.scalar[index_of(name, "scalars")] = true;
+    for (const auto& [name, t] : storage) v.storage[index_of(name, "storage")] = t;
+    return v;
 }
 
 }  // namespace kjit::jit

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jit/elementwise_calls.hpp"
 #include "kjit/elementwise_kernel.hpp"
 
 namespace kjit::jit {
@@ -24,5 +25,10 @@ std::vector<TypeBinding> manifest_bindings(const nlohmann::json& entry);
 
 // "storage": parameter name -> dtype of an array input converted on load; empty when absent.
 std::map<std::string, DType> manifest_storage(const nlohmann::json& entry);
+
+// The module variant an entry's "scalars" and "storage" describe, over the parameters of the
+// kernel's lists `in` and `out`; a name that is not a parameter is a CacheError naming the kernel.
+ModuleVariant manifest_variant(const std::string& in, const std::string& out, const std::string& kernel_name,
+                               const std::vector<std::string>& scalars, const std::map<std::string, DType>& storage);
 
 }  // namespace kjit::jit

@@ -34,19 +34,7 @@ void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding
         (void)m.kernel.compile(binding, arch);
         return;
     }
-    const std::vector<Param> params =
-        parse_param_lists(SourceText{"in", m.kernel.in_params()}, SourceText{"out", m.kernel.out_params()});
-    ModuleVariant v;
-    v.scalar.assign(params.size(), false);
-    v.storage.assign(params.size(), std::nullopt);
-    auto index_of = [&](const std::string& name, const char* field) {
-        for (std::size_t k = 0; k < params.size(); ++k)
-            if (params[k].name == name) return k;
-        throw CacheError(std::string("\"") + field + "\" names '" + name + "', which is not a parameter of kernel '" +
-                         m.kernel.name() + "'");
-    };
-    for (const std::string& name : m.scalars) v.scalar[index_of(name, "scalars")] = true;
-    for (const auto& [name, t] : m.storage) v.storage[index_of(name, "storage")] = t;
+    const ModuleVariant v = manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
     (void)compile_elementwise(m.kernel, binding, v, arch);
 }
 

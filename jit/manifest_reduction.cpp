@@ -1,6 +1,7 @@
 #include "jit/manifest_reduction.hpp"
 
 #include "jit/manifest_fields.hpp"
+#include "jit/reduction_calls.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
@@ -30,7 +31,8 @@ ManifestReduction reduction_from_manifest_entry(const nlohmann::json& e) {
 }
 
 void compile_manifest_reduction(const ManifestReduction& m, const TypeBinding& binding, const std::string& arch) {
-    (void)m.kernel.compile(binding, arch);
+    const ModuleVariant v = manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
+    (void)compile_reduction(m.kernel, binding, v, arch);
 }
 
 }  // namespace kjit::jit

@@ -16,9 +16,8 @@ namespace kjit::jit {
 struct ManifestReduction {
     ReductionKernel kernel;
     std::vector<TypeBinding> bindings;  // the entry's "types"; empty when it has none
-    // How calls passed the arguments, as for elementwise entries. Read and checked, but not yet
-    // used: reductions do not record module variants for scalars or converted inputs yet, so
-    // compile_manifest_reduction compiles the plain binding.
+    // How calls passed the arguments, as for elementwise entries: another module than the plain
+    // binding's, which compile_manifest_reduction builds.
     std::vector<std::string> scalars;
     std::map<std::string, DType> storage;
 };

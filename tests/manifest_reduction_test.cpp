@@ -5,6 +5,7 @@
 #include "cache/manifest.hpp"
 #include "jit/manifest_kernel.hpp"
 #include "jit/manifest_reduction.hpp"
+#include "jit/reduction_calls.hpp"
 #include "jit/precompile.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"
@@ -66,7 +67,7 @@ TEST_CASE("a reduction entry's optional fields default as the constructor's do",
     CHECK(m.storage.empty());
 }
 
-TEST_CASE("a reduction entry's \"scalars\" and \"storage\" are read (not yet used)", "[manifest]") {
+TEST_CASE("a reduction entry's \"scalars\" and \"storage\" are read", "[manifest]") {
     json e = l2_entry();
     e["in"] = "T x, T s";
     e["scalars"] = json::array({"s"});
@@ -123,6 +124,11 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     options.nvrtc_options = {"-lineinfo"};
     const kjit::ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2_rec", options);
     const kjit::ReductionKernel top("T x", "T y", "x", "max(a, b)", "y = a", "", "top_rec");
+    // A call that passed `s` as a scalar and int16 data for `x` makes another module.
+    const kjit::ReductionKernel scaled("T x, T s", "T y", "x * s", "a + b", "y = a", "0", "scaled_rec");
+    kjit::jit::ModuleVariant variant;
+    variant.scalar = {false, true, false};
+    variant.storage = {DType(DType::int16), std::nullopt, std::nullopt};
 
     // An application records what it compiles (KJIT_CACHE_RECORD).
     kjit::CacheSettings app;
@@ -132,8 +138,13 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     const kjit::ReductionBinary made = l2.compile({{"T", DType::float32}}, "sm_90");
     l2.compile({{"T", DType::float64}}, "sm_90");
     top.compile({{"T", DType::int32}}, "sm_90");
+    const kjit::ReductionBinary made_variant = kjit::jit::compile_reduction(scaled, {{"T", DType::float32}}, variant, "sm_90");
+    CHECK_THAT(made_variant.source, Contains("s passed as a scalar") && Contains("x stored as int16"));
     const json recorded = kjit::cache::read_manifest(manifest);
-    REQUIRE(recorded["kernels"].size() == 2);
+    REQUIRE(recorded["kernels"].size() == 3);
+    const kjit::jit::ManifestReduction variant_back = reduction_from_manifest_entry(recorded["kernels"][2]);
+    CHECK(variant_back.scalars == std::vector<std::string>{"s"});
+    CHECK(variant_back.storage.at("x") == DType::int16);
 
     // Each entry reads back as the kernel that wrote it.
     const kjit::jit::ManifestReduction back = reduction_from_manifest_entry(recorded["kernels"][0]);
@@ -154,8 +165,8 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     kjit::configure_cache(shipped_dir);
     const auto built = kjit::jit::precompile(recorded, {"sm_90"}, 2);
     CHECK(built.failures.empty());
-    CHECK(built.jobs == 3);
-    CHECK(built.compiled == 3);
+    CHECK(built.jobs == 4);
+    CHECK(built.compiled == 4);
 
     kjit::CacheSettings shipped;
     shipped.dir = (work.path() / "empty-writable").string();
@@ -165,6 +176,7 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     const kjit::ReductionBinary found = l2.compile({{"T", DType::float32}}, "sm_90");
     CHECK(found.cubin == made.cubin);
     CHECK_NOTHROW(top.compile({{"T", DType::int32}}, "sm_90"));
+    CHECK(kjit::jit::compile_reduction(scaled, {{"T", DType::float32}}, variant, "sm_90").cubin == made_variant.cubin);
     CHECK(kjit::cache_stats().compiles == 0);
 }
 
