@@ -199,7 +199,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 }  // namespace
 
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
-                    const ReduceOptions& options, std::vector<Array>* outputs) {
+                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets) {
     const CallSignature& sig = calls.signature(kernel);
     const std::size_t np = sig.params.size(), count = args.size();
     const std::size_t nin = static_cast<std::size_t>(sig.inputs);
@@ -247,13 +247,41 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     broadcast_inputs();
     const Shape shape(in.shape, in.shape + in.ndim);
     std::vector<int> axes;
-    try {
-        axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, in.ndim);
-        if (options.axis && options.axis->empty()) axes.clear();
-    } catch (const ShapeError& e) {
-        throw ShapeError(kernel_prefix(kernel) + e.what() + " (the inputs' shape is " + shape_to_string(shape) + ")");
+    Shape out_shape;
+    // A segmented reduction: output s reduces elements offsets[s] .. offsets[s + 1] - 1.
+    Array offsets;
+    bool offsets_made = false;
+    if (segment_offsets != nullptr) {
+        if (options.axis || options.keepdims)
+            throw ShapeError(kernel_prefix(kernel) + "a segmented reduction takes no axis or keepdims: the offsets say what each output reduces");
+        if (in.ndim != 1)
+            throw ShapeError(kernel_prefix(kernel) + "a segmented reduction takes 1-D inputs, not the shape " + shape_to_string(shape));
+        if (!m.has_identity)
+            throw Error(kernel_prefix(kernel) + "a segmented reduction needs an identity (a segment may be empty), and this one has none");
+        const Array& o = *segment_offsets;
+        if (!o.valid() || o.is_host() || o.device().ordinal() != ordinal)
+            throw Error(kernel_prefix(kernel) + "the offsets must be a device array on cuda:" + std::to_string(ordinal));
+        if (o.ndim() != 1 || o.size() < 1 || !o.dtype().is_integer())
+            throw ShapeError(kernel_prefix(kernel) + "the offsets must be a 1-D integer array of (segments + 1) elements, not " +
+                             std::string(o.dtype().name()) + " " + shape_to_string(o.shape()));
+        offsets = o;
+        if (!(o.dtype() == DType::int64) || !o.is_c_contiguous()) {
+            const detail::DeviceCopy copy = detail::device_copy();
+            if (copy == nullptr) throw Error(kernel_prefix(kernel) + "no copy kernel registered");
+            offsets = copy(o, DType::int64, stream);
+            offsets_made = true;
+        }
+        axes = {0};
+        out_shape = {o.size() - 1};
+    } else {
+        try {
+            axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, in.ndim);
+            if (options.axis && options.axis->empty()) axes.clear();
+        } catch (const ShapeError& e) {
+            throw ShapeError(kernel_prefix(kernel) + e.what() + " (the inputs' shape is " + shape_to_string(shape) + ")");
+        }
+        out_shape = detail::reduction_output_shape(shape, axes, options.keepdims);
     }
-    const Shape out_shape = detail::reduction_output_shape(shape, axes, options.keepdims);
 
     // The outputs: given (exactly the reduced shape) or allocated.
     for (std::size_t k = nin; k < np; ++k) {
@@ -316,7 +344,22 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
         }
         out_strides.push_back(std::move(st));
     }
-    const detail::ReducePlan rp = detail::plan_reduction(shape, in_strides, out_strides, axes, plan->sm_count);
+    detail::ReducePlan rp;
+    if (segment_offsets != nullptr) {
+        // One kept dimension (the segments, each finding its start in the offsets) and one
+        // reduced dimension (the inputs' elements).
+        rp.kept_ndim = rp.reduced_ndim = 1;
+        rp.kept_size = out_shape[0];
+        rp.reduced_size = shape[0];
+        rp.shape = {rp.kept_size, rp.reduced_size};
+        for (const Strides& st : in_strides) rp.in_strides.push_back({0, st[0]});
+        rp.out_strides = out_strides;
+        // Long segments on average: a block each; else a warp each.
+        rp.strategy = rp.reduced_size / std::max<std::int64_t>(1, rp.kept_size) >= 4096 ? detail::ReduceStrategy::segments_block
+                                                                                       : detail::ReduceStrategy::segments_warp;
+    } else {
+        rp = detail::plan_reduction(shape, in_strides, out_strides, axes, plan->sm_count);
+    }
 
     const auto finish = [&] {
         for (std::size_t k = 0; k < np; ++k) {
@@ -324,6 +367,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
             if (k >= count || made[k]) array_of(k).record_stream(stream);
             else if (args[k].array().buffer()->kind() == Buffer::Kind::device_pool) args[k].array().buffer()->record_stream(stream);
         }
+        if (offsets_made) offsets.record_stream(stream);
         if (outputs != nullptr) {
             outputs->clear();
             for (std::size_t k = nin; k < np; ++k) outputs->push_back(array_of(k));
@@ -390,9 +434,11 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
         case detail::ReduceStrategy::full:
             blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(ceil_div(reduced_size, m.vector_width), kThreads), 1, sms * blocks_per_sm()));
             break;
+        case detail::ReduceStrategy::segments_warp:
         case detail::ReduceStrategy::rows_warp:
             blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads / 32), 1, sms * blocks_per_sm()));
             break;
+        case detail::ReduceStrategy::segments_block:
         case detail::ReduceStrategy::rows_block:
             threads = kBlockThreads;
             blocks = static_cast<unsigned>(std::clamp<std::int64_t>(kept_size, 1, std::max<std::int64_t>(1, sms * blocks_per_sm() / 2)));
@@ -434,6 +480,15 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
                            : rp.strategy == detail::ReduceStrategy::rows_block ? (fits32 ? m.rows_block32 : m.rows_block64)
                                                                                : (fits32 ? m.columns32 : m.columns64);
             void* params[] = {buffers.args, l};
+            KJIT_CU_CHECK(d.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
+            break;
+        }
+        case detail::ReduceStrategy::segments_warp:
+        case detail::ReduceStrategy::segments_block: {
+            CUfunction f = rp.strategy == detail::ReduceStrategy::segments_warp ? (fits32 ? m.segments_warp32 : m.segments_warp64)
+                                                                               : (fits32 ? m.segments_block32 : m.segments_block64);
+            void* offsets_data = offsets.data();
+            void* params[] = {buffers.args, l, &offsets_data};
             KJIT_CU_CHECK(d.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
             break;
         }

@@ -24,6 +24,7 @@ struct ReductionModule {
     CUfunction full32 = nullptr, full64 = nullptr, rows_warp32 = nullptr, rows_warp64 = nullptr;
     CUfunction rows_block32 = nullptr, rows_block64 = nullptr, columns32 = nullptr, columns64 = nullptr;
     CUfunction columns_split32 = nullptr, columns_split64 = nullptr, columns_finish32 = nullptr, columns_finish64 = nullptr;
+    CUfunction segments_warp32 = nullptr, segments_warp64 = nullptr, segments_block32 = nullptr, segments_block64 = nullptr;
     std::size_t reduce_itemsize = 0;
     bool has_identity = false;
     int array_inputs = 0;  // ReduceLayout's inputs = max(1, array_inputs)
@@ -63,8 +64,9 @@ private:
     std::unordered_map<CallKey, std::unique_ptr<ReductionPlan>, CallKeyHash> plans_;
 };
 
-// The implementation of ReductionKernel's calls: `outputs` null for launch().
+// The implementation of ReductionKernel's calls: `outputs` null for launch(); `segment_offsets`
+// non-null for a segmented reduction (kjit/segmented.hpp) of 1-D inputs.
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
-                    const ReduceOptions& options, std::vector<Array>* outputs);
+                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets = nullptr);
 
 }  // namespace kjit::jit

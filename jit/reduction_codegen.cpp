@@ -41,6 +41,45 @@ void expression_function(const std::string& fn, const std::vector<std::string>& 
 
 }  // namespace
 
+void print_reduction_entry_points(const std::string& name, const std::string& args_type, const std::string& ops_type, int in_slots,
+                                  GeneratedReduction& m, std::ostream& s) {
+    const std::string layout = "const kjit::ReduceLayout<" + std::to_string(in_slots) + ", " + std::to_string(m.outputs) + "> layout";
+    const std::string head = "extern \"C\" __global__ void __launch_bounds__(512) ";
+    struct Entry {
+        std::string* symbol;
+        const char* strategy;
+        const char* index;
+        const char* suffix;
+    };
+    const Entry entries[] = {
+        {&m.full32, "full", "int", "32"},           {&m.full64, "full", "long long", "64"},
+        {&m.rows_warp32, "rows_warp", "int", "32"}, {&m.rows_warp64, "rows_warp", "long long", "64"},
+        {&m.rows_block32, "rows_block", "int", "32"}, {&m.rows_block64, "rows_block", "long long", "64"},
+        {&m.columns32, "columns", "int", "32"},     {&m.columns64, "columns", "long long", "64"},
+        {&m.columns_split32, "columns_split", "int", "32"}, {&m.columns_split64, "columns_split", "long long", "64"},
+        {&m.columns_finish32, "columns_finish", "int", "32"}, {&m.columns_finish64, "columns_finish", "long long", "64"},
+        {&m.segments_warp32, "segments_warp", "int", "32"}, {&m.segments_warp64, "segments_warp", "long long", "64"},
+        {&m.segments_block32, "segments_block", "int", "32"}, {&m.segments_block64, "segments_block", "long long", "64"},
+    };
+    for (const Entry& e : entries) {
+        *e.symbol = name + "_" + e.strategy + e.suffix;
+        const std::string strategy = e.strategy;
+        std::string extra_params, extra_args;
+        if (strategy == "full" || strategy == "columns_split") {
+            extra_params = ", void* workspace";
+            extra_args = ", workspace";
+        } else if (strategy == "columns_finish") {
+            extra_params = ", const void* workspace, const int chunks";
+            extra_args = ", workspace, chunks";
+        } else if (strategy.rfind("segments", 0) == 0) {
+            extra_params = ", const long long* offsets";
+            extra_args = ", offsets";
+        }
+        s << head << *e.symbol << "(const " << args_type << " args, " << layout << extra_params << ") { kjit::reduce_" << strategy
+          << "<" << ops_type << ", " << e.index << ">(args, layout" << extra_args << "); }\n";
+    }
+}
+
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& c, const Binding& binding) {
     if (!c.complete || !c.reduce_type)
         throw TypeError("reduction '" + spec.name + "': every type placeholder needs a type to generate code");
@@ -237,32 +276,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     }
     s << "};\n\n";
 
-    // Entry points.
-    const std::string layout = "const kjit::ReduceLayout<" + std::to_string(in_slots) + ", " + std::to_string(m.outputs) + "> layout";
-    const std::string head = "extern \"C\" __global__ void __launch_bounds__(512) ";
-    struct Entry {
-        std::string* symbol;
-        const char* strategy;
-        const char* index;
-        const char* suffix;
-    };
-    const Entry entries[] = {
-        {&m.full32, "full", "int", "32"},           {&m.full64, "full", "long long", "64"},
-        {&m.rows_warp32, "rows_warp", "int", "32"}, {&m.rows_warp64, "rows_warp", "long long", "64"},
-        {&m.rows_block32, "rows_block", "int", "32"}, {&m.rows_block64, "rows_block", "long long", "64"},
-        {&m.columns32, "columns", "int", "32"},     {&m.columns64, "columns", "long long", "64"},
-        {&m.columns_split32, "columns_split", "int", "32"}, {&m.columns_split64, "columns_split", "long long", "64"},
-        {&m.columns_finish32, "columns_finish", "int", "32"}, {&m.columns_finish64, "columns_finish", "long long", "64"},
-    };
-    for (const Entry& e : entries) {
-        *e.symbol = name + "_" + e.strategy + e.suffix;
-        const std::string strategy = e.strategy;
-        const bool ws = strategy == "full" || strategy == "columns_split";
-        const bool finish = strategy == "columns_finish";
-        s << head << *e.symbol << "(const " << args_type << " args, " << layout << (ws ? ", void* workspace" : "")
-          << (finish ? ", const void* workspace, const int chunks" : "") << ") { kjit::reduce_" << strategy << "<" << ops_type
-          << ", " << e.index << ">(args, layout" << (ws ? ", workspace" : "") << (finish ? ", workspace, chunks" : "") << "); }\n";
-    }
+    print_reduction_entry_points(name, args_type, ops_type, in_slots, m, s);
     m.source = s.str();
     return m;
 }

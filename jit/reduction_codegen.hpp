@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -50,10 +51,16 @@ struct GeneratedReduction {
     // Entry points (templates/reduction.cuh describes their arguments and launch contract).
     std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
     std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
+    std::string segments_warp32, segments_warp64, segments_block32, segments_block64;
     int array_inputs = 0;  // inputs passed as arrays (not raw, not scalars): ReduceLayout's `inputs` is max(1, this)
     int outputs = 0;
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)
 };
+
+// Prints the entry points of a module whose argument struct is `args_type` and whose pieces are
+// `ops_type` (templates/reduction.cuh's K), filling their names in `m` (m.outputs must be set).
+void print_reduction_entry_points(const std::string& name, const std::string& args_type, const std::string& ops_type, int in_slots,
+                                  GeneratedReduction& m, std::ostream& s);
 
 // `checked` must be complete.
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& checked,

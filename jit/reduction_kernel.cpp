@@ -428,6 +428,10 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
     b.columns_split64 = g.columns_split64;
     b.columns_finish32 = g.columns_finish32;
     b.columns_finish64 = g.columns_finish64;
+    b.segments_warp32 = g.segments_warp32;
+    b.segments_warp64 = g.segments_warp64;
+    b.segments_block32 = g.segments_block32;
+    b.segments_block64 = g.segments_block64;
     return b;
 }
 
@@ -451,6 +455,10 @@ jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const Ty
     m.columns_split64 = module.function(g.columns_split64);
     m.columns_finish32 = module.function(g.columns_finish32);
     m.columns_finish64 = module.function(g.columns_finish64);
+    m.segments_warp32 = module.function(g.segments_warp32);
+    m.segments_warp64 = module.function(g.segments_warp64);
+    m.segments_block32 = module.function(g.segments_block32);
+    m.segments_block64 = module.function(g.segments_block64);
     m.reduce_itemsize = p.reduce_type.itemsize();
     m.has_identity = p.has_identity;
     m.array_inputs = g.array_inputs;
@@ -467,6 +475,14 @@ Outputs ReductionKernel::operator()(std::span<const KernelArg> args, const Reduc
 
 void ReductionKernel::launch(std::span<const KernelArg> args, const ReduceOptions& options) const {
     jit::call_reduction(*this, *spec_->calls, args, options, nullptr);
+}
+
+Outputs ReductionKernel::reduce_segments(std::span<const KernelArg> args, const Array& offsets, std::optional<Stream> stream) const {
+    std::vector<Array> outputs;
+    ReduceOptions options;
+    options.stream = std::move(stream);
+    jit::call_reduction(*this, *spec_->calls, args, options, &outputs, &offsets);
+    return Outputs(std::move(outputs));
 }
 
 }  // namespace kjit

@@ -17,6 +17,8 @@
 //   columns(args, layout)
 //       one thread per output, grid-stride over the outputs, looping over the reduced elements;
 //       for reducing outer dimensions (neighbouring threads read neighbouring columns).
+//   segments_warp(args, layout, const long long* offsets), segments_block(...): the segments of
+//       1-D inputs given by offsets (see reduce_segments_warp below), a warp or a block each.
 //   columns_split(args, layout, void* workspace), then columns_finish(args, layout,
 //       const void* workspace, int chunks): columns for few outputs and many reduced elements,
 //       the reduced elements cut into gridDim.y = chunks chunks across blocks (two launches;
@@ -288,6 +290,36 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
     }
 }
 
+// Folds into v the n reduced elements of one output whose first element is at `base`: this thread
+// takes elements (or, when contiguous and aligned, vectors) t, t + step, t + 2 * step..., then the
+// tail after the last whole vector element by element in the same round-robin.
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void fold_row(const Args& args, const Layout& layout, const Index (&base)[K::in_slots], Index n, Index t,
+                                         Index step, bool contiguous, typename K::value_type& v, bool& ok) {
+    Index first = 0;  // where the element-by-element loop starts
+    if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
+        const Index vectors = n / K::vector;
+#pragma unroll (reduce_unroll)
+        for (Index q = t; q < vectors; q += step) {
+            Index off[K::in_slots];
+#pragma unroll
+            for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + q * K::vector;
+            K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+        }
+        first = vectors * K::vector;
+    }
+    for (Index j = first + t; j < n; j += step) {
+        Index off[K::in_slots];
+        if (contiguous) {
+#pragma unroll
+            for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + j;
+        } else {
+            reduced_in_offsets(layout, base, j, off);
+        }
+        combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+    }
+}
+
 // One warp per output (lanes stride the row by 32), grid-stride over the outputs.
 template <class K, class Index, class Args, class Layout>
 __device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout& layout) {
@@ -302,29 +334,7 @@ __device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout&
         V v;
         bool ok;
         start<K>(v, ok);
-        Index first = 0;  // where the element-by-element loop starts
-        if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
-            // Lane l takes vectors l, l + 32... of the row, then the tail element by element.
-            const Index vectors = n / K::vector;
-#pragma unroll (reduce_unroll)
-            for (Index q = lane; q < vectors; q += 32) {
-                Index off[K::in_slots];
-#pragma unroll
-                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + q * K::vector;
-                K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
-            }
-            first = vectors * K::vector;
-        }
-        for (Index j = first + lane; j < n; j += 32) {
-            Index off[K::in_slots];
-            if (contiguous) {
-#pragma unroll
-                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + j;
-            } else {
-                reduced_in_offsets(layout, base, j, off);
-            }
-            combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
-        }
+        fold_row<K, Index>(args, layout, base, n, lane, Index(32), contiguous, v, ok);
         warp_reduce<K>(v, ok);
         if (lane == 0) {
             Index out[K::outputs];
@@ -346,29 +356,75 @@ __device__ __forceinline__ void reduce_rows_block(const Args& args, const Layout
         V v;
         bool ok;
         start<K>(v, ok);
-        Index first = 0;  // where the element-by-element loop starts
-        if (K::vector > 1 && contiguous && K::template aligned<Index>(args, base)) {
-            // Thread t takes vectors t, t + blockDim.x... of the row, then the tail element by element.
-            const Index vectors = n / K::vector;
-#pragma unroll (reduce_unroll)
-            for (Index q = static_cast<Index>(threadIdx.x); q < vectors; q += static_cast<Index>(blockDim.x)) {
-                Index off[K::in_slots];
-#pragma unroll
-                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + q * K::vector;
-                K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
-            }
-            first = vectors * K::vector;
+        fold_row<K, Index>(args, layout, base, n, static_cast<Index>(threadIdx.x), static_cast<Index>(blockDim.x), contiguous, v, ok);
+        block_reduce<K>(v, ok);
+        if (threadIdx.x == 0) {
+            Index out[K::outputs];
+            kept_out_offsets(layout, o, out);
+            K::template post<Index>(args, out, v, o, n);
         }
-        for (Index j = first + static_cast<Index>(threadIdx.x); j < n; j += static_cast<Index>(blockDim.x)) {
-            Index off[K::in_slots];
-            if (contiguous) {
+    }
+}
+
+// Segments of 1-D inputs: output o reduces elements offsets[o] .. offsets[o + 1] - 1 (clamped to
+// 0 .. reduced_size, so that bad offsets never read outside the inputs). The layout has one kept
+// dimension (the kept_size segments; input strides 0, the outputs' strides) and one reduced
+// dimension (reduced_size elements; the inputs' strides). `i` in map is the element's index in its
+// segment and `n` the segment's length. The order is rows_warp's (segments_warp) or rows_block's
+// (segments_block) over each segment.
+template <class K, class Index, class Layout>
+__device__ __forceinline__ void segment_range(const Layout& layout, const long long* offsets, Index o, Index& begin, Index& n) {
+    const long long total = layout.reduced_size;
+    long long b = offsets[o], e = offsets[o + 1];
+    b = b < 0 ? 0 : (b > total ? total : b);
+    e = e < b ? b : (e > total ? total : e);
+    begin = static_cast<Index>(b);
+    n = static_cast<Index>(e - b);
+}
+
+template <class K, class Index, class Layout>
+__device__ __forceinline__ void segment_base(const Layout& layout, Index begin, Index (&base)[K::in_slots]) {
 #pragma unroll
-                for (int a = 0; a < K::in_slots; ++a) off[a] = base[a] + j;
-            } else {
-                reduced_in_offsets(layout, base, j, off);
-            }
-            combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+    for (int a = 0; a < K::in_slots; ++a) base[a] = begin * static_cast<Index>(layout.in_strides[a][1]);
+}
+
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_segments_warp(const Args& args, const Layout& layout, const long long* offsets) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size);
+    const Index lane = static_cast<Index>(threadIdx.x & 31);
+    const Index warps = static_cast<Index>(thread_count() >> 5);
+    const bool contiguous = reduced_contiguous(layout, K::inputs);
+    for (Index o = static_cast<Index>(thread_index() >> 5); o < outputs; o += warps) {
+        Index begin, n, base[K::in_slots];
+        segment_range<K>(layout, offsets, o, begin, n);
+        segment_base<K>(layout, begin, base);
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        fold_row<K, Index>(args, layout, base, n, lane, Index(32), contiguous, v, ok);
+        warp_reduce<K>(v, ok);
+        if (lane == 0) {
+            Index out[K::outputs];
+            kept_out_offsets(layout, o, out);
+            K::template post<Index>(args, out, v, o, n);
         }
+    }
+}
+
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_segments_block(const Args& args, const Layout& layout, const long long* offsets) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size);
+    const bool contiguous = reduced_contiguous(layout, K::inputs);
+    for (Index o = static_cast<Index>(blockIdx.x); o < outputs; o += static_cast<Index>(gridDim.x)) {
+        Index begin, n, base[K::in_slots];
+        segment_range<K>(layout, offsets, o, begin, n);
+        segment_base<K>(layout, begin, base);
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        fold_row<K, Index>(args, layout, base, n, static_cast<Index>(threadIdx.x), static_cast<Index>(blockDim.x), contiguous, v, ok);
         block_reduce<K>(v, ok);
         if (threadIdx.x == 0) {
             Index out[K::outputs];

@@ -17,6 +17,7 @@
 #include "kjit/raw_kernel.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "kjit/reductions.hpp"
+#include "kjit/segmented.hpp"
 #include "kjit/scalar.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"

@@ -73,6 +73,8 @@ struct ReductionBinary {
     // (columns_finish): two launches, for few outputs and many reduced elements.
     std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
     std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
+    // One warp or one block per segment of 1-D inputs given by offsets (kjit/segmented.hpp).
+    std::string segments_warp32, segments_warp64, segments_block32, segments_block64;
 
     // Bytes of the workspace a `full` launch of `blocks` blocks needs (zeroed once; each launch
     // leaves its counter zero again).
@@ -137,6 +139,10 @@ public:
     void launch(std::initializer_list<KernelArg> args, const ReduceOptions& options = {}) const {
         launch(std::span<const KernelArg>(args.begin(), args.size()), options);
     }
+    // A segmented reduction of 1-D inputs (kjit::segmented_reduce in kjit/segmented.hpp says more):
+    // output s reduces elements offsets[s] .. offsets[s + 1] - 1. Outputs, when given, have
+    // offsets.size() - 1 elements. Needs an identity (a segment may be empty).
+    Outputs reduce_segments(std::span<const KernelArg> args, const Array& offsets, std::optional<Stream> stream = {}) const;
 
 private:
     struct Spec;

@@ -19,7 +19,8 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim);
 // The outputs' shape: `shape` without the reduced axes, or with them as extent 1 (keepdims).
 Shape reduction_output_shape(const Shape& shape, const std::vector<int>& axes, bool keepdims);
 
-enum class ReduceStrategy { full, rows_warp, rows_block, columns, columns_split };
+// segments_*: only for segmented reductions, which the launcher plans itself (1-D inputs).
+enum class ReduceStrategy { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block };
 
 struct ReducePlan {
     int kept_ndim = 0, reduced_ndim = 0;
