@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "jit/manifest_kernel.hpp"
+#include "jit/arg_reduction.hpp"
+#include "jit/manifest_fields.hpp"
 #include "jit/manifest_reduction.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
@@ -31,6 +33,16 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
             const RawModule module = raw_module_from_manifest_entry(e);
             for (const std::string& arch : archs)
                 jobs.push_back({module.name() + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
+            return;
+        }
+        if (e.is_object() && e.contains("kind") && e["kind"] == "builtin") {
+            // kjit's own kernels (argmin, argmax): found by name, compiled for each binding.
+            const ReductionKernel& k = builtin_kernel_named(name);
+            std::vector<TypeBinding> bindings = manifest_bindings(e);
+            if (bindings.empty()) throw CacheError("a \"builtin\" entry needs \"types\"");
+            for (const TypeBinding& b : bindings)
+                for (const std::string& arch : archs)
+                    jobs.push_back({name + " (builtin, " + format_type_binding(b) + ") for " + arch, [&k, b, arch] { (void)k.compile(b, arch); }});
             return;
         }
         if (is_reduction_manifest_entry(e)) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -13,6 +14,7 @@
 #include <cuda.h>
 
 #include "jit/elementwise_calls.hpp"
+#include "jit/reduction_codegen.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 namespace kjit::jit {
@@ -40,6 +42,24 @@ ReductionModule load_reduction(const ReductionKernel& kernel, const TypeBinding&
 // The same, compiled for `arch` (or found in a cache) without loading: what a precompile builds.
 ReductionBinary compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                   const std::string& arch);
+
+// A reduction whose module kjit writes itself instead of generating it from the strings: the
+// partial results are a struct, not a dtype (argmin and argmax carry a value and an index).
+struct CustomReduction {
+    GeneratedReduction generated;
+    std::string reduce_type;        // what ReductionBinary::reduce_type says
+    std::size_t reduce_itemsize = 0;
+    bool has_identity = false;
+    std::string spec_json;          // the manifest entry the cache records ("kind": "builtin")
+};
+using CustomGenerator = std::function<CustomReduction(const TypeBinding&)>;
+
+struct ReductionKernelAccess {
+    // A kernel with these parameter lists whose module `generate` writes for each binding.
+    static ReductionKernel custom(std::string in_params, std::string out_params, std::string name, CustomGenerator generate);
+    // The kernel's generator; empty for kernels made from strings.
+    static const CustomGenerator& generator(const ReductionKernel& kernel);
+};
 
 struct ReductionPlan {
     ReductionModule module;

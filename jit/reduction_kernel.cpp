@@ -22,6 +22,8 @@ struct ReductionKernel::Spec {
     ReductionOptions options;
     // Bindings already called, built on the first call (jit/reduction_calls.hpp).
     std::shared_ptr<jit::ReductionCalls> calls = std::make_shared<jit::ReductionCalls>();
+    // Set for kjit's own reductions that write their module themselves (argmin, argmax).
+    jit::CustomGenerator custom;
 };
 
 namespace {
@@ -339,20 +341,39 @@ std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const 
 struct Prepared {
     jit::GeneratedReduction generated;
     jit::CachedProgram program;
-    DType reduce_type;
+    std::string reduce_type;
+    std::size_t reduce_itemsize = 0;
     bool has_identity = false;
 };
 
-Prepared prepare(const ReductionKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
-    const jit::CheckedReduction c = analyze(k, types, true);
-    Prepared p{jit::generate_reduction(module_spec(k, variant), c, types), {}, *c.reduce_type, c.has_identity};
+Prepared prepare(const ReductionKernel& k, const jit::CustomGenerator& custom, const TypeBinding& types,
+                 const jit::ModuleVariant& variant) {
+    Prepared p;
+    if (custom) {
+        for (const bool sc : variant.scalar)
+            if (sc) throw TypeError("reduction '" + k.name() + "' takes arrays, not scalars");
+        for (const auto& st : variant.storage)
+            if (st) throw TypeError("reduction '" + k.name() + "' takes arrays of its own types only");
+        jit::CustomReduction c = custom(types);
+        p.generated = std::move(c.generated);
+        p.reduce_type = std::move(c.reduce_type);
+        p.reduce_itemsize = c.reduce_itemsize;
+        p.has_identity = c.has_identity;
+        p.program.spec_json = std::move(c.spec_json);
+    } else {
+        const jit::CheckedReduction c = analyze(k, types, true);
+        p.generated = jit::generate_reduction(module_spec(k, variant), c, types);
+        p.reduce_type = std::string(c.reduce_type->name());
+        p.reduce_itemsize = c.reduce_type->itemsize();
+        p.has_identity = c.has_identity;
+        p.program.spec_json = spec_json(k, types, variant);
+    }
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
     // As for elementwise kernels: -minimal unless the user's preamble may need more.
     if (k.options().preamble.empty()) prog.request.options.push_back("-minimal");
     for (const std::string& o : k.options().nvrtc_options) prog.request.options.push_back(o);
-    prog.spec_json = spec_json(k, types, variant);
     prog.kernel_name = k.name();
     prog.types = format_type_binding(types);
     prog.description = "reduction '" + k.name() + "' (" + prog.types + ")";
@@ -376,7 +397,25 @@ const std::string& ReductionKernel::post_map_expr() const noexcept { return spec
 const std::string& ReductionKernel::identity() const noexcept { return spec_->identity; }
 const ReductionOptions& ReductionKernel::options() const noexcept { return spec_->options; }
 
-void ReductionKernel::check(const TypeBinding& types) const { analyze(*this, types, false); }
+void ReductionKernel::check(const TypeBinding& types) const {
+    if (spec_->custom) {
+        if (!types.empty()) (void)spec_->custom(types);
+        return;
+    }
+    analyze(*this, types, false);
+}
+
+ReductionKernel jit::ReductionKernelAccess::custom(std::string in_params, std::string out_params, std::string name,
+                                                   CustomGenerator generate) {
+    auto spec = std::make_shared<ReductionKernel::Spec>();
+    spec->in = std::move(in_params);
+    spec->out = std::move(out_params);
+    spec->name = std::move(name);
+    spec->custom = std::move(generate);
+    return ReductionKernel(std::shared_ptr<const ReductionKernel::Spec>(std::move(spec)));
+}
+
+const jit::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
 
 std::vector<std::string> ReductionKernel::placeholders() const {
     const std::vector<jit::Param> params =
@@ -390,6 +429,7 @@ std::vector<std::string> ReductionKernel::placeholders() const {
 }
 
 std::string ReductionKernel::source(const TypeBinding& types) const {
+    if (spec_->custom) return spec_->custom(types).generated.source;
     const jit::CheckedReduction c = analyze(*this, types, true);
     return jit::generate_reduction(module_spec(*this), c, types).source;
 }
@@ -400,7 +440,7 @@ ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::st
 
 ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                        const std::string& arch) {
-    Prepared p = prepare(kernel, types, variant);
+    Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
     const jit::FoundProgram found = jit::find_or_compile_program(p.program, arch);
     const jit::GeneratedReduction& g = p.generated;
     ReductionBinary b;
@@ -410,8 +450,8 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
     b.log = found.log;
     b.source = g.source;
     b.compile_ms = found.compile_ms;
-    b.reduce_type = std::string(p.reduce_type.name());
-    b.reduce_itemsize = p.reduce_type.itemsize();
+    b.reduce_type = p.reduce_type;
+    b.reduce_itemsize = p.reduce_itemsize;
     b.has_identity = p.has_identity;
     b.array_inputs = g.array_inputs;
     b.outputs = g.outputs;
@@ -437,7 +477,7 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
 
 jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                          int ordinal) {
-    Prepared p = prepare(kernel, types, variant);
+    Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
     const jit::LoadedProgram loaded = jit::load_program(p.program, ordinal);
     const detail::LoadedModule& module = *loaded.module;
     const jit::GeneratedReduction& g = p.generated;
@@ -459,7 +499,7 @@ jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const Ty
     m.segments_warp64 = module.function(g.segments_warp64);
     m.segments_block32 = module.function(g.segments_block32);
     m.segments_block64 = module.function(g.segments_block64);
-    m.reduce_itemsize = p.reduce_type.itemsize();
+    m.reduce_itemsize = p.reduce_itemsize;
     m.has_identity = p.has_identity;
     m.array_inputs = g.array_inputs;
     m.outputs = g.outputs;

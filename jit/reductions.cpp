@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "jit/arg_reduction.hpp"
 #include "jit/builtin_reductions.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/reduce_layout.hpp"
@@ -100,19 +101,23 @@ const ReductionKernel& kernel_for(Op op, DType t) {
     return *k;
 }
 
+// Throws NumPy's error when a reduction without a value for nothing (min, max, argmin, argmax)
+// would reduce zero elements into a non-empty output.
+void refuse_empty(const char* what, const Array& x, const ReduceOptions& options) {
+    if (x.size() != 0) return;
+    std::vector<int> axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, x.ndim());
+    if (options.axis && options.axis->empty()) axes.clear();
+    std::int64_t reduced = 1, kept = 1;
+    for (int d = 0; d < x.ndim(); ++d)
+        (std::find(axes.begin(), axes.end(), d) != axes.end() ? reduced : kept) *= x.shape()[static_cast<std::size_t>(d)];
+    if (reduced == 0 && kept != 0)
+        throw Error(std::string("kjit::") + what + ": a reduction over zero elements (shape " + shape_to_string(x.shape()) +
+                    ") has no value: " + what + " has no identity");
+}
+
 Array reduce(Op op, const Array& x, const ReduceOptions& options, const Array& out) {
     if (!x.valid()) throw TypeError(std::string("kjit::") + kOpNames[static_cast<int>(op)] + ": x is an empty kjit::Array");
-    if ((op == Op::min || op == Op::max) && x.size() == 0) {
-        // NumPy's error: min and max of nothing have no value (outputs of size 0 are fine).
-        std::vector<int> axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, x.ndim());
-        if (options.axis && options.axis->empty()) axes.clear();
-        std::int64_t reduced = 1, kept = 1;
-        for (int d = 0; d < x.ndim(); ++d)
-            (std::find(axes.begin(), axes.end(), d) != axes.end() ? reduced : kept) *= x.shape()[static_cast<std::size_t>(d)];
-        if (reduced == 0 && kept != 0)
-            throw Error(std::string("kjit::") + kOpNames[static_cast<int>(op)] + ": a reduction over zero elements (shape " +
-                        shape_to_string(x.shape()) + ") has no value: " + kOpNames[static_cast<int>(op)] + " has no identity");
-    }
+    if (op == Op::min || op == Op::max) refuse_empty(kOpNames[static_cast<int>(op)], x, options);
     const ReductionKernel& k = kernel_for(op, x.dtype());
     if (out.valid()) {
         k.launch({x, out}, options);
@@ -142,5 +147,27 @@ Array prod(const Array& x, const ReduceOptions& options, const Array& out) { ret
 Array min(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::min, x, options, out); }
 Array max(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::max, x, options, out); }
 Array mean(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::mean, x, options, out); }
+
+namespace {
+
+Array arg_reduce(bool max, const Array& x, const ReduceOptions& options, const Array& out) {
+    const char* what = max ? "argmax" : "argmin";
+    if (!x.valid()) throw TypeError(std::string("kjit::") + what + ": x is an empty kjit::Array");
+    if (options.axis && options.axis->size() != 1)
+        throw ShapeError(std::string("kjit::") + what + " takes one axis or none (the flattened array), not " +
+                         std::to_string(options.axis->size()));
+    refuse_empty(what, x, options);
+    const ReductionKernel& k = jit::arg_reduction_kernel(max);
+    if (out.valid()) {
+        k.launch({x, out}, options);
+        return out;
+    }
+    return k({x}, options);
+}
+
+}  // namespace
+
+Array argmin(const Array& x, const ReduceOptions& options, const Array& out) { return arg_reduce(false, x, options, out); }
+Array argmax(const Array& x, const ReduceOptions& options, const Array& out) { return arg_reduce(true, x, options, out); }
 
 }  // namespace kjit

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "jit/arg_reduction.hpp"
 #include "jit/builtin_reductions.hpp"
+#include "jit/precompile.hpp"
 #include "kjit/error.hpp"
 #include "kjit/reductions.hpp"
 
@@ -208,4 +210,92 @@ TEST_CASE("empty built-in reductions: sum 0, prod 1, mean NaN, min and max an er
     ReduceOptions per_col;
     per_col.axis = std::vector<int>{0};
     CHECK(kjit::max(empty, per_col).shape() == Shape{0});
+}
+
+TEST_CASE("argmin and argmax compile for every real dtype and refuse complex", "[reduction][nvrtc]") {
+    std::vector<std::pair<bool, DType>> work;
+    for (const DType t : kjit::test::all_dtypes())
+        if (!t.is_complex()) work.emplace_back(true, t), work.emplace_back(false, t);
+    const std::vector<std::string> errors = kjit::test::run_on_all_cores(work.size(), [&](std::size_t k) -> std::string {
+        try {
+            const kjit::ReductionBinary b = kjit::jit::arg_reduction_kernel(work[k].first).compile({{"T", work[k].second}}, "sm_90");
+            return b.cubin.empty() ? "no cubin" : b.reduce_itemsize == 16 ? "" : "reduce_itemsize";
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+    });
+    for (std::size_t k = 0; k < work.size(); ++k) {
+        INFO((work[k].first ? "argmax of " : "argmin of ") << work[k].second.name());
+        CHECK(errors[k] == "");
+    }
+    CHECK_THROWS_WITH(kjit::jit::arg_reduction_kernel(true).compile({{"T", DType::complex64}}, "sm_90"),
+                      Contains("argmax of complex64"));
+    // Manifest entries of "kind": "builtin" precompile by name.
+    const nlohmann::json manifest = {
+        {"kernels",
+         {{{"kind", "builtin"}, {"name", "kjit_argmax"}, {"types", {{{"T", "float32"}}, {{"T", "int16"}}}}},
+          {{"kind", "builtin"}, {"name", "kjit_median"}, {"types", {{{"T", "float32"}}}}}}}};
+    const kjit::jit::PrecompileResult r = kjit::jit::precompile(manifest, {"sm_90"}, 2);
+    CHECK(r.jobs == 2);
+    REQUIRE(r.failures.size() == 1);
+    CHECK_THAT(r.failures[0], Contains("no built-in kernel 'kjit_median'"));
+}
+
+TEST_CASE("argmin and argmax find the first extreme (or first NaN) along an axis or the flattened array", "[gpu][reduction]") {
+    KJIT_REQUIRE_GPU();
+    INFO("seed " << kjit::test::seed());
+    const std::int64_t rows = 40, cols = 777;
+    for (const DType t : kjit::test::all_dtypes()) {
+        if (t.is_complex()) continue;
+        INFO(t.name());
+        kjit::test::DeviceData x = kjit::test::random_device(t, {rows, cols});
+        if (t.is_floating()) {
+            // NaNs in row 3 (two of them: the first wins) and a tie of row 5's maximum.
+            const std::vector<unsigned char> nan(t.itemsize(), 0xff);
+            std::memcpy(x.host.data() + (3 * cols + 500) * t.itemsize(), nan.data(), t.itemsize());
+            std::memcpy(x.host.data() + (3 * cols + 200) * t.itemsize(), nan.data(), t.itemsize());
+            x.device = Array::from_host(x.host.data(), t, x.device.shape(), kjit::Device::cuda(0));
+        }
+        const auto value = [&](std::size_t k) { return at(x.host, t, k).real(); };
+        const auto first = [&](bool max, std::size_t begin, std::size_t count, std::size_t step) {
+            std::size_t best = 0;
+            for (std::size_t j = 0; j < count; ++j) {
+                const double v = value(begin + j * step), b = value(begin + best * step);
+                if (std::isnan(b)) break;
+                if (std::isnan(v) || (max ? v > b : v < b)) best = j;
+            }
+            return static_cast<double>(best);
+        };
+        for (const bool max : {true, false}) {
+            INFO((max ? "argmax" : "argmin"));
+            const auto f = max ? kjit::argmax : kjit::argmin;
+            ReduceOptions along_rows;
+            along_rows.axis = std::vector<int>{1};
+            const Array r = f(x.device, along_rows, Array());
+            CHECK(r.dtype() == DType::int64);
+            CHECK(kjit::test::mismatches(r, [&](std::size_t i) { return first(max, i * cols, cols, 1); }, 0) == 0);
+            ReduceOptions along_cols;
+            along_cols.axis = std::vector<int>{0};
+            along_cols.keepdims = true;
+            const Array c = f(x.device, along_cols, Array());
+            CHECK(c.shape() == Shape{1, cols});
+            CHECK(kjit::test::mismatches(c, [&](std::size_t j) { return first(max, j, rows, cols); }, 0) == 0);
+            const Array all = kjit::test::poisoned(DType::int64, {});
+            f(x.device, {}, all);
+            CHECK(kjit::test::mismatches(all, [&](std::size_t) { return first(max, 0, rows * cols, 1); }, 0) == 0);
+        }
+    }
+    // A long array: the flattened index of the maximum, with ties resolved to the first.
+    const std::int64_t n = (1 << 24) + 5;
+    std::vector<float> big(static_cast<std::size_t>(n), 1.0f);
+    big[9'000'001] = 3.0f;
+    big[12'345'678] = 3.0f;
+    big[77] = -2.0f;
+    const Array b = Array::from_host(big.data(), DType::float32, {n}, kjit::Device::cuda(0));
+    CHECK(kjit::test::mismatches(kjit::argmax(b), [](std::size_t) { return 9'000'001.0; }, 0) == 0);
+    CHECK(kjit::test::mismatches(kjit::argmin(b), [](std::size_t) { return 77.0; }, 0) == 0);
+    ReduceOptions two;
+    two.axis = std::vector<int>{0, 1};
+    CHECK_THROWS_WITH(kjit::argmax(kjit::test::random_device(DType::float32, {3, 3}).device, two), Contains("one axis or none"));
+    CHECK_THROWS_WITH(kjit::argmin(Array::empty({0}, DType::float32, kjit::Device::cuda(0))), Contains("zero elements"));
 }

@@ -39,6 +39,10 @@
 
 namespace kjit {
 
+namespace jit {
+struct ReductionKernelAccess;  // kjit's own reductions whose partial results are not a dtype (argmax)
+}
+
 struct ReductionOptions {
     // Raw CUDA placed before the kernel: helper functions it declares become callable from every
     // expression. An explicit opt-in: kjit does not check it.
@@ -145,7 +149,9 @@ public:
     Outputs reduce_segments(std::span<const KernelArg> args, const Array& offsets, std::optional<Stream> stream = {}) const;
 
 private:
+    friend struct jit::ReductionKernelAccess;
     struct Spec;
+    explicit ReductionKernel(std::shared_ptr<const Spec> spec) : spec_(std::move(spec)) {}
     std::shared_ptr<const Spec> spec_;
 };
 

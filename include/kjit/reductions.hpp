@@ -9,6 +9,8 @@
 // and max keep the dtype and propagate NaN (any NaN in a reduction gives NaN), compare complex
 // numbers by real part then imaginary part, and throw kjit::Error on an empty reduction, as NumPy
 // does. mean gives float64 for bool and integers, else the input's dtype (NaN when empty).
+// argmin and argmax give int64 indices of the first extreme element (of the first NaN if any),
+// along one axis, or into the C-order flattened array when no axis is given (not for complex).
 // `out`, when given, must have the result's shape and dtype exactly.
 #pragma once
 
@@ -22,6 +24,9 @@ Array prod(const Array& x, const ReduceOptions& options = {}, const Array& out =
 Array min(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 Array max(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 Array mean(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+// options.axis: none or one axis (ShapeError otherwise).
+Array argmin(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+Array argmax(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 
 // The dtype each function gives for input dtype `t` (TypeError where it does not apply).
 DType sum_dtype(DType t);

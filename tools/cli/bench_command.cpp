@@ -322,6 +322,14 @@ void add_reduction_cases(std::vector<std::pair<std::string, Case>>& c) {
                                   "kjit::sum(x, {axis=" + std::to_string(axis) + "}, y)");
         });
     }
+    c.emplace_back("red_argmax_f32", [=](const Stream& s) {
+        const Array x = filled(DType::float32, {n28}, 0.5, s);
+        const Array y = Array::empty({}, DType::int64, Device::cuda(0), s);
+        ReduceOptions o;
+        o.stream = s;
+        return bandwidth_case("red_argmax_f32", DType::float32, n28, 4.0 * n28 + 8, [&] { kjit::argmax(x, o, y); }, s,
+                              "kjit::argmax(x, {}, y), flattened");
+    });
     c.emplace_back("red_host_1k", [](const Stream& s) {
         const ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "sumsq");
         const Array x = filled(DType::float32, {1000}, 0.5, s);
