@@ -1,5 +1,6 @@
 #include "jit/arg_reduction.hpp"
 
+#include <cstdlib>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,11 @@ CustomReduction generate(const std::string& name, bool max, const TypeBinding& t
     s << "// kjit " << (max ? "argmax" : "argmin") << " of " << t.name() << "\n";
     if (t == DType::float16) s << "#define KJIT_USE_FLOAT16\n" << template_text("scalar_types.cuh") << "\n";
     if (t == DType::bfloat16) s << "#define KJIT_USE_BFLOAT16\n" << template_text("scalar_types.cuh") << "\n";
+    // The same measurement knobs as generated reductions (jit/reduction_codegen.cpp).
+    if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
+        s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
+    if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "1")
+        s << "#define KJIT_REDUCE_WARP_TILES 1\n";
     s << template_text("elementwise.cuh") << "\n" << template_text("reduction.cuh") << "\n" << template_text("arg_reduction.cuh") << "\n";
     const std::string args = name + "_args", ops = name + "_ops";
     s << "struct " << args << " {\n    const " << T << "* x;\n    long long* y;\n};\n\n";

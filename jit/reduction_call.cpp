@@ -353,7 +353,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
         rp.reduced_size = shape[0];
         rp.shape = {rp.kept_size, rp.reduced_size};
         for (const Strides& st : in_strides) rp.in_strides.push_back({0, st[0]});
-        rp.out_strides = out_strides;
+        for (std::size_t k = nin; k < np; ++k) rp.out_strides.push_back({array_of(k).strides()[0]});
         // Long segments on average: a block each; else a warp each.
         rp.strategy = rp.reduced_size / std::max<std::int64_t>(1, rp.kept_size) >= 4096 ? detail::ReduceStrategy::segments_block
                                                                                        : detail::ReduceStrategy::segments_warp;
@@ -436,7 +436,9 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
             break;
         case detail::ReduceStrategy::segments_warp:
         case detail::ReduceStrategy::rows_warp:
-            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads / 32), 1, sms * blocks_per_sm()));
+            // A warp per row up to four times the resident warps: measured faster on the H200 than
+            // resident warps looping over rows (sum axis=1 of 16384², docs/PERFORMANCE.md).
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads / 32), 1, 4 * sms * blocks_per_sm()));
             break;
         case detail::ReduceStrategy::segments_block:
         case detail::ReduceStrategy::rows_block:

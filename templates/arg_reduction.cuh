@@ -58,9 +58,19 @@ struct ArgOps {
     }
     template <class Index>
     static __device__ __forceinline__ void fold_vector(value_type& v, bool& ok, const Args& args, const Index (&off)[1], Index j, Index) {
+        // The vector's first extreme (or first NaN) by its position alone, then one pair combine:
+        // the 64-bit index work once per vector, not per element.
         const Vec<T, vector> x = load<vector>(args.x + off[0]);
+        T best = x.v[0];
+        int at = 0;
 #pragma unroll
-        for (int k = 0; k < vector; ++k) v = arg_first<Max>(v, value_type{x.v[k], static_cast<long long>(j + k)});
+        for (int k = 1; k < vector; ++k) {
+            const T c = x.v[k];
+            const bool take = !is_nan_value(best) && (is_nan_value(c) || (Max ? c > best : c < best));
+            best = take ? c : best;
+            at = take ? k : at;
+        }
+        v = arg_first<Max>(v, value_type{best, static_cast<long long>(j) + at});
         ok = true;
     }
     template <class Index>

@@ -66,6 +66,9 @@
 #ifndef KJIT_REDUCE_UNROLL
 #define KJIT_REDUCE_UNROLL 4
 #endif
+#ifndef KJIT_REDUCE_WARP_TILES
+#define KJIT_REDUCE_WARP_TILES 0
+#endif
 
 namespace kjit {
 
@@ -244,6 +247,22 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
         // Vector q holds elements q * vector ... q * vector + vector - 1; thread t takes vectors
         // t, t + T... (folding each vector's elements in order), then the tail element by element.
         const Index vectors = n / K::vector;
+#if KJIT_REDUCE_WARP_TILES
+        // (KJIT_TUNE_RED_WARP_TILES) Warp w takes tiles of 32 * reduce_unroll consecutive vectors,
+        // tiles w, w + warps...; lane l takes vectors l, l + 32... of each tile.
+        const Index lane = static_cast<Index>(threadIdx.x & 31), warps = stride >> 5, tile = 32 * reduce_unroll;
+        for (Index b = static_cast<Index>(thread_index() >> 5) * tile; b < vectors; b += warps * tile) {
+#pragma unroll
+            for (int u = 0; u < reduce_unroll; ++u) {
+                const Index q = b + u * 32 + lane;
+                if (q >= vectors) break;
+                Index off[K::in_slots];
+#pragma unroll
+                for (int a = 0; a < K::in_slots; ++a) off[a] = q * K::vector;
+                K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
+            }
+        }
+#else
 #pragma unroll (reduce_unroll)
         for (Index q = static_cast<Index>(thread_index()); q < vectors; q += stride) {
             Index off[K::in_slots];
@@ -251,6 +270,7 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
             for (int a = 0; a < K::in_slots; ++a) off[a] = q * K::vector;
             K::template fold_vector<Index>(v, ok, args, off, q * K::vector, n);
         }
+#endif
         first = vectors * K::vector;
     }
     for (Index j = first + static_cast<Index>(thread_index()); j < n; j += stride) {
