@@ -40,7 +40,7 @@ void use_cache_in(const std::filesystem::path& dir) {
 
 }  // namespace
 
-TEST_CASE("the segments kernels compile for sm_90", "[segments][nvrtc]") {
+TEST_CASE("the segments kernels compile for sm_90 and sm_80", "[segments][nvrtc]") {
     const ProcessCacheGuard restore;
     const kjit::test::TempDir dir;
     use_cache_in(dir.path());
@@ -53,6 +53,8 @@ TEST_CASE("the segments kernels compile for sm_90", "[segments][nvrtc]") {
         CHECK_THAT(b.ptx, Contains(std::string(".entry kjit_segments_write_") + k + "("));
     }
     CHECK_THAT(b.ptx, Contains(".entry kjit_segments_scan("));
+    // Nothing in them needs more than the warp intrinsics every supported GPU has.
+    CHECK_FALSE(kjit::detail::segments_module().compile("sm_80").cubin.empty());
     // The process's kernels name those entries (a missing one would fail only at its first launch).
     const kjit::detail::SegmentKernels& k = kjit::detail::segment_kernels();
     CHECK(k.scan().name() == "kjit_segments_scan");
