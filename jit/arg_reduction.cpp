@@ -53,8 +53,8 @@ CustomReduction generate(const std::string& name, bool max, const TypeBinding& t
     // The same measurement knobs as generated reductions (jit/reduction_codegen.cpp).
     if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
         s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
-    if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "1")
-        s << "#define KJIT_REDUCE_WARP_TILES 1\n";
+    if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "0")
+        s << "#define KJIT_REDUCE_WARP_TILES 0\n";
     s << template_text("elementwise.cuh") << "\n" << template_text("reduction.cuh") << "\n" << template_text("arg_reduction.cuh") << "\n";
     const std::string args = name + "_args", ops = name + "_ops";
     s << "struct " << args << " {\n    const " << T << "* x;\n    long long* y;\n};\n\n";

@@ -149,8 +149,8 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     // measurements (docs/PERFORMANCE.md).
     if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
         s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
-    if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "1")
-        s << "#define KJIT_REDUCE_WARP_TILES 1\n";
+    if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "0")
+        s << "#define KJIT_REDUCE_WARP_TILES 0\n";
     s << template_text("reduction.cuh") << "\n";
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
 

@@ -123,9 +123,13 @@ GemmTypes gemm_types(DType t, bool tf32) {
     return g;
 }
 
+// Read once: getenv walks the environment, which a 64x64 product's host time notices.
 bool tf32_from_environment() {
-    const char* e = std::getenv("KJIT_ALLOW_TF32");
-    return e != nullptr && std::string(e) == "1";
+    static const bool allowed = [] {
+        const char* e = std::getenv("KJIT_ALLOW_TF32");
+        return e != nullptr && std::string(e) == "1";
+    }();
+    return allowed;
 }
 
 detail::MatmulOperand operand_of(const Array& a) { return {a.dtype(), a.shape(), a.strides()}; }

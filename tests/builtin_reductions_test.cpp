@@ -174,8 +174,12 @@ TEST_CASE("sum, prod, min, max and mean follow NumPy for every dtype", "[gpu][re
         const std::vector<unsigned char> six_host = kjit::test::host_bytes_c_order(
             Array::from_host(x.host.data(), t, x.device.shape(), kjit::Device::cpu()).slice(0, {4, {}, 1}).slice(1, {0, 6, 1}));
         if (t.is_floating() || t.is_complex()) {
+            // float16 holds at most 65504: larger products are infinities, as NumPy's are.
             CHECK(kjit::test::mismatches(p, [&](std::size_t r) {
-                      return fold_row(six_host, t, r, 6, [](std::complex<double> a, std::complex<double> b) { return a * b; });
+                      const std::complex<double> w =
+                          fold_row(six_host, t, r, 6, [](std::complex<double> a, std::complex<double> b) { return a * b; });
+                      if (t == DType::float16 && std::abs(w.real()) > 65520) return std::complex<double>(std::copysign(INFINITY, w.real()));
+                      return w;
                   }, tol * 8) == 0);
         } else if (!t.is_bool()) {
             const std::vector<unsigned char> gp = kjit::test::to_host(p);

@@ -85,7 +85,7 @@ TEST_CASE("segmented reductions of strided inputs, int32 offsets, given outputs,
     kjit::segmented_reduce(top, {every_other, out}, offsets, s);
     s.synchronize();
     CHECK(kjit::test::mismatches(out, [&](std::size_t seg) {
-              double best = -1e30;
+              double best = static_cast<double>(-1e30f);  // the identity, as the kernel's float holds it
               for (std::int32_t k = offsets32[seg]; k < offsets32[seg + 1]; ++k)
                   best = std::max(best, kjit::test::element_value(x.host, DType::float32, static_cast<std::size_t>(2 * k)).real());
               return best;
@@ -112,4 +112,56 @@ TEST_CASE("segmented reduction errors, and offsets beyond the input read nothing
     CHECK(kjit::test::mismatches(wild, [&](std::size_t s) { return s == 0 ? tail : s == 1 ? 0.0 : all; }, 1e-5, 1e-4) == 0);
     // Still usable.
     CHECK(kjit::segmented_reduce(sum, {x}, offsets)[0].shape() == kjit::Shape{2});
+}
+
+TEST_CASE("readings with a date column reduced to min, max and mean per day", "[gpu][reduction][segmented]") {
+    KJIT_REQUIRE_GPU();
+    INFO("seed " << kjit::test::seed());
+    // 200 days, each with 0 (absent) to 3000 readings; sorted by day.
+    std::vector<std::int32_t> days;
+    std::uniform_int_distribution<int> per_day(0, 3000);
+    for (int d = 0; d < 200; ++d) {
+        const int count = d % 7 == 3 ? 0 : d % 11 == 0 ? 1 : per_day(kjit::test::rng());
+        days.insert(days.end(), static_cast<std::size_t>(count), 10000 + d);
+    }
+    const std::int64_t n = static_cast<std::int64_t>(days.size());
+    const kjit::test::DeviceData readings = kjit::test::random_device(DType::float64, {n});
+    const Array day_column = Array::from_host(days.data(), DType::int32, {n}, gpu);
+
+    const ReductionKernel lo("T x", "T y", "x", "b < a ? b : a", "y = a", "1e300", "day_min");
+    const ReductionKernel hi("T x", "T y", "x", "b > a ? b : a", "y = a", "-1e300", "day_max");
+    const ReductionKernel mean("T x", "T y", "x", "a + b", "y = a / n", "0", "day_mean");
+    const kjit::KeyGroups groups = kjit::group_sorted_keys(day_column);
+    const Array mins = kjit::segmented_reduce(lo, {readings.device}, groups.offsets);
+    const Array maxs = kjit::segmented_reduce(hi, {readings.device}, groups.offsets);
+    const Array means = kjit::segmented_reduce(mean, {readings.device}, groups.offsets);
+    const kjit::ReducedByKey by_key = kjit::reduce_by_key(hi, day_column, {readings.device});
+
+    // The host's groups.
+    std::vector<std::int32_t> keys;
+    std::vector<double> want_min, want_max, want_mean;
+    for (std::int64_t k = 0; k < n;) {
+        std::int64_t e = k;
+        double a = 1e300, b = -1e300, s = 0;
+        while (e < n && days[static_cast<std::size_t>(e)] == days[static_cast<std::size_t>(k)]) {
+            const double v = kjit::test::element_value(readings.host, DType::float64, static_cast<std::size_t>(e)).real();
+            a = std::min(a, v);
+            b = std::max(b, v);
+            s += v;
+            ++e;
+        }
+        keys.push_back(days[static_cast<std::size_t>(k)]);
+        want_min.push_back(a);
+        want_max.push_back(b);
+        want_mean.push_back(s / static_cast<double>(e - k));
+        k = e;
+    }
+    REQUIRE(groups.count == static_cast<std::int64_t>(keys.size()));
+    CHECK(kjit::test::mismatches(groups.keys, [&](std::size_t g) { return static_cast<double>(keys[g]); }, 0) == 0);
+    CHECK(kjit::test::mismatches(mins, [&](std::size_t g) { return want_min[g]; }, 0) == 0);
+    CHECK(kjit::test::mismatches(maxs, [&](std::size_t g) { return want_max[g]; }, 0) == 0);
+    CHECK(kjit::test::mismatches(means, [&](std::size_t g) { return want_mean[g]; }, 1e-12, 1e-12) == 0);
+    CHECK(kjit::test::mismatches(by_key.keys, [&](std::size_t g) { return static_cast<double>(keys[g]); }, 0) == 0);
+    CHECK(kjit::test::mismatches(by_key.values[0], [&](std::size_t g) { return want_max[g]; }, 0) == 0);
+    CHECK_THROWS_WITH(kjit::reduce_by_key(hi, day_column.slice(0, {0, 10, 1}), {readings.device}), Contains("but keys has shape"));
 }

@@ -31,4 +31,33 @@ inline Outputs segmented_reduce(const ReductionKernel& kernel, std::initializer_
     return kernel.reduce_segments(std::span<const KernelArg>(args.begin(), args.size()), offsets, std::move(stream));
 }
 
+// The groups of a sorted key column: each run of equal neighbouring keys is one group. `offsets`
+// (int64, count + 1 elements) is what segmented_reduce takes; `keys` holds each group's key.
+// Keys: a 1-D device array of bool, an integer dtype, float32 or float64 (floats compare with ==:
+// every NaN is a group of its own). Synchronises once, to learn the number of groups.
+struct KeyGroups {
+    Array keys;
+    Array offsets;
+    std::int64_t count = 0;
+};
+KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream = {});
+
+// A reduction per group of sorted keys: the table of readings with a date column, reduced per day.
+//
+//   kjit::ReducedByKey daily = kjit::reduce_by_key(max_kernel, days, {readings});
+//   // daily.keys: each day once; daily.values[0]: the maximum reading of each day
+//
+// The inputs are 1-D, as long as `keys`. To reduce the same groups several times (min, max and
+// mean), call group_sorted_keys once and segmented_reduce with its offsets.
+struct ReducedByKey {
+    Array keys;
+    Outputs values;
+};
+ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
+                           std::optional<Stream> stream = {});
+inline ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::initializer_list<KernelArg> args,
+                                  std::optional<Stream> stream = {}) {
+    return reduce_by_key(kernel, keys, std::span<const KernelArg>(args.begin(), args.size()), std::move(stream));
+}
+
 }  // namespace kjit
