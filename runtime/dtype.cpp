@@ -164,8 +164,10 @@ bool can_cast_safely(DType from, DType to) noexcept {
     return to.is_complex() && to.itemsize() >= from.itemsize();
 }
 
-DType result_type(DType a, DType b) noexcept {
-    // Candidates in NumPy's order of preference: the first both cast to safely wins.
+namespace {
+
+// Candidates in NumPy's order of preference: the first both cast to safely wins.
+DType search_result_type(DType a, DType b) noexcept {
     static constexpr DType::Id kOrder[] = {
         DType::bool_,   DType::uint8,   DType::int8,     DType::uint16,  DType::int16,
         DType::uint32,  DType::int32,   DType::uint64,   DType::int64,   DType::float16,
@@ -175,6 +177,20 @@ DType result_type(DType a, DType b) noexcept {
         if (can_cast_safely(a, id) && can_cast_safely(b, id)) return id;
     }
     return DType::complex128;  // unreachable: everything casts safely to complex128
+}
+
+}  // namespace
+
+DType result_type(DType a, DType b) noexcept {
+    // Every pair worked out once: calls on the hot path (matmul's host time) cost a lookup.
+    static const auto table = [] {
+        std::array<std::array<DType::Id, DType::count>, DType::count> t{};
+        for (int i = 0; i < DType::count; ++i)
+            for (int j = 0; j < DType::count; ++j)
+                t[i][j] = search_result_type(static_cast<DType::Id>(i), static_cast<DType::Id>(j)).id();
+        return t;
+    }();
+    return table[a.id()][b.id()];
 }
 
 }  // namespace kjit

@@ -93,6 +93,13 @@ DType matmul_result_dtype(DType a, DType b) {
 
 MatmulViews matmul_views(const MatmulOperand& a, const MatmulOperand& b) {
     MatmulViews v;
+    if (a.shape.size() == 2 && b.shape.size() == 2) {
+        // Two matrices, the common case: nothing to promote or broadcast.
+        v.out_shape = matmul_result_shape(a.shape, b.shape);
+        v.a = a;
+        v.b = b;
+        return v;
+    }
     const Shape out = matmul_result_shape(a.shape, b.shape);
     // Promote 1-D operands; a strides of the added axis that makes the matrix contiguous-looking.
     auto promote = [](const MatmulOperand& x, bool as_row) {
