@@ -22,6 +22,7 @@
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/cublas.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/matmul_plan.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace kjit::cli {
@@ -438,9 +439,17 @@ void add_matmul_cases(std::vector<std::pair<std::string, Case>>& c, std::vector<
                 r.dtype = std::string(k.dtype.name());
                 r.n = n * n;
                 r.bytes = 3.0 * k.dtype.itemsize() * n * n;
-                r.ms = time_ms([&] { kjit::matmul(a, b, out, o); }, s, 5, 5);
-                r.tflops = flops / (*r.ms * 1e-3) / 1e12;
-                r.note = std::string("kjit::matmul(a, b, out)") + (k.tf32 ? ", allow_tf32" : "");
+                const auto kjit_call = [&] { kjit::matmul(a, b, out, o); };
+                // The cuBLAS call kjit's plan makes, for the note (so that a difference from the
+                // raw call below can be told from the call itself).
+                const detail::GemmPlan plan = detail::plan_gemm({a.dtype(), a.shape(), a.strides()}, {b.dtype(), b.shape(), b.strides()},
+                                                                {out.dtype(), out.shape(), out.strides()});
+                const auto op = [](bool t) { return t ? "T" : "N"; };
+                r.note = std::string("kjit::matmul(a, b, out)") + (k.tf32 ? ", allow_tf32" : "") + "; its GEMM: " +
+                         (plan.swapped ? "swapped, " : "") + op(plan.first.transpose) + op(plan.second.transpose) + " m=" +
+                         std::to_string(plan.m) + " n=" + std::to_string(plan.n) + " k=" + std::to_string(plan.k) +
+                         " ld=" + std::to_string(plan.first.ld) + "," + std::to_string(plan.second.ld) + "," + std::to_string(plan.c.ld) +
+                         "; best of two timings alternating with raw cuBLAS";
                 // The same product by cuBLAS directly (C = A·B row-major as Cᵀ = Bᵀ·Aᵀ).
                 const detail::CublasApi& api = detail::cublas();
                 cublasHandle_t h = nullptr;
@@ -462,13 +471,23 @@ void add_matmul_cases(std::vector<std::pair<std::string, Case>>& c, std::vector<
                 const void* zero = k.dtype == DType::float64 ? static_cast<const void*>(&zero64) : &zero32;
                 Record raw = r;
                 raw.impl = "cublas";
-                raw.ms = time_ms([&] {
+                const auto raw_call = [&] {
+                    // Exactly kjit's call (its plan is in kjit's note). Measured 2026-12-01: at 8192²
+                    // in bfloat16 and float16 this handle gets 785 and 742 TFLOP/s where kjit's gets
+                    // 890 and 887, alternating, same workspace size; equal at 10000². Not explained.
                     KJIT_CUBLAS_CHECK(api.cublasGemmStridedBatchedEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, one, b.data(), t, n, 0,
                                                                       a.data(), t, n, 0, zero, out.data(), t, n, 0, 1, ct,
                                                                       CUBLAS_GEMM_DEFAULT));
-                }, s, 5, 5);
+                };
+                // Alternating, best of two each: neither side always runs on a GPU warmed (or
+                // power-limited) by the other.
+                const double k1 = time_ms(kjit_call, s, 5, 5), r1 = time_ms(raw_call, s, 5, 5);
+                const double k2 = time_ms(kjit_call, s, 5, 5), r2 = time_ms(raw_call, s, 5, 5);
+                r.ms = std::min(k1, k2);
+                r.tflops = flops / (*r.ms * 1e-3) / 1e12;
+                raw.ms = std::min(r1, r2);
                 raw.tflops = flops / (*raw.ms * 1e-3) / 1e12;
-                raw.note = "cublasGemmStridedBatchedEx_64, batch 1, same arrays, types and 32 MiB workspace";
+                raw.note = "cublasGemmStridedBatchedEx_64 NN m=n=k, batch 1, same arrays, types and 32 MiB workspace; best of two, alternating with kjit";
                 api.cublasDestroy_v2(h);
                 extra.push_back(raw);
                 return r;
