@@ -12,27 +12,6 @@
 
 namespace kjit::jit {
 
-const CallSignature& ElementwiseCalls::signature(const ElementwiseKernel& kernel) {
-    if (have_signature_.load(std::memory_order_acquire)) return signature_;
-    std::lock_guard lock(signature_mutex_);
-    if (!have_signature_.load(std::memory_order_relaxed)) {
-        signature_ = call_signature(kernel);
-        have_signature_.store(true, std::memory_order_release);
-    }
-    return signature_;
-}
-
-const CallPlan* ElementwiseCalls::find(const CallKey& key) const {
-    std::shared_lock lock(plans_mutex_);
-    const auto it = plans_.find(key);
-    return it == plans_.end() ? nullptr : it->second.get();
-}
-
-const CallPlan* ElementwiseCalls::insert(const CallKey& key, std::unique_ptr<CallPlan> plan) {
-    std::unique_lock lock(plans_mutex_);
-    return plans_.emplace(key, std::move(plan)).first->second.get();  // a plan another thread made first wins
-}
-
 namespace {
 
 constexpr unsigned kThreads = 256;  // the generated kernels' __launch_bounds__
@@ -79,52 +58,22 @@ std::string param_label(const CallSignature& sig, std::size_t k) {
     return std::string(p.is_output ? "output" : "input") + " '" + p.name + "'";
 }
 
-// The device every array argument is on; host arrays and mixed devices are errors.
-int device_of_call(const ElementwiseKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
-                   const CallOptions& options) {
-    int ordinal = -1;
-    for (std::size_t k = 0; k < args.size(); ++k) {
-        if (!args[k].is_array()) continue;
-        const Array& a = args[k].array();
-        if (!a.valid()) throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " is an empty kjit::Array");
-        const Device d = a.device();
-        if (d.is_cpu())
-            throw Error(kernel_prefix(kernel) + param_label(sig, k) + " is in host memory: copy it to the GPU first (" +
-                        "array.to(kjit::Device::cuda(0)))");
-        if (ordinal >= 0 && d.ordinal() != ordinal)
-            throw Error(kernel_prefix(kernel) + param_label(sig, k) + " is on " + d.to_string() + " but earlier arguments are on cuda:" +
-                        std::to_string(ordinal));
-        ordinal = d.ordinal();
-    }
-    if (ordinal < 0) ordinal = options.stream ? options.stream->device().ordinal() : Device::current().ordinal();
-    return ordinal;
-}
-
 std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
                                     int ordinal) {
-    std::vector<ArgumentKind> kinds(args.size());
-    for (std::size_t k = 0; k < args.size(); ++k)
-        kinds[k] = args[k].is_array() ? ArgumentKind{ArgumentKind::array, args[k].array().dtype()}
-                                      : ArgumentKind{ArgumentKind::scalar, args[k].scalar().dtype()};
+    const std::vector<ArgumentKind> kinds = argument_kinds(args);
     auto plan = std::make_unique<CallPlan>();
     plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
     plan->module = load_elementwise(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
-    std::vector<detail::ArgField> fields;
+    const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
     for (std::size_t k = 0; k < sig.params.size(); ++k) {
-        if (sig.params[k].raw) {
-            fields.push_back(detail::ArgField::raw);
-        } else if (plan->bound.scalar[k]) {
-            fields.push_back(detail::ArgField::value);
-        } else {
-            fields.push_back(detail::ArgField::pointer);
-            const int slot = static_cast<int>(plan->operand_param.size());
-            if (slot >= detail::kMaxCallOperands)
-                throw TypeError(kernel_prefix(kernel) + "more than " + std::to_string(detail::kMaxCallOperands) + " array operands");
-            plan->operand_param.push_back(static_cast<int>(k));
-            if (sig.params[k].is_output) {
-                plan->needs.output_mask |= std::uint64_t{1} << slot;
-                if (plan->first_output_operand < 0) plan->first_output_operand = slot;
-            }
+        if (fields[k] != detail::ArgField::pointer) continue;
+        const int slot = static_cast<int>(plan->operand_param.size());
+        if (slot >= detail::kMaxCallOperands)
+            throw TypeError(kernel_prefix(kernel) + "more than " + std::to_string(detail::kMaxCallOperands) + " array operands");
+        plan->operand_param.push_back(static_cast<int>(k));
+        if (sig.params[k].is_output) {
+            plan->needs.output_mask |= std::uint64_t{1} << slot;
+            if (plan->first_output_operand < 0) plan->first_output_operand = slot;
         }
     }
     plan->args = detail::args_layout(fields, plan->bound.param_types);
@@ -136,10 +85,6 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
     plan->needs.has_tiled = plan->module.tiled32 != nullptr;
     plan->sm_count = Device::cuda(ordinal).properties().sm_count;
     return plan;
-}
-
-detail::OperandView view_of(const Array& a) {
-    return {static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()};
 }
 
 std::string layout_shape(const detail::CallLayout& l) {
@@ -177,7 +122,7 @@ unsigned grid_for(std::int64_t items, int sm_count, bool tiled) {
 
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
                       const CallOptions& options, std::vector<Array>* outputs) {
-    const CallSignature& sig = calls.signature(kernel);
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel); });
     const std::size_t np = sig.params.size(), count = args.size();
     const std::size_t nin = static_cast<std::size_t>(sig.inputs);
     if (np > static_cast<std::size_t>(kMaxCallParams))
@@ -188,16 +133,9 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                         ", got " + std::to_string(count) + " arguments");
     if (outputs == nullptr && count != np)
         throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
-    const int ordinal = device_of_call(kernel, sig, args, options);
-
-    CallKey key;
-    key.count = static_cast<std::uint8_t>(np);
-    key.device = static_cast<std::int16_t>(ordinal);
-    for (std::size_t k = 0; k < count; ++k) {
-        key.kind[k] = args[k].is_array() ? ArgumentKind::array : ArgumentKind::scalar;
-        key.dtype[k] = args[k].is_array() ? args[k].array().dtype().id() : args[k].scalar().dtype().id();
-    }
-    for (std::size_t k = count; k < np; ++k) key.kind[k] = ArgumentKind::absent;
+    const int ordinal =
+        call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
+    const CallKey key = call_key(args, np, ordinal);
     const CallPlan* plan = calls.find(key);
     if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
     const Stream stream = (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
@@ -218,7 +156,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         for (int s = 0; s < operands; ++s) {
             const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
             if (!all && k >= nin) continue;
-            views[static_cast<std::size_t>(present++)] = view_of(*array_of(k));
+            views[static_cast<std::size_t>(present++)] = operand_view(*array_of(k));
         }
         if (present == 0) return present;
         if (!detail::broadcast_operands(views.data(), present, layout)) {
@@ -313,30 +251,9 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
 
         // The argument struct.
         unsigned char* a = buffers.args;
-        for (std::size_t k = 0, slot = 0; k < np; ++k) {
-            const detail::ArgSlot& field = plan->args.slots[k];
-            switch (field.field) {
-                case detail::ArgField::pointer:
-                    std::memcpy(a + field.offset, &layout.data[slot++], sizeof(void*));
-                    break;
-                case detail::ArgField::value: {
-                    const Scalar v = args[k].scalar().cast(plan->bound.param_types[k]);
-                    std::memcpy(a + field.offset, v.data(), plan->bound.param_types[k].itemsize());
-                    break;
-                }
-                case detail::ArgField::raw: {
-                    const Array* r = array_of(k);
-                    if (r == nullptr || !r->is_c_contiguous())
-                        throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) +
-                                         " is raw: it needs a C-contiguous array (indexed from 0 to size-1)");
-                    const void* data = r->data();
-                    const long long size = r->size();
-                    std::memcpy(a + field.offset, &data, sizeof data);
-                    std::memcpy(a + field.offset + 8, &size, sizeof size);
-                    break;
-                }
-            }
-        }
+        std::size_t slot = 0;
+        write_args(a, plan->args, plan->bound, args, np, [&](std::size_t) { return layout.data[slot++]; },
+                   [&](std::size_t k) { return array_of(k); }, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
         const long long n_value = n;
         std::memcpy(a + plan->args.n_offset, &n_value, sizeof n_value);
 

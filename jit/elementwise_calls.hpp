@@ -4,17 +4,13 @@
 // lock, which it releases before launching.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "jit/call_binding.hpp"
+#include "jit/call_memo.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "runtime/detail/call_layout.hpp"
 #include "runtime/detail/kernel_args.hpp"
@@ -38,28 +34,6 @@ KernelModule load_elementwise(const ElementwiseKernel& kernel, const TypeBinding
 KernelBinary compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                  const std::string& arch);
 
-constexpr int kMaxCallParams = 64;
-
-// The memo key: device, then each argument's kind and dtype.
-struct CallKey {
-    std::uint8_t count = 0;
-    std::int16_t device = 0;
-    std::uint8_t kind[kMaxCallParams] = {};
-    std::uint8_t dtype[kMaxCallParams] = {};
-    friend bool operator==(const CallKey& a, const CallKey& b) noexcept {
-        return a.count == b.count && a.device == b.device && std::memcmp(a.kind, b.kind, a.count) == 0 &&
-               std::memcmp(a.dtype, b.dtype, a.count) == 0;
-    }
-};
-
-struct CallKeyHash {
-    std::size_t operator()(const CallKey& k) const noexcept {
-        std::uint64_t h = 1469598103934665603ull ^ (static_cast<std::uint64_t>(k.count) << 16) ^ static_cast<std::uint16_t>(k.device);
-        for (int i = 0; i < k.count; ++i) h = (h ^ (k.kind[i] | (k.dtype[i] << 8))) * 1099511628211ull;
-        return static_cast<std::size_t>(h);
-    }
-};
-
 struct CallPlan {
     KernelModule module;
     BoundCall bound;
@@ -70,20 +44,7 @@ struct CallPlan {
     int sm_count = 0;
 };
 
-class ElementwiseCalls {
-public:
-    // Parsed on first use; a kernel that does not parse throws its ParseError at every call.
-    const CallSignature& signature(const ElementwiseKernel& kernel);
-    const CallPlan* find(const CallKey& key) const;
-    const CallPlan* insert(const CallKey& key, std::unique_ptr<CallPlan> plan);
-
-private:
-    std::mutex signature_mutex_;
-    std::atomic<bool> have_signature_{false};
-    CallSignature signature_;
-    mutable std::shared_mutex plans_mutex_;
-    std::unordered_map<CallKey, std::unique_ptr<CallPlan>, CallKeyHash> plans_;
-};
+using ElementwiseCalls = CallMemo<CallPlan>;
 
 // The implementation of ElementwiseKernel's calls: `outputs` null for launch().
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,

@@ -8,6 +8,7 @@
 #include "jit/codegen.hpp"
 #include "jit/elementwise_calls.hpp"
 #include "jit/program_lookup.hpp"
+#include "jit/manifest_fields.hpp"
 #include "jit/params.hpp"
 #include "jit/parser.hpp"
 #include "jit/preamble.hpp"
@@ -136,15 +137,7 @@ std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, cons
     e["types"] = nlohmann::json::array({binding});
     // How a call passed its arguments, when not all as arrays of the parameters' own types: these
     // make another module, which a precompile must build too.
-    const std::vector<jit::Param> params = jit::parse_param_lists(jit::SourceText{"in", k.in_params()},
-                                                                  jit::SourceText{"out", k.out_params()});
-    nlohmann::json scalars = nlohmann::json::array(), storage = nlohmann::json::object();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        if (i < variant.scalar.size() && variant.scalar[i]) scalars.push_back(params[i].name);
-        if (i < variant.storage.size() && variant.storage[i]) storage[params[i].name] = std::string(variant.storage[i]->name());
-    }
-    if (!scalars.empty()) e["scalars"] = scalars;
-    if (!storage.empty()) e["storage"] = storage;
+    jit::write_manifest_variant(e, k.in_params(), k.out_params(), variant);
     return e.dump();
 }
 

@@ -77,4 +77,15 @@ ModuleVariant manifest_variant(const std::string& in, const std::string& out, co
     return v;
 }
 
+void write_manifest_variant(nlohmann::json& entry, const std::string& in, const std::string& out, const ModuleVariant& variant) {
+    const std::vector<Param> params = parse_param_lists(SourceText{"in", in}, SourceText{"out", out});
+    nlohmann::json scalars = nlohmann::json::array(), storage = nlohmann::json::object();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (i < variant.scalar.size() && variant.scalar[i]) scalars.push_back(params[i].name);
+        if (i < variant.storage.size() && variant.storage[i]) storage[params[i].name] = std::string(variant.storage[i]->name());
+    }
+    if (!scalars.empty()) entry["scalars"] = scalars;
+    if (!storage.empty()) entry["storage"] = storage;
+}
+
 }  // namespace kjit::jit

@@ -31,4 +31,8 @@ std::map<std::string, DType> manifest_storage(const nlohmann::json& entry);
 ModuleVariant manifest_variant(const std::string& in, const std::string& out, const std::string& kernel_name,
                                const std::vector<std::string>& scalars, const std::map<std::string, DType>& storage);
 
+// The other way: writes "scalars" and "storage" into `entry` for `variant` (nothing for the plain
+// binding), as KJIT_CACHE_RECORD records a call that passed scalars or converted inputs.
+void write_manifest_variant(nlohmann::json& entry, const std::string& in, const std::string& out, const ModuleVariant& variant);
+
 }  // namespace kjit::jit

@@ -18,33 +18,6 @@
 
 namespace kjit::jit {
 
-const CallSignature& ReductionCalls::signature(const ReductionKernel& kernel) {
-    if (have_signature_.load(std::memory_order_acquire)) return signature_;
-    std::lock_guard lock(signature_mutex_);
-    if (!have_signature_.load(std::memory_order_relaxed)) {
-        CallSignature sig;
-        sig.params = parse_param_lists(SourceText{"in", kernel.in_params()}, SourceText{"out", kernel.out_params()});
-        for (const Param& p : sig.params) {
-            (p.is_output ? sig.outputs : sig.inputs)++;
-            sig.has_raw = sig.has_raw || p.raw;
-        }
-        signature_ = std::move(sig);
-        have_signature_.store(true, std::memory_order_release);
-    }
-    return signature_;
-}
-
-const ReductionPlan* ReductionCalls::find(const CallKey& key) const {
-    std::shared_lock lock(plans_mutex_);
-    const auto it = plans_.find(key);
-    return it == plans_.end() ? nullptr : it->second.get();
-}
-
-const ReductionPlan* ReductionCalls::insert(const CallKey& key, std::unique_ptr<ReductionPlan> plan) {
-    std::unique_lock lock(plans_mutex_);
-    return plans_.emplace(key, std::move(plan)).first->second.get();
-}
-
 namespace {
 
 constexpr unsigned kThreads = 256;       // every strategy but rows_block
@@ -121,48 +94,29 @@ std::string param_label(const CallSignature& sig, std::size_t k) {
     return std::string(p.is_output ? "output" : "input") + " '" + p.name + "'";
 }
 
-int device_of_call(const ReductionKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
-                   const ReduceOptions& options) {
-    int ordinal = -1;
-    for (std::size_t k = 0; k < args.size(); ++k) {
-        if (!args[k].is_array()) continue;
-        const Array& a = args[k].array();
-        if (!a.valid()) throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " is an empty kjit::Array");
-        if (a.device().is_cpu())
-            throw Error(kernel_prefix(kernel) + param_label(sig, k) +
-                        " is in host memory: copy it to the GPU first (array.to(kjit::Device::cuda(0)))");
-        if (ordinal >= 0 && a.device().ordinal() != ordinal)
-            throw Error(kernel_prefix(kernel) + param_label(sig, k) + " is on " + a.device().to_string() +
-                        " but earlier arguments are on cuda:" + std::to_string(ordinal));
-        ordinal = a.device().ordinal();
+// The kernel's parameters as a call needs them (ReductionKernel::check does the rest, once per binding).
+CallSignature reduction_signature(const ReductionKernel& kernel) {
+    CallSignature sig;
+    sig.params = parse_param_lists(SourceText{"in", kernel.in_params()}, SourceText{"out", kernel.out_params()});
+    for (const Param& p : sig.params) {
+        (p.is_output ? sig.outputs : sig.inputs)++;
+        sig.has_raw = sig.has_raw || p.raw;
     }
-    if (ordinal < 0) ordinal = options.stream ? options.stream->device().ordinal() : Device::current().ordinal();
-    return ordinal;
+    return sig;
 }
 
 std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
                                          int ordinal) {
-    std::vector<ArgumentKind> kinds(args.size());
-    for (std::size_t k = 0; k < args.size(); ++k)
-        kinds[k] = args[k].is_array() ? ArgumentKind{ArgumentKind::array, args[k].array().dtype()}
-                                      : ArgumentKind{ArgumentKind::scalar, args[k].scalar().dtype()};
+    const std::vector<ArgumentKind> kinds = argument_kinds(args);
     auto plan = std::make_unique<ReductionPlan>();
     plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
     for (std::size_t k = static_cast<std::size_t>(sig.inputs); k < sig.params.size(); ++k)
         if (k < args.size() && !args[k].is_array())
             throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " must be an array, not a scalar");
     plan->module = load_reduction(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
-    std::vector<detail::ArgField> fields;
-    for (std::size_t k = 0; k < sig.params.size(); ++k) {
-        if (sig.params[k].raw) {
-            fields.push_back(detail::ArgField::raw);
-        } else if (plan->bound.scalar[k]) {
-            fields.push_back(detail::ArgField::value);
-        } else {
-            fields.push_back(detail::ArgField::pointer);
-            if (!sig.params[k].is_output) plan->operand_param.push_back(static_cast<int>(k));
-        }
-    }
+    const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
+    for (std::size_t k = 0; k < sig.params.size(); ++k)
+        if (fields[k] == detail::ArgField::pointer && !sig.params[k].is_output) plan->operand_param.push_back(static_cast<int>(k));
     if (static_cast<int>(plan->operand_param.size()) > kMaxInputs || sig.outputs > kMaxOutputs)
         throw TypeError(kernel_prefix(kernel) + "kjit reduces at most " + std::to_string(kMaxInputs) + " array inputs into at most " +
                         std::to_string(kMaxOutputs) + " outputs");
@@ -172,10 +126,6 @@ std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const Ca
                         " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
     plan->sm_count = Device::cuda(ordinal).properties().sm_count;
     return plan;
-}
-
-detail::OperandView view_of(const Array& a) {
-    return {static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()};
 }
 
 std::string axes_text(const std::vector<int>& axes) {
@@ -200,7 +150,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
                     const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets) {
-    const CallSignature& sig = calls.signature(kernel);
+    const CallSignature& sig = calls.signature([&] { return reduction_signature(kernel); });
     const std::size_t np = sig.params.size(), count = args.size();
     const std::size_t nin = static_cast<std::size_t>(sig.inputs);
     if (np > static_cast<std::size_t>(kMaxCallParams))
@@ -210,16 +160,9 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
                         std::to_string(sig.outputs) + " outputs), got " + std::to_string(count) + " arguments");
     if (outputs == nullptr && count != np)
         throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
-    const int ordinal = device_of_call(kernel, sig, args, options);
-
-    CallKey key;
-    key.count = static_cast<std::uint8_t>(np);
-    key.device = static_cast<std::int16_t>(ordinal);
-    for (std::size_t k = 0; k < count; ++k) {
-        key.kind[k] = args[k].is_array() ? ArgumentKind::array : ArgumentKind::scalar;
-        key.dtype[k] = args[k].is_array() ? args[k].array().dtype().id() : args[k].scalar().dtype().id();
-    }
-    for (std::size_t k = count; k < np; ++k) key.kind[k] = ArgumentKind::absent;
+    const int ordinal =
+        call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
+    const CallKey key = call_key(args, np, ordinal);
     const ReductionPlan* plan = calls.find(key);
     if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
     const ReductionModule& m = plan->module;
@@ -234,7 +177,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     detail::CallLayout& in = buffers.inputs;
     auto broadcast_inputs = [&] {
         std::array<detail::OperandView, kMaxInputs> views;
-        for (int s = 0; s < ni; ++s) views[static_cast<std::size_t>(s)] = view_of(array_of(static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)])));
+        for (int s = 0; s < ni; ++s) views[static_cast<std::size_t>(s)] = operand_view(array_of(static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)])));
         if (!detail::broadcast_operands(views.data(), ni, in)) {
             std::string shapes;
             for (int s = 0; s < ni; ++s) {
@@ -298,7 +241,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
 
     // Outputs are written while inputs are still read: an input sharing memory with an output is
     // read from a copy; outputs must be distinct and must not repeat elements.
-    auto range_of = [](const Array& a, char*& lo, char*& hi) { detail::byte_range(view_of(a), lo, hi); };
+    auto range_of = [](const Array& a, char*& lo, char*& hi) { detail::byte_range(operand_view(a), lo, hi); };
     bool copied = false;
     for (std::size_t o = nin; o < np; ++o) {
         const Array& out = array_of(o);
@@ -379,33 +322,10 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
                     ") needs an identity, and this reduction has none");
 
     // The argument struct.
-    unsigned char* a = buffers.args;
-    for (std::size_t k = 0, slot = 0; k < np; ++k) {
-        const detail::ArgSlot& field = plan->args.slots[k];
-        switch (field.field) {
-            case detail::ArgField::pointer: {
-                const void* data = k < nin ? static_cast<const void*>(in.data[slot++]) : array_of(k).data();
-                std::memcpy(a + field.offset, &data, sizeof data);
-                break;
-            }
-            case detail::ArgField::value: {
-                const Scalar v = args[k].scalar().cast(plan->bound.param_types[k]);
-                std::memcpy(a + field.offset, v.data(), plan->bound.param_types[k].itemsize());
-                break;
-            }
-            case detail::ArgField::raw: {
-                const Array& r = args[k].array();
-                if (!r.is_c_contiguous())
-                    throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) +
-                                     " is raw: it needs a C-contiguous array (indexed from 0 to size-1)");
-                const void* data = r.data();
-                const long long size = r.size();
-                std::memcpy(a + field.offset, &data, sizeof data);
-                std::memcpy(a + field.offset + 8, &size, sizeof size);
-                break;
-            }
-        }
-    }
+    std::size_t slot = 0;
+    write_args(buffers.args, plan->args, plan->bound, args, np,
+               [&](std::size_t k) -> const void* { return k < nin ? in.data[slot++] : array_of(k).data(); },
+               [&](std::size_t k) { return &args[k].array(); }, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
 
     // kjit::ReduceLayout.
     const int in_slots = std::max(1, m.array_inputs);

@@ -3,12 +3,8 @@
 // (the loaded module and its entry points, the bound types, the argument struct's layout).
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
-#include <unordered_map>
 #include <vector>
 
 #include <cuda.h>
@@ -69,20 +65,7 @@ struct ReductionPlan {
     int sm_count = 0;
 };
 
-class ReductionCalls {
-public:
-    // Parsed on first use; a kernel whose parameters do not parse throws at every call.
-    const CallSignature& signature(const ReductionKernel& kernel);
-    const ReductionPlan* find(const CallKey& key) const;
-    const ReductionPlan* insert(const CallKey& key, std::unique_ptr<ReductionPlan> plan);
-
-private:
-    std::mutex signature_mutex_;
-    std::atomic<bool> have_signature_{false};
-    CallSignature signature_;
-    mutable std::shared_mutex plans_mutex_;
-    std::unordered_map<CallKey, std::unique_ptr<ReductionPlan>, CallKeyHash> plans_;
-};
+using ReductionCalls = CallMemo<ReductionPlan>;
 
 // The implementation of ReductionKernel's calls: `outputs` null for launch(); `segment_offsets`
 // non-null for a segmented reduction (kjit/segmented.hpp) of 1-D inputs.

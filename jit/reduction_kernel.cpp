@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jit/manifest_fields.hpp"
 #include "jit/params.hpp"
 #include "jit/parser.hpp"
 #include "jit/preamble.hpp"
@@ -324,15 +325,7 @@ std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const 
     e["types"] = nlohmann::json::array({binding});
     // How a call passed its inputs when not all as arrays of their own types: another module,
     // which a precompile must build too (the same keys as elementwise entries).
-    const std::vector<jit::Param> params = jit::parse_param_lists(jit::SourceText{"in", k.in_params()},
-                                                                  jit::SourceText{"out", k.out_params()});
-    nlohmann::json scalars = nlohmann::json::array(), storage = nlohmann::json::object();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        if (i < variant.scalar.size() && variant.scalar[i]) scalars.push_back(params[i].name);
-        if (i < variant.storage.size() && variant.storage[i]) storage[params[i].name] = std::string(variant.storage[i]->name());
-    }
-    if (!scalars.empty()) e["scalars"] = scalars;
-    if (!storage.empty()) e["storage"] = storage;
+    jit::write_manifest_variant(e, k.in_params(), k.out_params(), variant);
     return e.dump();
 }
 

@@ -344,17 +344,42 @@ __device__ __forceinline__ void fold_row(const Args& args, const Layout& layout,
     }
 }
 
+// Where output o's reduced elements start in each input and how many there are: the kept
+// dimensions' offsets and reduced_size (KeptRows), or a segment of 1-D inputs (SegmentRows: output
+// o reduces elements offsets[o] .. offsets[o + 1] - 1, clamped to 0 .. reduced_size so that bad
+// offsets never read outside the inputs).
+struct KeptRows {
+    template <class Index, class Layout, int S>
+    __device__ __forceinline__ void operator()(const Layout& layout, Index o, Index (&base)[S], Index& n) const {
+        kept_in_offsets(layout, o, base);
+        n = static_cast<Index>(layout.reduced_size);
+    }
+};
+struct SegmentRows {
+    const long long* offsets;
+    template <class Index, class Layout, int S>
+    __device__ __forceinline__ void operator()(const Layout& layout, Index o, Index (&base)[S], Index& n) const {
+        const long long total = layout.reduced_size;
+        long long b = offsets[o], e = offsets[o + 1];
+        b = b < 0 ? 0 : (b > total ? total : b);
+        e = e < b ? b : (e > total ? total : e);
+        n = static_cast<Index>(e - b);
+#pragma unroll
+        for (int a = 0; a < S; ++a) base[a] = static_cast<Index>(b) * static_cast<Index>(layout.in_strides[a][1]);
+    }
+};
+
 // One warp per output (lanes stride the row by 32), grid-stride over the outputs.
-template <class K, class Index, class Args, class Layout>
-__device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout& layout) {
+template <class K, class Index, class Args, class Layout, class Rows>
+__device__ __forceinline__ void reduce_warp_per_row(const Args& args, const Layout& layout, const Rows& rows) {
     typedef typename K::value_type V;
-    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
+    const Index outputs = static_cast<Index>(layout.kept_size);
     const Index lane = static_cast<Index>(threadIdx.x & 31);
     const Index warps = static_cast<Index>(thread_count() >> 5);
     const bool contiguous = reduced_contiguous(layout, K::inputs);
     for (Index o = static_cast<Index>(thread_index() >> 5); o < outputs; o += warps) {
-        Index base[K::in_slots];
-        kept_in_offsets(layout, o, base);
+        Index base[K::in_slots], n;
+        rows(layout, o, base, n);
         V v;
         bool ok;
         start<K>(v, ok);
@@ -369,93 +394,48 @@ __device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout&
 }
 
 // One block per output (threads stride the row by blockDim.x), grid-stride over the outputs.
+template <class K, class Index, class Args, class Layout, class Rows>
+__device__ __forceinline__ void reduce_block_per_row(const Args& args, const Layout& layout, const Rows& rows) {
+    typedef typename K::value_type V;
+    const Index outputs = static_cast<Index>(layout.kept_size);
+    const bool contiguous = reduced_contiguous(layout, K::inputs);
+    for (Index o = static_cast<Index>(blockIdx.x); o < outputs; o += static_cast<Index>(gridDim.x)) {
+        Index base[K::in_slots], n;
+        rows(layout, o, base, n);
+        V v;
+        bool ok;
+        start<K>(v, ok);
+        fold_row<K, Index>(args, layout, base, n, static_cast<Index>(threadIdx.x), static_cast<Index>(blockDim.x), contiguous, v, ok);
+        block_reduce<K>(v, ok);
+        if (threadIdx.x == 0) {
+            Index out[K::outputs];
+            kept_out_offsets(layout, o, out);
+            K::template post<Index>(args, out, v, o, n);
+        }
+    }
+}
+
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_rows_warp(const Args& args, const Layout& layout) {
+    reduce_warp_per_row<K, Index>(args, layout, KeptRows{});
+}
 template <class K, class Index, class Args, class Layout>
 __device__ __forceinline__ void reduce_rows_block(const Args& args, const Layout& layout) {
-    typedef typename K::value_type V;
-    const Index outputs = static_cast<Index>(layout.kept_size), n = static_cast<Index>(layout.reduced_size);
-    const bool contiguous = reduced_contiguous(layout, K::inputs);
-    for (Index o = static_cast<Index>(blockIdx.x); o < outputs; o += static_cast<Index>(gridDim.x)) {
-        Index base[K::in_slots];
-        kept_in_offsets(layout, o, base);
-        V v;
-        bool ok;
-        start<K>(v, ok);
-        fold_row<K, Index>(args, layout, base, n, static_cast<Index>(threadIdx.x), static_cast<Index>(blockDim.x), contiguous, v, ok);
-        block_reduce<K>(v, ok);
-        if (threadIdx.x == 0) {
-            Index out[K::outputs];
-            kept_out_offsets(layout, o, out);
-            K::template post<Index>(args, out, v, o, n);
-        }
-    }
+    reduce_block_per_row<K, Index>(args, layout, KeptRows{});
 }
 
-// Segments of 1-D inputs: output o reduces elements offsets[o] .. offsets[o + 1] - 1 (clamped to
-// 0 .. reduced_size, so that bad offsets never read outside the inputs). The layout has one kept
-// dimension (the kept_size segments; input strides 0, the outputs' strides) and one reduced
-// dimension (reduced_size elements; the inputs' strides). `i` in map is the element's index in its
-// segment and `n` the segment's length. The order is rows_warp's (segments_warp) or rows_block's
-// (segments_block) over each segment.
-template <class K, class Index, class Layout>
-__device__ __forceinline__ void segment_range(const Layout& layout, const long long* offsets, Index o, Index& begin, Index& n) {
-    const long long total = layout.reduced_size;
-    long long b = offsets[o], e = offsets[o + 1];
-    b = b < 0 ? 0 : (b > total ? total : b);
-    e = e < b ? b : (e > total ? total : e);
-    begin = static_cast<Index>(b);
-    n = static_cast<Index>(e - b);
-}
-
-template <class K, class Index, class Layout>
-__device__ __forceinline__ void segment_base(const Layout& layout, Index begin, Index (&base)[K::in_slots]) {
-#pragma unroll
-    for (int a = 0; a < K::in_slots; ++a) base[a] = begin * static_cast<Index>(layout.in_strides[a][1]);
-}
-
+// Segments of 1-D inputs (segmented reductions): the layout has one kept dimension (the kept_size
+// segments; input strides 0, the outputs' strides) and one reduced dimension (reduced_size
+// elements; the inputs' strides). `i` in map is the element's index in its segment and `n` the
+// segment's length. The order is rows_warp's (segments_warp) or rows_block's (segments_block) over
+// each segment.
 template <class K, class Index, class Args, class Layout>
 __device__ __forceinline__ void reduce_segments_warp(const Args& args, const Layout& layout, const long long* offsets) {
-    typedef typename K::value_type V;
-    const Index outputs = static_cast<Index>(layout.kept_size);
-    const Index lane = static_cast<Index>(threadIdx.x & 31);
-    const Index warps = static_cast<Index>(thread_count() >> 5);
-    const bool contiguous = reduced_contiguous(layout, K::inputs);
-    for (Index o = static_cast<Index>(thread_index() >> 5); o < outputs; o += warps) {
-        Index begin, n, base[K::in_slots];
-        segment_range<K>(layout, offsets, o, begin, n);
-        segment_base<K>(layout, begin, base);
-        V v;
-        bool ok;
-        start<K>(v, ok);
-        fold_row<K, Index>(args, layout, base, n, lane, Index(32), contiguous, v, ok);
-        warp_reduce<K>(v, ok);
-        if (lane == 0) {
-            Index out[K::outputs];
-            kept_out_offsets(layout, o, out);
-            K::template post<Index>(args, out, v, o, n);
-        }
-    }
+    reduce_warp_per_row<K, Index>(args, layout, SegmentRows{offsets});
 }
-
 template <class K, class Index, class Args, class Layout>
 __device__ __forceinline__ void reduce_segments_block(const Args& args, const Layout& layout, const long long* offsets) {
-    typedef typename K::value_type V;
-    const Index outputs = static_cast<Index>(layout.kept_size);
-    const bool contiguous = reduced_contiguous(layout, K::inputs);
-    for (Index o = static_cast<Index>(blockIdx.x); o < outputs; o += static_cast<Index>(gridDim.x)) {
-        Index begin, n, base[K::in_slots];
-        segment_range<K>(layout, offsets, o, begin, n);
-        segment_base<K>(layout, begin, base);
-        V v;
-        bool ok;
-        start<K>(v, ok);
-        fold_row<K, Index>(args, layout, base, n, static_cast<Index>(threadIdx.x), static_cast<Index>(blockDim.x), contiguous, v, ok);
-        block_reduce<K>(v, ok);
-        if (threadIdx.x == 0) {
-            Index out[K::outputs];
-            kept_out_offsets(layout, o, out);
-            K::template post<Index>(args, out, v, o, n);
-        }
-    }
+    reduce_block_per_row<K, Index>(args, layout, SegmentRows{offsets});
 }
 
 // One thread per output, looping over the reduced elements in order: neighbouring threads read

@@ -442,35 +442,8 @@ const CUfunction kFakeFunction = reinterpret_cast<CUfunction>(std::uintptr_t{0x7
 // The fake driver plus what loading and launching a kernel needs, for an sm_90 GPU with 1024
 // threads per block and 227 KiB of shared memory per block.
 kjit::detail::DriverApi fake_driver_with_kernels() {
-    kjit::detail::DriverApi api = kjit::test::make_fake_driver();
+    kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
     g_fake = FakeKernel{};
-    api.cuDeviceGetName = [](char* name, int len, CUdevice) {
-        std::strncpy(name, "Fake GPU", static_cast<std::size_t>(len));
-        return CUDA_SUCCESS;
-    };
-    api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice) {
-        switch (a) {
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-            case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
-            case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
-            default: *v = 1;
-        }
-        return CUDA_SUCCESS;
-    };
-    api.cuDeviceTotalMem = [](std::size_t* bytes, CUdevice) {
-        *bytes = std::size_t{1} << 30;
-        return CUDA_SUCCESS;
-    };
-    api.cuDeviceGetPCIBusId = [](char* id, int len, CUdevice) {
-        std::strncpy(id, "0000:00:00.0", static_cast<std::size_t>(len));
-        return CUDA_SUCCESS;
-    };
-    api.cuModuleLoadData = [](CUmodule* m, const void*) {
-        *m = reinterpret_cast<CUmodule>(std::uintptr_t{0x6000});
-        return CUDA_SUCCESS;
-    };
-    api.cuModuleUnload = [](CUmodule) { return CUDA_SUCCESS; };
     api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char* name) {
         g_fake.looked_up.emplace_back(name);
         if (std::string(name) != "fake_target") return CUDA_ERROR_NOT_FOUND;
