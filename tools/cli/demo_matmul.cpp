@@ -122,7 +122,7 @@ bool one_dtype(DType t, std::int64_t side, const Stream& stream, const Progress&
         {"GPU: kjit::matmul (cuBLAS)", gpu, fmt::format("{:.1f} TFLOP/s (best of 3; CUDA events)", tflops(gpu))},
         {"copy host -> device (a, b)", h2d_ms, fmt::format("{:.1f} GB/s (pageable memory)", bytes_in / (h2d_ms * 1e-3) / 1e9)},
         {"copy device -> host (c)", d2h_ms, fmt::format("{:.1f} GB/s (pageable memory)", bytes_out / (d2h_ms * 1e-3) / 1e9)},
-        {"GPU product + both copies", gpu + h2d_ms + d2h_ms,
+        {"GPU: product + both copies", gpu + h2d_ms + d2h_ms,
          fmt::format("{:.0f}x faster than the CPU{}", cpu_ms / (gpu + h2d_ms + d2h_ms), m == side ? "" : " (estimate)")},
     });
     fmt::print("  (not in the times: the first cuBLAS call, {})\n", duration(first_ms));
