@@ -168,5 +168,39 @@ else
   expect 1 "kjit run needs a GPU" -- run "${l2[@]}" --arg x=x.npy --axis -1 --axis 0 --keepdims
 fi
 
+# kjit demo: flag errors; then, on a GPU, every scenario at 1% of its size checked against the CPU,
+# else the no-GPU path (compiles the kernels into the cache, says no GPU was found, exits 0).
+# has TEXT: the last command's stdout contains TEXT.
+has() {
+  if grep -qF -- "$1" "$tmp/out"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAILED: kjit demo's output lacks: $1"; cat "$tmp/out"; fi
+}
+expect 1 "--scenario: 4 not in {1,2,3,all}" -- demo --scenario 4
+expect 1 "--size-scale: must be a number in (0, 1], not '0'" -- demo --size-scale 0
+expect 1 "--size-scale: must be a number in (0, 1], not '2'" -- demo --size-scale 2
+expect 1 "--size-scale: must be a number in (0, 1], not '1e-3x'" -- demo --size-scale 1e-3x
+if "$kjit" info | grep -q "^devices: [1-9]"; then
+  expect 0 "Every result matched the CPU's." -- demo --size-scale 0.01
+  has "check: all 3,000,000 values equal the CPU's, bit for bit"
+  has " float64: (1000 x 1000) @ (1000 x 1000)"
+  has " float32: (1000 x 1000) @ (1000 x 1000)"
+  [ "$(grep -c "check: 64 sampled entries match" "$tmp/out")" -eq 2 ] && passed=$((passed + 1)) \
+    || { failed=$((failed + 1)); echo "FAILED: kjit demo did not check both matrix products"; }
+  has "check: all 800 days match the CPU's"
+  has "GPU: kjit kernel"
+  has "copy host -> device"
+  expect 0 "Every result matched the CPU's." -- demo --size-scale 0.001 --scenario 3
+else
+  expect 0 "No GPU was found" -- demo --size-scale 0.001
+  has "scenario 1  elementwise demo_add_scalar (T=float64)"
+  has "scenario 2  matmul: cuBLAS's GEMM, nothing to compile"
+  has "scenario 3  kjit_segments (group_sorted_keys)"
+  has "scenario 3  reduction demo_day_mean (T=float64)"
+  has "5 compiled by NVRTC, 0 found in the kernel cache"
+  expect 0 "0 compiled by NVRTC, 5 found in the kernel cache" -- demo
+  expect 0 "No GPU was found" -- demo --scenario 2
+  has "0 compiled by NVRTC, 0 found in the kernel cache"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
