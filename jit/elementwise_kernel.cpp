@@ -124,23 +124,11 @@ namespace {
 // The manifest entry for this kernel and one binding: what KJIT_CACHE_RECORD writes and
 // `kjit precompile` reads back.
 std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
-    nlohmann::json e;
-    e["kind"] = "elementwise";
-    e["name"] = k.name();
-    e["in"] = k.in_params();
-    e["out"] = k.out_params();
+    nlohmann::json e = jit::write_manifest_entry("elementwise", k.name(), k.in_params(), k.out_params(), k.options().preamble,
+                                                 k.options().nvrtc_options, types, variant);
     e["op"] = k.operation();
-    if (!k.options().preamble.empty()) e["preamble"] = k.options().preamble;
-    if (!k.options().nvrtc_options.empty()) e["options"] = k.options().nvrtc_options;
-    nlohmann::json binding = nlohmann::json::object();
-    for (const auto& [ph, t] : types) binding[ph] = std::string(t.name());
-    e["types"] = nlohmann::json::array({binding});
-    // How a call passed its arguments, when not all as arrays of the parameters' own types: these
-    // make another module, which a precompile must build too.
-    jit::write_manifest_variant(e, k.in_params(), k.out_params(), variant);
     return e.dump();
 }
-
 
 // A kernel for one binding, ready to be looked up: its generated module and what the cache needs.
 struct Prepared {

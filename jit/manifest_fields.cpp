@@ -77,15 +77,28 @@ ModuleVariant manifest_variant(const std::string& in, const std::string& out, co
     return v;
 }
 
-void write_manifest_variant(nlohmann::json& entry, const std::string& in, const std::string& out, const ModuleVariant& variant) {
+nlohmann::json write_manifest_entry(const char* kind, const std::string& name, const std::string& in, const std::string& out,
+                                    const std::string& preamble, const std::vector<std::string>& options,
+                                    const TypeBinding& types, const ModuleVariant& variant) {
+    nlohmann::json e;
+    e["kind"] = kind;
+    e["name"] = name;
+    e["in"] = in;
+    e["out"] = out;
+    if (!preamble.empty()) e["preamble"] = preamble;
+    if (!options.empty()) e["options"] = options;
+    nlohmann::json binding = nlohmann::json::object();
+    for (const auto& [ph, t] : types) binding[ph] = std::string(t.name());
+    e["types"] = nlohmann::json::array({binding});
     const std::vector<Param> params = parse_param_lists(SourceText{"in", in}, SourceText{"out", out});
     nlohmann::json scalars = nlohmann::json::array(), storage = nlohmann::json::object();
     for (std::size_t i = 0; i < params.size(); ++i) {
         if (i < variant.scalar.size() && variant.scalar[i]) scalars.push_back(params[i].name);
         if (i < variant.storage.size() && variant.storage[i]) storage[params[i].name] = std::string(variant.storage[i]->name());
     }
-    if (!scalars.empty()) entry["scalars"] = scalars;
-    if (!storage.empty()) entry["storage"] = storage;
+    if (!scalars.empty()) e["scalars"] = scalars;
+    if (!storage.empty()) e["storage"] = storage;
+    return e;
 }
 
 }  // namespace kjit::jit

@@ -31,8 +31,12 @@ std::map<std::string, DType> manifest_storage(const nlohmann::json& entry);
 ModuleVariant manifest_variant(const std::string& in, const std::string& out, const std::string& kernel_name,
                                const std::vector<std::string>& scalars, const std::map<std::string, DType>& storage);
 
-// The other way: writes "scalars" and "storage" into `entry` for `variant` (nothing for the plain
-// binding), as KJIT_CACHE_RECORD records a call that passed scalars or converted inputs.
-void write_manifest_variant(nlohmann::json& entry, const std::string& in, const std::string& out, const ModuleVariant& variant);
+// The other way: the fields every kernel's entry has, for one binding, as KJIT_CACHE_RECORD writes
+// them: "kind", "name", "in", "out", "preamble" and "options" when not empty, "types", and
+// "scalars" / "storage" when a call passed scalars or converted inputs (another module, which a
+// precompile must build too). The caller adds its kind's own fields.
+nlohmann::json write_manifest_entry(const char* kind, const std::string& name, const std::string& in, const std::string& out,
+                                    const std::string& preamble, const std::vector<std::string>& options,
+                                    const TypeBinding& types, const ModuleVariant& variant);
 
 }  // namespace kjit::jit

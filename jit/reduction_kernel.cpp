@@ -308,24 +308,13 @@ jit::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::Module
 
 // The manifest entry for this kernel and one binding (DESIGN.md's format).
 std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
-    nlohmann::json e;
-    e["kind"] = "reduction";
-    e["name"] = k.name();
-    e["in"] = k.in_params();
-    e["out"] = k.out_params();
+    nlohmann::json e = jit::write_manifest_entry("reduction", k.name(), k.in_params(), k.out_params(), k.options().preamble,
+                                                 k.options().nvrtc_options, types, variant);
     e["map"] = k.map_expr();
     e["reduce"] = k.reduce_expr();
     e["post"] = k.post_map_expr();
     e["identity"] = k.identity();
     if (!k.options().reduce_type.empty()) e["reduce_type"] = k.options().reduce_type;
-    if (!k.options().preamble.empty()) e["preamble"] = k.options().preamble;
-    if (!k.options().nvrtc_options.empty()) e["options"] = k.options().nvrtc_options;
-    nlohmann::json binding = nlohmann::json::object();
-    for (const auto& [ph, t] : types) binding[ph] = std::string(t.name());
-    e["types"] = nlohmann::json::array({binding});
-    // How a call passed its inputs when not all as arrays of their own types: another module,
-    // which a precompile must build too (the same keys as elementwise entries).
-    jit::write_manifest_variant(e, k.in_params(), k.out_params(), variant);
     return e.dump();
 }
 

@@ -17,40 +17,13 @@ namespace {
 
 int g_launches = 0;
 
-// The fake driver plus what loading and launching need: one sm_90 device, modules and launches
-// that do nothing.
+// The fake sm_90 driver with one function for every name and launches that do nothing.
 kjit::detail::DriverApi launching_fake() {
-    kjit::detail::DriverApi api = kjit::test::make_fake_driver();
-    api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice) {
-        switch (a) {
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-            case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
-            default: *v = 1024; break;
-        }
-        return CUDA_SUCCESS;
-    };
-    api.cuDeviceGetName = [](char* name, int len, CUdevice) {
-        std::snprintf(name, static_cast<std::size_t>(len), "Fake H200");
-        return CUDA_SUCCESS;
-    };
-    api.cuDeviceTotalMem = [](std::size_t* b, CUdevice) {
-        *b = std::size_t{1} << 34;
-        return CUDA_SUCCESS;
-    };
-    api.cuDeviceGetPCIBusId = [](char* id, int len, CUdevice) {
-        std::snprintf(id, static_cast<std::size_t>(len), "0000:00:00.0");
-        return CUDA_SUCCESS;
-    };
-    api.cuModuleLoadData = [](CUmodule* m, const void*) {
-        *m = reinterpret_cast<CUmodule>(std::uintptr_t{0x5000});
-        return CUDA_SUCCESS;
-    };
+    kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
     api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) {
         *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x6000});
         return CUDA_SUCCESS;
     };
-    api.cuModuleUnload = [](CUmodule) { return CUDA_SUCCESS; };
     api.cuLaunchKernel = [](CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
                             void**) {
         ++g_launches;

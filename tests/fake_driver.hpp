@@ -31,8 +31,9 @@ FakeDriverState& fake_state();
 // A table whose every entry is a fake; fresh state each call.
 detail::DriverApi make_fake_driver();
 
-// The same, describing one sm_90 GPU ("Fake GPU", 1 GiB, 1024 threads and 227 KiB of shared memory
-// per block) whose every module loads (as 0x6000) and unloads; module functions are the caller's.
+// The same, describing one sm_90 GPU ("Fake GPU", 132 SMs, 1 GiB, 1024 threads and 227 KiB of
+// shared memory per block) whose every module loads (as 0x6000) and unloads; module functions are
+// the caller's.
 detail::DriverApi make_fake_sm90_driver();
 
 }  // namespace kjit::test

@@ -33,15 +33,6 @@ kjit::detail::DriverApi recording_fake() {
     kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
     g_functions.clear();
     g_launches.clear();
-    api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice) {
-        switch (a) {
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-            case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
-            default: *v = 1024; break;
-        }
-        return CUDA_SUCCESS;
-    };
     api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
     api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char* name) {
         g_functions.emplace_back(name);
