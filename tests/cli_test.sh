@@ -202,5 +202,11 @@ else
   has "0 compiled by NVRTC, 0 found in the kernel cache"
 fi
 
+# kjit bench --crossover: CSV of sizes 10^3.. (the GPU columns empty without a GPU); flag errors.
+expect 0 "n,cpu_1_thread_ms," -- bench --crossover --max-exp 4 --csv "$tmp/cross.csv"
+if [ "$(wc -l < "$tmp/cross.csv")" -eq 3 ] && grep -q '^10000,[0-9.e-]*,[0-9.e-]*,' "$tmp/cross.csv"; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAILED: crossover CSV:"; cat "$tmp/cross.csv"; fi
+expect 1 "--max-exp" -- bench --crossover --max-exp 12
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
