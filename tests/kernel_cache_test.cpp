@@ -24,6 +24,8 @@
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
+using kjit::test::cache_in;
+using kjit::test::ProcessCacheGuard;
 using kjit::DType;
 using kjit::cache::Entry;
 using kjit::cache::KernelCache;
@@ -42,18 +44,6 @@ Entry fake_entry(const std::string& key, const std::string& ptx) {
     e.ptx = ptx;
     return e;
 }
-
-kjit::CacheSettings settings_in(const std::filesystem::path& dir) {
-    kjit::CacheSettings s;
-    s.dir = dir.string();
-    return s;
-}
-
-// Restores the process cache's settings when a test that changes them ends.
-struct ProcessCacheGuard {
-    kjit::CacheSettings saved = kjit::cache_settings();
-    ~ProcessCacheGuard() { kjit::configure_cache(saved); }
-};
 
 }  // namespace
 
@@ -85,7 +75,7 @@ TEST_CASE("the cache compiles a key once, then serves it from memory, then from 
                   return fake_entry(key, "ptx-a");
               }};
     {
-        KernelCache cache(settings_in(dir.path()));
+        KernelCache cache(cache_in(dir.path()));
         CHECK(cache.get(r)->ptx == "ptx-a");
         CHECK(cache.get(r)->ptx == "ptx-a");
         CHECK(compiles == 1);
@@ -96,7 +86,7 @@ TEST_CASE("the cache compiles a key once, then serves it from memory, then from 
         REQUIRE(s.layers.size() == 1);
         CHECK(s.layers[0].misses == 1);
     }
-    KernelCache fresh(settings_in(dir.path()));  // as a new process would
+    KernelCache fresh(cache_in(dir.path()));  // as a new process would
     CHECK(fresh.get(r)->ptx == "ptx-a");
     CHECK(compiles == 1);
     CHECK(fresh.stats().layers[0].hits == 1);
@@ -104,7 +94,7 @@ TEST_CASE("the cache compiles a key once, then serves it from memory, then from 
 
 TEST_CASE("concurrent first calls compile once; different keys compile in parallel", "[kernel_cache]") {
     const kjit::test::TempDir dir;
-    KernelCache cache(settings_in(dir.path()));
+    KernelCache cache(cache_in(dir.path()));
     std::atomic<int> compiles{0}, running{0}, most_running{0};
     auto request = [&](const std::string& name) {
         const std::string key = kjit::cache::make_key(name, {}, "sm_90", "v");
@@ -133,7 +123,7 @@ TEST_CASE("concurrent first calls compile once; different keys compile in parall
 
 TEST_CASE("a failed compile reaches every waiter and is retried by the next call", "[kernel_cache]") {
     const kjit::test::TempDir dir;
-    KernelCache cache(settings_in(dir.path()));
+    KernelCache cache(cache_in(dir.path()));
     const std::string key = kjit::cache::make_key("f", {}, "sm_90", "v");
     int attempts = 0;
     Request r{key, "", "sm_90", "", [&]() -> Entry {
@@ -153,7 +143,7 @@ TEST_CASE("read-only layers serve entries; an unusable writable folder only warn
                   ++compiles;
                   return fake_entry(key, "shipped");
               }};
-    KernelCache(settings_in(shipped.path())).get(r);
+    KernelCache(cache_in(shipped.path())).get(r);
     REQUIRE(compiles == 1);
     kjit::CacheSettings s;
     s.dir = (other.path() / "file-not-folder").string();
@@ -195,7 +185,7 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     const kjit::ElementwiseKernel scale("T x, float64 s", "T y", "y = x * s", "scale_rec");
 
     // 1. An application runs with KJIT_CACHE_RECORD: each kernel it uses is appended.
-    kjit::CacheSettings app = settings_in(work.path() / "app-cache");
+    kjit::CacheSettings app = cache_in(work.path() / "app-cache");
     app.record = manifest.string();
     kjit::configure_cache(app);
     axpb.compile({{"T", DType::float32}}, "sm_90");
@@ -207,11 +197,11 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     CHECK(recorded["kernels"][0]["types"].size() == 2);
 
     // 2. A build machine precompiles it for two architectures; a second run compiles nothing.
-    kjit::configure_cache(settings_in(work.path() / "shipped"));
+    kjit::configure_cache(cache_in(work.path() / "shipped"));
     const auto first = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
     CHECK(first.failures.empty());
     CHECK(first.jobs == 6);
-    kjit::configure_cache(settings_in(work.path() / "shipped"));
+    kjit::configure_cache(cache_in(work.path() / "shipped"));
     const auto second = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
     CHECK(second.compiled == 0);
 
@@ -247,7 +237,7 @@ TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and p
     v.scalar = {false, true, false};
     v.storage = {DType(DType::int16), std::nullopt, std::nullopt};
     const kjit::TypeBinding f32{{"T", DType::float32}};
-    kjit::CacheSettings app = settings_in(work.path() / "app-cache");
+    kjit::CacheSettings app = cache_in(work.path() / "app-cache");
     app.record = manifest.string();
     kjit::configure_cache(app);
     const kjit::KernelBinary made = kjit::jit::compile_elementwise(axpb, f32, v, "sm_90");
@@ -256,7 +246,7 @@ TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and p
     CHECK(recorded["kernels"][0]["scalars"] == nlohmann::json::array({"a"}));
     CHECK(recorded["kernels"][0]["storage"] == nlohmann::json({{"x", "int16"}}));
 
-    kjit::configure_cache(settings_in(work.path() / "shipped"));
+    kjit::configure_cache(cache_in(work.path() / "shipped"));
     const auto built = kjit::jit::precompile(recorded, {"sm_90"}, 1);
     CHECK(built.failures.empty());
     CHECK(built.compiled == 1);
@@ -275,7 +265,7 @@ TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and p
     // A manifest naming a parameter the kernel does not have fails clearly.
     nlohmann::json bad = recorded;
     bad["kernels"][0]["scalars"] = nlohmann::json::array({"b"});
-    kjit::configure_cache(settings_in(work.path() / "other"));
+    kjit::configure_cache(cache_in(work.path() / "other"));
     const auto failed = kjit::jit::precompile(bad, {"sm_90"}, 1);
     REQUIRE(failed.failures.size() == 1);
 }
@@ -285,7 +275,7 @@ TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and p
 TEST_CASE("the NVRTC a process would load is remembered beside the cache", "[kernel_cache][nvrtc]") {
     const ProcessCacheGuard restore;
     const kjit::test::TempDir dir;
-    kjit::configure_cache(settings_in(dir.path()));
+    kjit::configure_cache(cache_in(dir.path()));
     kjit::ElementwiseKernel("T x", "T y", "y = x + 3", "remember").compile({{"T", DType::float32}}, "sm_90");
     const auto id = kjit::jit::remembered_nvrtc(dir.path().string());
     REQUIRE(id.has_value());
@@ -310,7 +300,7 @@ TEST_CASE("cost of cache hits", "[.][cache_bench]") {
     const kjit::test::TempDir dir;
     // Warm in-memory lookup of a key: what the kernel cache adds to a call that finds it there.
     {
-        KernelCache cache(settings_in(dir.path() / "warm"));
+        KernelCache cache(cache_in(dir.path() / "warm"));
         const std::string key = kjit::cache::make_key("warm", {}, "sm_90", "v");
         const Request r{key, "", "sm_90", "", [&] { return fake_entry(key, "ptx"); }};
         cache.get(r);
@@ -326,9 +316,9 @@ TEST_CASE("cost of cache hits", "[.][cache_bench]") {
     for (int k = 0; k < 15; ++k)
         kernels.emplace_back("T x, T a, T b", "T y", "y = a * x + b + " + std::to_string(k), "hit" + std::to_string(k));
     const kjit::TypeBinding f32{{"T", DType::float32}};
-    kjit::configure_cache(settings_in(dir.path() / "disk"));
+    kjit::configure_cache(cache_in(dir.path() / "disk"));
     for (const auto& k : kernels) k.compile(f32, "sm_90");
-    kjit::configure_cache(settings_in(dir.path() / "disk"));
+    kjit::configure_cache(cache_in(dir.path() / "disk"));
     std::vector<double> us;
     for (const auto& k : kernels) {
         const auto t = clock::now();
@@ -353,7 +343,7 @@ TEST_CASE("first call of a cached kernel in a fresh process", "[.][cache_bench_f
     // The CUDA driver's start is paid by every CUDA program: before the clock.
     const bool gpu = kjit::Device::count() > 0;
     if (gpu) (void)kjit::Device::current().properties();
-    kjit::configure_cache(settings_in(dir));
+    kjit::configure_cache(cache_in(dir));
     const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh");
     auto t = clock::now();
     const kjit::KernelBinary b = k.compile({{"T", DType::float32}});
@@ -395,7 +385,7 @@ TEST_CASE("phases of a fresh process's first cached call", "[.][cache_bench_phas
     const std::string src = k.source(f32);
     const double source_us = us_since(t);
     t = clock::now();
-    kjit::configure_cache(settings_in(dir));
+    kjit::configure_cache(cache_in(dir));
     (void)kjit::cache::process_cache();
     const double cache_us = us_since(t);
     t = clock::now();

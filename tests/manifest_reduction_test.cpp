@@ -12,6 +12,7 @@
 #include "kjit/reduction_kernel.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
+using kjit::test::ProcessCacheGuard;
 using kjit::DType;
 using kjit::jit::reduction_from_manifest_entry;
 using Catch::Matchers::Contains;
@@ -24,12 +25,6 @@ json l2_entry() {
             {"map", "x * x"},      {"reduce", "a + b"}, {"post", "y = sqrt(a)"}, {"identity", "0"},
             {"types", json::array({{{"T", "float32"}}, {{"T", "float64"}}})}};
 }
-
-// Restores the process cache's settings when a test that changes them ends.
-struct ProcessCacheGuard {
-    kjit::CacheSettings saved = kjit::cache_settings();
-    ~ProcessCacheGuard() { kjit::configure_cache(saved); }
-};
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include "kjit/error.hpp"
 #include "runtime/detail/driver.hpp"
 
+using kjit::test::ProcessCacheGuard;
 using kjit::Array;
 using kjit::DType;
 using kjit::detail::Segments;
@@ -25,12 +26,6 @@ using kjit::detail::segments_of_sorted_keys;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// Restores the process cache's settings when a test that changes them ends.
-struct ProcessCacheGuard {
-    kjit::CacheSettings saved = kjit::cache_settings();
-    ~ProcessCacheGuard() { kjit::configure_cache(saved); }
-};
 
 void use_cache_in(const std::filesystem::path& dir) {
     kjit::CacheSettings s;

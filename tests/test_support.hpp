@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kjit/array.hpp"
+#include "kjit/cache.hpp"
 #include "kjit/device.hpp"
 #include "kjit/dtype.hpp"
 
@@ -49,6 +50,19 @@ kjit::Array random_array(kjit::DType dtype, const kjit::Shape& shape);
 // The elements of a host array in C order, walked through its strides here rather than with the
 // library's own copy, so that the check does not depend on the code under test.
 std::vector<unsigned char> host_bytes_c_order(const kjit::Array& a);
+
+// Restores the process cache's settings when a test that changes them ends.
+struct ProcessCacheGuard {
+    kjit::CacheSettings saved = kjit::cache_settings();
+    ~ProcessCacheGuard() { kjit::configure_cache(saved); }
+};
+
+// Settings whose writable cache folder is `dir` (no read-only layers, disk on).
+inline kjit::CacheSettings cache_in(const std::filesystem::path& dir) {
+    kjit::CacheSettings s;
+    s.dir = dir.string();
+    return s;
+}
 
 // A new empty directory under the system temp dir, removed when the object dies.
 class TempDir {
