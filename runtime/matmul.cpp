@@ -18,6 +18,7 @@
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/matmul_plan.hpp"
+#include "runtime/detail/small_matmul.hpp"
 
 namespace kjit {
 namespace {
@@ -140,6 +141,51 @@ detail::DeviceCopy copy_kernel() {
     return f;
 }
 
+// Whether the elements of x and y share any byte.
+bool overlaps(const Array& x, const Array& y) {
+    char *xl, *xh, *yl, *yh;
+    detail::byte_range({static_cast<char*>(x.data()), static_cast<int>(x.itemsize()), x.ndim(), x.shape().data(), x.strides().data()}, xl, xh);
+    detail::byte_range({static_cast<char*>(y.data()), static_cast<int>(y.itemsize()), y.ndim(), y.shape().data(), y.strides().data()}, yl, yh);
+    return xl < yh && yl < xh;
+}
+
+// The product in kjit's small-product kernel (runtime/detail/small_matmul.hpp) when it is small
+// enough, at most one batch dimension, and the result can be written in place; false (nothing
+// launched) otherwise. Operands of any strides go as they are: the kernel reads through strides.
+bool small_product(const Array& A, const Array& B, const Array& result, const detail::MatmulViews& views,
+                   const Stream& stream) {
+    const std::size_t nd = views.out_shape.size();
+    if (nd > 3) return false;
+    detail::SmallMatmul s;
+    s.m = views.out_shape[nd - 2];
+    s.n = views.out_shape[nd - 1];
+    s.k = views.a.shape[nd - 1];
+    s.batch = nd == 3 ? views.out_shape[0] : 1;
+    const detail::SmallMatmulLaunch launch = detail::small_matmul();
+    if (launch == nullptr || !detail::use_small_matmul(s.m, s.n, s.k, s.batch)) return false;
+    Array target;
+    try {
+        target = result.reshape(views.out_shape);
+    } catch (const ShapeError&) {
+        return false;
+    }
+    if (overlaps(result, A) || overlaps(result, B)) return false;
+    auto fill = [&](std::int64_t* out, const Shape& shape, const Strides& strides) {
+        out[0] = (nd == 3 && shape[0] == s.batch) ? strides[0] : 0;  // a broadcast batch: stride 0
+        out[1] = strides[nd - 2];
+        out[2] = strides[nd - 1];
+    };
+    fill(s.a_strides, views.a.shape, views.a.strides);
+    fill(s.b_strides, views.b.shape, views.b.strides);
+    fill(s.c_strides, target.shape(), target.strides());
+    if (s.batch > 1 && s.c_strides[0] == 0) return false;  // batches would write the same elements
+    if (!launch(A, B, target, s, stream)) return false;
+    A.record_stream(stream);
+    B.record_stream(stream);
+    target.record_stream(stream);
+    return true;
+}
+
 int device_of(const Array& a, const char* what) {
     if (!a.valid()) throw Error(std::string("matmul: ") + what + " is an empty kjit::Array");
     if (a.is_host())
@@ -173,6 +219,7 @@ Array matmul(const Array& a, const Array& b, const Array& out, const MatmulOptio
     Array result = out.valid() ? out : Array::empty(shape, r, Device::cuda(device), stream);
     if (result.size() == 0) return result;
     detail::MatmulViews views = detail::matmul_views(operand_of(A), operand_of(B));
+    if (small_product(A, B, result, views, stream)) return result;
     auto make_usable = [&](Array& arr, detail::MatmulOperand& view) {
         if (detail::gemm_layout_problem(view).empty()) return;
         const Array broadcast = Array::view_of(arr.buffer(), r, view.shape, view.strides, arr.offset());
@@ -196,12 +243,6 @@ Array matmul(const Array& a, const Array& b, const Array& out, const MatmulOptio
     for (std::size_t d = 0; d + 2 < nd; ++d) batch *= views.out_shape[d];
     if (!through_temporary) through_temporary = !detail::gemm_layout_problem(c_view).empty();
     // An output sharing memory with an operand would be read while cuBLAS writes it.
-    auto overlaps = [](const Array& x, const Array& y) {
-        char *xl, *xh, *yl, *yh;
-        detail::byte_range({static_cast<char*>(x.data()), static_cast<int>(x.itemsize()), x.ndim(), x.shape().data(), x.strides().data()}, xl, xh);
-        detail::byte_range({static_cast<char*>(y.data()), static_cast<int>(y.itemsize()), y.ndim(), y.shape().data(), y.strides().data()}, yl, yh);
-        return xl < yh && yl < xh;
-    };
     if (!through_temporary && (overlaps(result, A) || overlaps(result, B))) through_temporary = true;
     if (!through_temporary && batch > 1) {
         for (std::size_t d = 0; d + 2 < nd; ++d)

@@ -2,6 +2,8 @@
 // reference in double, for every dtype, layout, batch and 1-D case.
 #include "test_support.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstring>
 
@@ -9,6 +11,8 @@
 #include "kjit/error.hpp"
 #include "kjit/half.hpp"
 #include "kjit/matmul.hpp"
+#include "jit/small_matmul.hpp"
+#include "runtime/detail/small_matmul.hpp"
 
 using kjit::Array;
 using kjit::DType;
@@ -100,7 +104,46 @@ double tolerance(DType t, std::int64_t k) {
     }
 }
 
+// Runs `body` once with every product going to cuBLAS and once with every product small enough
+// for kjit's small-product kernel (runtime/detail/small_matmul.hpp), so both paths are checked.
+template <class Body>
+void on_both_paths(Body body) {
+    const std::pair<const char*, std::int64_t> paths[] = {{"cuBLAS", 0}, {"small-product kernel", INT64_MAX}};
+    for (const auto& [path, limit] : paths) {
+        INFO("path: " << path);
+        const std::int64_t before = kjit::detail::set_small_matmul_limit(limit);
+        try {
+            body();
+        } catch (...) {
+            kjit::detail::set_small_matmul_limit(before);
+            throw;
+        }
+        kjit::detail::set_small_matmul_limit(before);
+    }
+}
+
 }  // namespace
+
+TEST_CASE("which products go to the small-product kernel", "[matmul]") {
+    using kjit::detail::use_small_matmul;
+    const std::int64_t before = kjit::detail::set_small_matmul_limit(64 * 64 * 64);
+    CHECK(use_small_matmul(64, 64, 64, 1));
+    CHECK_FALSE(use_small_matmul(64, 64, 65, 1));
+    CHECK(use_small_matmul(8, 8, 8, 512));
+    CHECK_FALSE(use_small_matmul(8, 8, 8, 513));
+    CHECK_FALSE(use_small_matmul(4, 4, 0, 1));  // k = 0: zeros, written without a kernel
+    CHECK_FALSE(use_small_matmul(0, 4, 4, 1));
+    // Products that would overflow 64 bits are simply large.
+    CHECK_FALSE(use_small_matmul(INT64_MAX / 2, INT64_MAX / 2, 2, 1));
+    kjit::detail::set_small_matmul_limit(INT64_MAX);
+    CHECK(use_small_matmul(1 << 16, 1 << 16, 1 << 10, 1));
+    // What the grid cannot hold: more than 65535 batches or row tiles.
+    CHECK_FALSE(use_small_matmul(2, 2, 2, 65536));
+    CHECK_FALSE(use_small_matmul(16 * 65536, 2, 2, 1));
+    kjit::detail::set_small_matmul_limit(0);
+    CHECK_FALSE(use_small_matmul(1, 1, 1, 1));
+    kjit::detail::set_small_matmul_limit(before);
+}
 
 TEST_CASE("matmul's errors come before any GPU work", "[matmul]") {
     kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_driver(), 1);
@@ -118,83 +161,134 @@ TEST_CASE("matmul's errors come before any GPU work", "[matmul]") {
 
 TEST_CASE("matmul of every float and complex dtype matches a double reference", "[gpu][matmul]") {
     KJIT_REQUIRE_GPU();
-    for (DType t : {DType(DType::float16), DType(DType::bfloat16), DType(DType::float32), DType(DType::float64),
-                    DType(DType::complex64), DType(DType::complex128)}) {
-        INFO(t.name());
-        const Operand a = random_operand(t, {37, 64}), b = random_operand(t, {64, 29});
-        const Array c = kjit::matmul(a.device, b.device);
-        CHECK(c.dtype() == t);
-        CHECK(c.shape() == Shape{37, 29});
-        CHECK(mismatches(c, reference(a, b, c.shape()), tolerance(t, 64)) == 0);
-    }
+    on_both_paths([&] {
+        for (DType t : {DType(DType::float16), DType(DType::bfloat16), DType(DType::float32), DType(DType::float64),
+                        DType(DType::complex64), DType(DType::complex128)}) {
+            INFO(t.name());
+            const Operand a = random_operand(t, {37, 64}), b = random_operand(t, {64, 29});
+            const Array c = kjit::matmul(a.device, b.device);
+            CHECK(c.dtype() == t);
+            CHECK(c.shape() == Shape{37, 29});
+            CHECK(mismatches(c, reference(a, b, c.shape()), tolerance(t, 64)) == 0);
+        }
+    });
 }
 
 TEST_CASE("matmul takes transposed operands and outputs without copies, and other views with them", "[gpu][matmul]") {
     KJIT_REQUIRE_GPU();
-    const Operand a = random_operand(DType::float64, {40, 30}), b = random_operand(DType::float64, {20, 40});
-    // a.T (30, 40) @ b.T (40, 20) into a transposed output.
-    Operand at = a, bt = b;
-    at.shape = {30, 40};
-    bt.shape = {40, 20};
-    std::vector<std::complex<double>> want;
-    for (std::int64_t i = 0; i < 30; ++i)
-        for (std::int64_t j = 0; j < 20; ++j) {
-            std::complex<double> s = 0;
-            for (std::int64_t l = 0; l < 40; ++l) s += a.at({l, i}) * b.at({j, l});
-            want.push_back(s);
-        }
-    CHECK(mismatches(kjit::matmul(a.device.transpose(), b.device.transpose()), want, 1e-13) == 0);
-    const Array out = Array::empty({20, 30}, DType::float64, gpu).transpose();
-    kjit::matmul(a.device.transpose(), b.device.transpose(), out);
-    CHECK(mismatches(out.to(gpu), want, 1e-13) == 0);
-    // Stepped slices (no unit stride): copied first.
-    const Operand big = random_operand(DType::float64, {60, 40});
-    const Array stepped = big.device.slice(0, {0, std::nullopt, 2});  // (30, 40), rows 0, 2, ...
-    std::vector<std::complex<double>> want2;
-    for (std::int64_t i = 0; i < 30; ++i)
-        for (std::int64_t j = 0; j < 30; ++j) {
-            std::complex<double> s = 0;
-            for (std::int64_t l = 0; l < 40; ++l) s += big.at({2 * i, l}) * a.at({l, j});
-            want2.push_back(s);
-        }
-    CHECK(mismatches(kjit::matmul(stepped, a.device), want2, 1e-13) == 0);
+    on_both_paths([&] {
+        const Operand a = random_operand(DType::float64, {40, 30}), b = random_operand(DType::float64, {20, 40});
+        // a.T (30, 40) @ b.T (40, 20) into a transposed output.
+        Operand at = a, bt = b;
+        at.shape = {30, 40};
+        bt.shape = {40, 20};
+        std::vector<std::complex<double>> want;
+        for (std::int64_t i = 0; i < 30; ++i)
+            for (std::int64_t j = 0; j < 20; ++j) {
+                std::complex<double> s = 0;
+                for (std::int64_t l = 0; l < 40; ++l) s += a.at({l, i}) * b.at({j, l});
+                want.push_back(s);
+            }
+        CHECK(mismatches(kjit::matmul(a.device.transpose(), b.device.transpose()), want, 1e-13) == 0);
+        const Array out = Array::empty({20, 30}, DType::float64, gpu).transpose();
+        kjit::matmul(a.device.transpose(), b.device.transpose(), out);
+        CHECK(mismatches(out.to(gpu), want, 1e-13) == 0);
+        // Stepped slices (no unit stride): copied first.
+        const Operand big = random_operand(DType::float64, {60, 40});
+        const Array stepped = big.device.slice(0, {0, std::nullopt, 2});  // (30, 40), rows 0, 2, ...
+        std::vector<std::complex<double>> want2;
+        for (std::int64_t i = 0; i < 30; ++i)
+            for (std::int64_t j = 0; j < 30; ++j) {
+                std::complex<double> s = 0;
+                for (std::int64_t l = 0; l < 40; ++l) s += big.at({2 * i, l}) * a.at({l, j});
+                want2.push_back(s);
+            }
+        CHECK(mismatches(kjit::matmul(stepped, a.device), want2, 1e-13) == 0);
+    });
 }
 
 TEST_CASE("matmul batches broadcast, 1-D operands, size 0, mixed dtypes, TF32", "[gpu][matmul]") {
     KJIT_REQUIRE_GPU();
-    struct Case {
-        Shape a, b;
-    };
-    for (const Case& c : std::vector<Case>{{{3, 5, 8}, {3, 8, 4}},
-                                           {{3, 5, 8}, {8, 4}},
-                                           {{5, 8}, {2, 3, 8, 4}},
-                                           {{2, 1, 5, 8}, {4, 8, 3}},
-                                           {{8}, {8, 4}},
-                                           {{5, 8}, {8}},
-                                           {{8}, {8}},
-                                           {{2, 8}, {3, 8, 1}}}) {
-        INFO("a " << kjit::shape_to_string(c.a) << " @ b " << kjit::shape_to_string(c.b));
-        const Operand a = random_operand(DType::float64, c.a), b = random_operand(DType::float64, c.b);
-        const Array r = kjit::matmul(a.device, b.device);
-        CHECK(mismatches(r, reference(a, b, r.shape()), 1e-13) == 0);
+    on_both_paths([&] {
+        struct Case {
+            Shape a, b;
+        };
+        for (const Case& c : std::vector<Case>{{{3, 5, 8}, {3, 8, 4}},
+                                               {{3, 5, 8}, {8, 4}},
+                                               {{5, 8}, {2, 3, 8, 4}},
+                                               {{2, 1, 5, 8}, {4, 8, 3}},
+                                               {{8}, {8, 4}},
+                                               {{5, 8}, {8}},
+                                               {{8}, {8}},
+                                               {{2, 8}, {3, 8, 1}}}) {
+            INFO("a " << kjit::shape_to_string(c.a) << " @ b " << kjit::shape_to_string(c.b));
+            const Operand a = random_operand(DType::float64, c.a), b = random_operand(DType::float64, c.b);
+            const Array r = kjit::matmul(a.device, b.device);
+            CHECK(mismatches(r, reference(a, b, r.shape()), 1e-13) == 0);
+        }
+        // k = 0: zeros; m = 0: an empty result.
+        const Array z = kjit::matmul(Array::empty({4, 0}, DType::float32, gpu), Array::empty({0, 3}, DType::float32, gpu));
+        CHECK(mismatches(z, std::vector<std::complex<double>>(12, 0.0), 0) == 0);
+        CHECK(kjit::matmul(Array::empty({0, 5}, DType::float32, gpu), Array::empty({5, 3}, DType::float32, gpu)).shape() == Shape{0, 3});
+        // float16 @ float32 -> float32, computed on float32 copies.
+        const Operand h = random_operand(DType::float16, {16, 32}), f = random_operand(DType::float32, {32, 8});
+        const Array m = kjit::matmul(h.device, f.device);
+        CHECK(m.dtype() == DType::float32);
+        CHECK(mismatches(m, reference(h, f, m.shape()), tolerance(DType::float32, 32)) == 0);
+        // TF32 asked for: close, not exact.
+        const Operand x = random_operand(DType::float32, {64, 64}), y = random_operand(DType::float32, {64, 64});
+        kjit::MatmulOptions tf32;
+        tf32.allow_tf32 = true;
+        CHECK(mismatches(kjit::matmul(x.device, y.device, Array(), tf32), reference(x, y, {64, 64}), 5e-3 * 64) == 0);
+        // An output that is an operand: computed through a temporary.
+        const Operand sq = random_operand(DType::float64, {16, 16}), other = random_operand(DType::float64, {16, 16});
+        const auto want = reference(sq, other, {16, 16});
+        kjit::matmul(sq.device, other.device, sq.device);
+        CHECK(mismatches(sq.device, want, 1e-13) == 0);
+    });
+}
+
+TEST_CASE("matmul's small-product kernel: sizes around its 16x16 tile, stepped views, a strided output", "[gpu][matmul]") {
+    KJIT_REQUIRE_GPU();
+    on_both_paths([&] {
+        for (const Shape& mnk : std::vector<Shape>{{1, 1, 1}, {16, 16, 16}, {17, 33, 5}, {5, 3, 100}, {64, 64, 64}}) {
+            for (DType t : {DType(DType::float32), DType(DType::float16), DType(DType::complex128)}) {
+                INFO(t.name() << " m, n, k = " << kjit::shape_to_string(mnk));
+                const Operand a = random_operand(t, {mnk[0], mnk[2]}), b = random_operand(t, {mnk[2], mnk[1]});
+                const Array c = kjit::matmul(a.device, b.device);
+                CHECK(mismatches(c, reference(a, b, c.shape()), tolerance(t, mnk[2])) == 0);
+            }
+        }
+        // Every other row of a (a stepped view) times b, into every other column of a poisoned output.
+        const Operand big = random_operand(DType::float64, {40, 24}), b = random_operand(DType::float64, {24, 9});
+        const Array stepped = big.device.slice(0, {0, std::nullopt, 2});  // (20, 24)
+        std::vector<double> nan(20 * 18, std::nan(""));
+        const Array wide = Array::from_host(nan.data(), DType::float64, {20, 18}, gpu);
+        const Array out = wide.slice(1, {0, std::nullopt, 2});  // (20, 9), column stride 2
+        kjit::matmul(stepped, b.device, out);
+        std::vector<std::complex<double>> want;
+        for (std::int64_t i = 0; i < 20; ++i)
+            for (std::int64_t j = 0; j < 9; ++j) {
+                std::complex<double> s = 0;
+                for (std::int64_t l = 0; l < 24; ++l) s += big.at({2 * i, l}) * b.at({l, j});
+                want.push_back(s);
+            }
+        CHECK(mismatches(out.to(gpu), want, 1e-13) == 0);
+        // The columns between were not written.
+        const Array between = wide.slice(1, {1, std::nullopt, 2}).to(gpu);
+        std::vector<double> host(static_cast<std::size_t>(between.size()));
+        between.copy_to_host(host.data());
+        CHECK(std::all_of(host.begin(), host.end(), [](double v) { return std::isnan(v); }));
+    });
+}
+
+TEST_CASE("matmul's small-product kernel compiles for every dtype matmul multiplies", "[matmul][nvrtc]") {
+    for (DType t : {DType(DType::float16), DType(DType::bfloat16), DType(DType::float32), DType(DType::float64),
+                    DType(DType::complex64), DType(DType::complex128)}) {
+        INFO(t.name());
+        const kjit::RawModuleBinary bin = kjit::jit::small_matmul_module(t).compile("sm_90");
+        CHECK(bin.arch == "sm_90");
+        CHECK_FALSE(bin.cubin.empty());
     }
-    // k = 0: zeros; m = 0: an empty result.
-    const Array z = kjit::matmul(Array::empty({4, 0}, DType::float32, gpu), Array::empty({0, 3}, DType::float32, gpu));
-    CHECK(mismatches(z, std::vector<std::complex<double>>(12, 0.0), 0) == 0);
-    CHECK(kjit::matmul(Array::empty({0, 5}, DType::float32, gpu), Array::empty({5, 3}, DType::float32, gpu)).shape() == Shape{0, 3});
-    // float16 @ float32 -> float32, computed on float32 copies.
-    const Operand h = random_operand(DType::float16, {16, 32}), f = random_operand(DType::float32, {32, 8});
-    const Array m = kjit::matmul(h.device, f.device);
-    CHECK(m.dtype() == DType::float32);
-    CHECK(mismatches(m, reference(h, f, m.shape()), tolerance(DType::float32, 32)) == 0);
-    // TF32 asked for: close, not exact.
-    const Operand x = random_operand(DType::float32, {64, 64}), y = random_operand(DType::float32, {64, 64});
-    kjit::MatmulOptions tf32;
-    tf32.allow_tf32 = true;
-    CHECK(mismatches(kjit::matmul(x.device, y.device, Array(), tf32), reference(x, y, {64, 64}), 5e-3 * 64) == 0);
-    // An output that is an operand: computed through a temporary.
-    const Operand sq = random_operand(DType::float64, {16, 16}), other = random_operand(DType::float64, {16, 16});
-    const auto want = reference(sq, other, {16, 16});
-    kjit::matmul(sq.device, other.device, sq.device);
-    CHECK(mismatches(sq.device, want, 1e-13) == 0);
+    CHECK_THROWS_AS(kjit::jit::small_matmul_module(DType::int32), kjit::TypeError);
 }

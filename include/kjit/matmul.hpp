@@ -9,6 +9,11 @@
 // float32 is computed exactly (no TF32) unless MatmulOptions::allow_tf32 or KJIT_ALLOW_TF32=1;
 // float16 and bfloat16 accumulate in float32. One strided batched GEMM per call, on the call's
 // stream, with a cuBLAS handle per device and thread.
+//
+// Small products (m·n·k·batch ≤ 64³ by default, at most one batch dimension) run instead in one
+// launch of a kernel of kjit's own, which reads any strides and accumulates in the same types, k
+// in increasing order: cuBLAS's host cost alone exceeds the whole product there.
+// KJIT_SMALL_MATMUL_MAX=N changes the limit (0: always cuBLAS).
 #pragma once
 
 #include <optional>

@@ -1,0 +1,51 @@
+// Small matrix products in a kernel of kjit's own (templates/small_matmul.cuh) instead of cuBLAS.
+//
+// Why: for a 64×64×64 float32 product cuBLAS alone costs 7.3-13.4 µs of host time per call on the
+// H200 host, while a kjit launch costs about 3 µs (docs/PERFORMANCE.md, "Matrix products"). Below
+// a size limit the work is so small that the launch is the product's cost, so kjit::matmul sends
+// such products to one launch of its own kernel; above it, to cuBLAS.
+//
+// The runtime cannot compile kernels (jit/ does, and depends on runtime/), so jit/small_matmul.cpp
+// registers the launcher here when the library loads, as device_copy.hpp's copy kernel is.
+#pragma once
+
+#include <cstdint>
+
+#include "kjit/dtype.hpp"
+
+namespace kjit {
+class Array;
+class Stream;
+}  // namespace kjit
+
+namespace kjit::detail {
+
+// A product C[z] = A[z]·B[z] for z < batch, each operand given by the address of its element
+// (0, 0, 0) (the Arrays' data()) and element strides (batch, row, column); zero strides broadcast.
+struct SmallMatmul {
+    std::int64_t m = 0, n = 0, k = 0, batch = 1;
+    std::int64_t a_strides[3] = {0, 0, 0};
+    std::int64_t b_strides[3] = {0, 0, 0};
+    std::int64_t c_strides[3] = {0, 0, 0};
+};
+
+// Launches the product on `stream`. Returns false, having launched nothing, when the kernel for
+// a's dtype cannot be had (not in any kernel cache and no NVRTC): the caller then uses cuBLAS.
+using SmallMatmulLaunch = bool (*)(const Array& a, const Array& b, const Array& c, const SmallMatmul& shape,
+                                   const Stream& stream);
+
+void register_small_matmul(SmallMatmulLaunch launch) noexcept;
+// Null until registered.
+SmallMatmulLaunch small_matmul() noexcept;
+
+// The largest m·n·k·batch sent to the small kernel: KJIT_SMALL_MATMUL_MAX when set (read once; 0
+// turns the small kernel off), else 64·64·64 (the size measured; docs/PERFORMANCE.md).
+std::int64_t small_matmul_limit() noexcept;
+// Replaces the limit (tests run every product through both paths); returns the one before.
+std::int64_t set_small_matmul_limit(std::int64_t limit) noexcept;
+
+// Whether a product of this shape goes to the small kernel: m·n·k·batch within the limit, k > 0,
+// and a grid the kernel can be launched with (batch and tile counts within CUDA's limits).
+bool use_small_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) noexcept;
+
+}  // namespace kjit::detail

@@ -1,0 +1,41 @@
+// Small matrix products, C = A·B, for the sizes where cuBLAS's own host cost (7-13 µs per call on
+// the H200 host for 64×64×64, docs/PERFORMANCE.md) is most of the time a product takes. kjit's
+// matmul sends a product here when m·n·k·batch is at most a limit (runtime/detail/small_matmul.hpp).
+//
+// One block of 16×16 threads computes one 16×16 tile of C: it walks k in steps of 16, staging a
+// 16×16 tile of A and one of B in shared memory, and each thread accumulates its element in
+// KJIT_SMM_ACC (float for float16 and bfloat16, the type itself otherwise), k in increasing order,
+// one multiply-add at a time. Operands and result have any element strides (batch, row, column),
+// zero included, so transposed and broadcast operands need no copy.
+//
+// The including source defines KJIT_SMM_T, KJIT_SMM_ACC and KJIT_SMM_NAME before this text.
+#define KJIT_SMM_TILE 16
+
+extern "C" __global__ void __launch_bounds__(KJIT_SMM_TILE * KJIT_SMM_TILE)
+KJIT_SMM_NAME(const KJIT_SMM_T* __restrict__ a, const KJIT_SMM_T* __restrict__ b, KJIT_SMM_T* __restrict__ c,
+              long long m, long long n, long long k,
+              long long a_batch, long long a_row, long long a_col,
+              long long b_batch, long long b_row, long long b_col,
+              long long c_batch, long long c_row, long long c_col) {
+    typedef KJIT_SMM_T T;
+    typedef KJIT_SMM_ACC Acc;
+    __shared__ Acc tile_a[KJIT_SMM_TILE][KJIT_SMM_TILE + 1];
+    __shared__ Acc tile_b[KJIT_SMM_TILE][KJIT_SMM_TILE + 1];
+    const int tx = threadIdx.x % KJIT_SMM_TILE, ty = threadIdx.x / KJIT_SMM_TILE;
+    const long long i = static_cast<long long>(blockIdx.y) * KJIT_SMM_TILE + ty;  // row of C
+    const long long j = static_cast<long long>(blockIdx.x) * KJIT_SMM_TILE + tx;  // column of C
+    a += blockIdx.z * a_batch;
+    b += blockIdx.z * b_batch;
+    c += blockIdx.z * c_batch;
+    Acc sum = Acc(0);
+    for (long long k0 = 0; k0 < k; k0 += KJIT_SMM_TILE) {
+        // Thread (ty, tx) loads A[i, k0 + tx] and B[k0 + ty, j]; outside the matrices, zeros.
+        tile_a[ty][tx] = (i < m && k0 + tx < k) ? Acc(a[i * a_row + (k0 + tx) * a_col]) : Acc(0);
+        tile_b[ty][tx] = (k0 + ty < k && j < n) ? Acc(b[(k0 + ty) * b_row + j * b_col]) : Acc(0);
+        __syncthreads();
+#pragma unroll
+        for (int l = 0; l < KJIT_SMM_TILE; ++l) sum += tile_a[ty][l] * tile_b[l][tx];
+        __syncthreads();
+    }
+    if (i < m && j < n) c[i * c_row + j * c_col] = T(sum);
+}
