@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jit/reduction_calls.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 namespace kjit::jit {
@@ -31,7 +32,9 @@ bool is_reduction_manifest_entry(const nlohmann::json& entry);
 // entry is not a reduction.
 ManifestReduction reduction_from_manifest_entry(const nlohmann::json& entry);
 
-// Compiles (or finds in the cache) the module of `m` for one of its bindings.
-void compile_manifest_reduction(const ManifestReduction& m, const TypeBinding& binding, const std::string& arch);
+// Compiles (or finds in the cache) one module of `m` for one of its bindings: the module of one
+// strategy, as calls load it (jit/reduction_calls.hpp).
+void compile_manifest_reduction(const ManifestReduction& m, const TypeBinding& binding, const std::string& arch,
+                                ReductionEntryGroup group, bool index64);
 
 }  // namespace kjit::jit

@@ -9,6 +9,7 @@
 #include "jit/arg_reduction.hpp"
 #include "jit/manifest_fields.hpp"
 #include "jit/manifest_reduction.hpp"
+#include "jit/reduction_calls.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
@@ -21,6 +22,13 @@ struct Job {
     std::string label;  // "axpb (T=float32) for sm_90"
     std::function<void()> compile;
 };
+
+// Calls f(group, index64) for every module a reduction's calls may load: one job each.
+template <class F>
+void for_each_reduction_group(F f) {
+    for (int g = 0; g < kReductionEntryGroups; ++g)
+        for (const bool wide : {false, true}) f(static_cast<ReductionEntryGroup>(g), wide);
+}
 
 // The jobs of one manifest entry; a malformed entry is a failure, not an exception.
 void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs, std::vector<Job>& jobs,
@@ -42,16 +50,31 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
             if (bindings.empty()) throw CacheError("a \"builtin\" entry needs \"types\"");
             for (const TypeBinding& b : bindings)
                 for (const std::string& arch : archs)
-                    jobs.push_back({name + " (builtin, " + format_type_binding(b) + ") for " + arch, [&k, b, arch] { (void)k.compile(b, arch); }});
+                    for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {
+                        jobs.push_back({name + " (builtin, " + format_type_binding(b) + ", " + reduction_group_label(g, wide) +
+                                            ") for " + arch,
+                                        [&k, b, arch, g, wide] { (void)compile_reduction_group(k, b, {}, arch, g, wide); }});
+                    });
             return;
         }
         if (is_reduction_manifest_entry(e)) {
             ManifestReduction m = reduction_from_manifest_entry(e);
             if (m.bindings.empty()) m.bindings.emplace_back();
-            for (const TypeBinding& b : m.bindings)
+            for (const TypeBinding& b : m.bindings) {
+                // Checked once here: a mistake is one failure, not one per strategy module.
+                try {
+                    m.kernel.check(b);
+                } catch (const std::exception& ex) {
+                    failures.push_back(name + " (reduction, " + format_type_binding(b) + "):\n" + ex.what());
+                    continue;
+                }
                 for (const std::string& arch : archs)
-                    jobs.push_back({name + " (reduction, " + format_type_binding(b) + ") for " + arch,
-                                    [m, b, arch] { compile_manifest_reduction(m, b, arch); }});
+                    for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {
+                        jobs.push_back({name + " (reduction, " + format_type_binding(b) + ", " + reduction_group_label(g, wide) +
+                                            ") for " + arch,
+                                        [m, b, arch, g, wide] { compile_manifest_reduction(m, b, arch, g, wide); }});
+                    });
+            }
             return;
         }
         ManifestKernel m = kernel_from_manifest_entry(e);

@@ -1,5 +1,6 @@
 // Precompiling a manifest: every kernel (elementwise or reduction) x type binding x architecture
-// (a raw module: module x architecture) compiled into the process's kernel cache
+// (a raw module: module x architecture; a reduction: also x strategy, one module each, as calls
+// load them) compiled into the process's kernel cache
 // (configure_cache() says where), in parallel. `kjit precompile` is this, plus a progress bar.
 #pragma once
 
@@ -13,7 +14,7 @@
 namespace kjit::jit {
 
 struct PrecompileResult {
-    std::size_t jobs = 0;                  // kernel x binding x arch
+    std::size_t jobs = 0;                  // modules: kernel x binding x arch (x strategy for reductions)
     std::size_t compiled = 0;              // NVRTC runs (the rest came from the cache)
     std::vector<std::string> failures;     // each with its diagnostic
     double seconds = 0;

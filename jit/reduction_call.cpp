@@ -392,23 +392,26 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
             void* ws = workspaces().get(ordinal, stream, Workspaces::full,
                                         16 + static_cast<std::size_t>(blocks) * (m.reduce_itemsize + (m.has_identity ? 0 : 1)));
             void* params[] = {buffers.args, l, &ws};
-            KJIT_CU_CHECK(d.cuLaunchKernel(fits32 ? m.full32 : m.full64, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
+            KJIT_CU_CHECK(d.cuLaunchKernel(m.entries(ReductionEntryGroup::full, !fits32).main, blocks, 1, 1, threads, 1, 1, 0, cs,
+                                           params, nullptr));
             break;
         }
         case detail::ReduceStrategy::rows_warp:
         case detail::ReduceStrategy::rows_block:
         case detail::ReduceStrategy::columns: {
-            CUfunction f = rp.strategy == detail::ReduceStrategy::rows_warp ? (fits32 ? m.rows_warp32 : m.rows_warp64)
-                           : rp.strategy == detail::ReduceStrategy::rows_block ? (fits32 ? m.rows_block32 : m.rows_block64)
-                                                                               : (fits32 ? m.columns32 : m.columns64);
+            const ReductionEntryGroup g = rp.strategy == detail::ReduceStrategy::rows_warp    ? ReductionEntryGroup::rows_warp
+                                          : rp.strategy == detail::ReduceStrategy::rows_block ? ReductionEntryGroup::rows_block
+                                                                                              : ReductionEntryGroup::columns;
+            const CUfunction f = m.entries(g, !fits32).main;
             void* params[] = {buffers.args, l};
             KJIT_CU_CHECK(d.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
             break;
         }
         case detail::ReduceStrategy::segments_warp:
         case detail::ReduceStrategy::segments_block: {
-            CUfunction f = rp.strategy == detail::ReduceStrategy::segments_warp ? (fits32 ? m.segments_warp32 : m.segments_warp64)
-                                                                               : (fits32 ? m.segments_block32 : m.segments_block64);
+            const CUfunction f = m.entries(rp.strategy == detail::ReduceStrategy::segments_warp ? ReductionEntryGroup::segments_warp
+                                                                                                : ReductionEntryGroup::segments_block,
+                                           !fits32).main;
             void* offsets_data = offsets.data();
             void* params[] = {buffers.args, l, &offsets_data};
             KJIT_CU_CHECK(d.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
@@ -418,13 +421,12 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
             void* ws = workspaces().get(ordinal, stream, Workspaces::split,
                                         static_cast<std::size_t>(chunks) * static_cast<std::size_t>(kept_size) *
                                             (m.reduce_itemsize + (m.has_identity ? 0 : 1)));
+            const ReductionEntries split_entries = m.entries(ReductionEntryGroup::columns_split, !fits32);
             void* split[] = {buffers.args, l, &ws};
-            KJIT_CU_CHECK(d.cuLaunchKernel(fits32 ? m.columns_split32 : m.columns_split64, blocks, chunks, 1, threads, 1, 1, 0, cs,
-                                           split, nullptr));
+            KJIT_CU_CHECK(d.cuLaunchKernel(split_entries.main, blocks, chunks, 1, threads, 1, 1, 0, cs, split, nullptr));
             int chunk_count = static_cast<int>(chunks);
             void* finish_params[] = {buffers.args, l, &ws, &chunk_count};
-            KJIT_CU_CHECK(d.cuLaunchKernel(fits32 ? m.columns_finish32 : m.columns_finish64, blocks, 1, 1, threads, 1, 1, 0, cs,
-                                           finish_params, nullptr));
+            KJIT_CU_CHECK(d.cuLaunchKernel(split_entries.finish, blocks, 1, 1, threads, 1, 1, 0, cs, finish_params, nullptr));
             break;
         }
     }

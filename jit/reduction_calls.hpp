@@ -10,34 +10,72 @@
 #include <cuda.h>
 
 #include "jit/elementwise_calls.hpp"
+#include "jit/program_lookup.hpp"
 #include "jit/reduction_codegen.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 namespace kjit::jit {
 
-// A reduction's module loaded on one device: its entry points (templates/reduction.cuh) and what
-// the launcher needs to know to size workspaces and layouts.
+// The strategies of templates/reduction.cuh as modules are compiled: each alone (with its
+// finishing kernel for columns_split), in a 32-bit or a 64-bit index variant.
+enum class ReductionEntryGroup { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block };
+inline constexpr int kReductionEntryGroups = 7;
+
+// The kernels of one group loaded on a device: `main`, and `finish` for columns_split.
+struct ReductionEntries {
+    CUfunction main = nullptr;
+    CUfunction finish = nullptr;
+};
+
+class ReductionGroupLoader;
+
+// A reduction's kernels on one device, each strategy's module compiled (or found in a cache) and
+// loaded the first time a call needs it: a call compiles one strategy, not sixteen entry points
+// (65-150 ms of NVRTC instead of 1.3 s). Also what the launcher needs to size workspaces and layouts.
 struct ReductionModule {
-    std::shared_ptr<void> module;  // keeps the CUmodule loaded
-    CUfunction full32 = nullptr, full64 = nullptr, rows_warp32 = nullptr, rows_warp64 = nullptr;
-    CUfunction rows_block32 = nullptr, rows_block64 = nullptr, columns32 = nullptr, columns64 = nullptr;
-    CUfunction columns_split32 = nullptr, columns_split64 = nullptr, columns_finish32 = nullptr, columns_finish64 = nullptr;
-    CUfunction segments_warp32 = nullptr, segments_warp64 = nullptr, segments_block32 = nullptr, segments_block64 = nullptr;
+    std::shared_ptr<ReductionGroupLoader> loader;
     std::size_t reduce_itemsize = 0;
     bool has_identity = false;
     int array_inputs = 0;  // ReduceLayout's inputs = max(1, array_inputs)
     int outputs = 0;
     int vector_width = 1;
+    // The group's kernels, loaded on first use (thread-safe; later calls: one atomic load).
+    ReductionEntries entries(ReductionEntryGroup group, bool index64) const;
 };
+
+// The entry point names of a group ("NAME_columns_split32", "NAME_columns_finish32"...).
+std::vector<std::string> reduction_group_entries(const GeneratedReduction& g, ReductionEntryGroup group, bool index64);
+
+// The program of one group: `whole` (every entry point) with only the group's entry points.
+CachedProgram reduction_group_program(const CachedProgram& whole, const GeneratedReduction& g, ReductionEntryGroup group,
+                                      bool index64);
+
+// A loader of the groups of `whole` on device `ordinal` (jit/reduction_groups.cpp).
+std::shared_ptr<ReductionGroupLoader> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal);
 
 // The module of `kernel` for this binding and variant (inputs passed as scalars, array inputs
 // stored as another dtype), compiled or found in a cache, loaded on device `ordinal`.
 ReductionModule load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                int ordinal);
 
-// The same, compiled for `arch` (or found in a cache) without loading: what a precompile builds.
+// The same, compiled for `arch` (or found in a cache) without loading: the module of every entry
+// point, as ReductionKernel::compile() gives it.
 ReductionBinary compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                   const std::string& arch);
+
+struct CompiledGroups {
+    std::string arch;        // what the modules were built for ("sm_90")
+    double compile_ms = 0;   // NVRTC's milliseconds (0 when a cache had every module)
+};
+// What a precompile builds: the module of each group calls load (ReductionModule::entries), for
+// `arch`, compiled or found in a cache.
+CompiledGroups compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                        const std::string& arch);
+// One of them (precompile makes each its own job, so that they compile in parallel).
+CompiledGroups compile_reduction_group(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                       const std::string& arch, ReductionEntryGroup group, bool index64);
+// "full32", "columns_split64"...: a group's label in messages.
+std::string reduction_group_label(ReductionEntryGroup group, bool index64);
 
 // A reduction whose module kjit writes itself instead of generating it from the strings: the
 // partial results are a struct, not a dtype (argmin and argmax carry a value and an index).

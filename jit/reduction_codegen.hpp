@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jit/type_checker.hpp"
@@ -55,7 +56,15 @@ struct GeneratedReduction {
     int array_inputs = 0;  // inputs passed as arrays (not raw, not scalars): ReduceLayout's `inputs` is max(1, this)
     int outputs = 0;
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)
+    // Each entry point's name and definition (one line, newline included), in the order printed:
+    // the last lines of `source`.
+    std::vector<std::pair<std::string, std::string>> entry_lines;
 };
+
+// `g.source` with only the entry points named in `keep`. A call compiles the module of the one
+// strategy it launches: one entry point costs NVRTC 65-150 ms, all sixteen 1.3 s (build machine,
+// docs/PERFORMANCE.md).
+std::string source_with_entries(const GeneratedReduction& g, const std::vector<std::string>& keep);
 
 // Prints the entry points of a module whose argument struct is `args_type` and whose pieces are
 // `ops_type` (templates/reduction.cuh's K), filling their names in `m` (m.outputs must be set).

@@ -460,33 +460,35 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
 jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                          int ordinal) {
     Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
-    const jit::LoadedProgram loaded = jit::load_program(p.program, ordinal);
-    const detail::LoadedModule& module = *loaded.module;
-    const jit::GeneratedReduction& g = p.generated;
     ReductionModule m;
-    m.module = loaded.module;
-    m.full32 = module.function(g.full32);
-    m.full64 = module.function(g.full64);
-    m.rows_warp32 = module.function(g.rows_warp32);
-    m.rows_warp64 = module.function(g.rows_warp64);
-    m.rows_block32 = module.function(g.rows_block32);
-    m.rows_block64 = module.function(g.rows_block64);
-    m.columns32 = module.function(g.columns32);
-    m.columns64 = module.function(g.columns64);
-    m.columns_split32 = module.function(g.columns_split32);
-    m.columns_split64 = module.function(g.columns_split64);
-    m.columns_finish32 = module.function(g.columns_finish32);
-    m.columns_finish64 = module.function(g.columns_finish64);
-    m.segments_warp32 = module.function(g.segments_warp32);
-    m.segments_warp64 = module.function(g.segments_warp64);
-    m.segments_block32 = module.function(g.segments_block32);
-    m.segments_block64 = module.function(g.segments_block64);
     m.reduce_itemsize = p.reduce_itemsize;
     m.has_identity = p.has_identity;
-    m.array_inputs = g.array_inputs;
-    m.outputs = g.outputs;
-    m.vector_width = g.vector_width;
+    m.array_inputs = p.generated.array_inputs;
+    m.outputs = p.generated.outputs;
+    m.vector_width = p.generated.vector_width;
+    m.loader = make_reduction_group_loader(std::move(p.program), std::move(p.generated), ordinal);
     return m;
+}
+
+jit::CompiledGroups jit::compile_reduction_group(const ReductionKernel& kernel, const TypeBinding& types,
+                                                 const ModuleVariant& variant, const std::string& arch,
+                                                 ReductionEntryGroup group, bool index64) {
+    const Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
+    CachedProgram program = reduction_group_program(p.program, p.generated, group, index64);
+    const FoundProgram found = find_or_compile_program(program, arch);
+    return {found.entry->meta.arch, found.compile_ms};
+}
+
+jit::CompiledGroups jit::compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types,
+                                                  const ModuleVariant& variant, const std::string& arch) {
+    CompiledGroups all;
+    for (int g = 0; g < kReductionEntryGroups; ++g)
+        for (const bool index64 : {false, true}) {
+            const CompiledGroups one = compile_reduction_group(kernel, types, variant, arch, static_cast<ReductionEntryGroup>(g), index64);
+            all.arch = one.arch;
+            all.compile_ms += one.compile_ms;
+        }
+    return all;
 }
 
 Outputs ReductionKernel::operator()(std::span<const KernelArg> args, const ReduceOptions& options) const {

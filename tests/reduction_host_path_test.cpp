@@ -9,6 +9,7 @@
 #include "kjit/error.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "kjit/segmented.hpp"
+#include "jit/reduction_calls.hpp"
 
 using kjit::Array;
 using kjit::DType;
@@ -166,4 +167,57 @@ TEST_CASE("each layout launches its strategy with its grid and ReduceLayout", "[
     CHECK(seg.reduced_size == 1000);
     CHECK(seg.in_strides == std::vector<long long>{0, 2});
     CHECK(seg.out_strides == std::vector<long long>{1});
+}
+
+TEST_CASE("a reduction call compiles the module of the one strategy it launches", "[reduction][nvrtc]") {
+    kjit::detail::ScopedDriverOverride fake(recording_fake(), 1);
+    kjit::test::ProcessCacheGuard guard;
+    kjit::test::TempDir dir;
+    kjit::configure_cache(kjit::test::cache_in(dir.path()));
+    const ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "one_strategy_sum");
+    const auto dev = kjit::Device::cuda(0);
+    auto compiles = [] { return kjit::cache_stats().compiles; };
+    REQUIRE(compiles() == 0);
+    (void)sum({Array::empty({1000}, DType::float32, dev)});  // full
+    CHECK(compiles() == 1);
+    (void)sum({Array::empty({2000}, DType::float32, dev)});  // full again: loaded already
+    CHECK(compiles() == 1);
+    (void)sum({Array::empty({3000, 77}, DType::float32, dev)}, along({1}));  // rows_warp
+    CHECK(compiles() == 2);
+    g_launches.clear();
+    (void)sum({Array::empty({5000, 300}, DType::float32, dev)}, along({0}));  // columns_split and its finish: one module
+    CHECK(compiles() == 3);
+    REQUIRE(g_launches.size() == 2);
+    CHECK(g_launches[0].function == "one_strategy_sum_columns_split32");
+    CHECK(g_launches[1].function == "one_strategy_sum_columns_finish32");
+}
+
+TEST_CASE("a strategy's module holds its entry points only", "[reduction]") {
+    const ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "entries_sum");
+    const std::string whole = sum.source({{"T", DType::float64}});
+    auto count = [](const std::string& s, const std::string& what) {
+        std::size_t n = 0;
+        for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+        return n;
+    };
+    CHECK(count(whole, "extern \"C\" __global__") == 16);
+    kjit::jit::GeneratedReduction g;
+    g.source = "prefix\n";
+    for (const char* name : {"k_full32", "k_columns_split32", "k_columns_finish32"}) {
+        const std::string line = std::string("extern \"C\" __global__ void ") + name + "() {}\n";
+        g.source += line;
+        g.entry_lines.emplace_back(name, line);
+    }
+    g.full32 = "k_full32";
+    g.columns_split32 = "k_columns_split32";
+    g.columns_finish32 = "k_columns_finish32";
+    CHECK(kjit::jit::source_with_entries(g, kjit::jit::reduction_group_entries(g, kjit::jit::ReductionEntryGroup::full, false)) ==
+          "prefix\nextern \"C\" __global__ void k_full32() {}\n");
+    const std::string split =
+        kjit::jit::source_with_entries(g, kjit::jit::reduction_group_entries(g, kjit::jit::ReductionEntryGroup::columns_split, false));
+    CHECK(count(split, "extern \"C\"") == 2);
+    CHECK(split.find("k_full32") == std::string::npos);
+    // Entry points that are not the source's last lines: an error, never a wrong module.
+    g.source += "trailing\n";
+    CHECK_THROWS_AS(kjit::jit::source_with_entries(g, {"k_full32"}), kjit::Error);
 }

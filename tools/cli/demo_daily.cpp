@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "kjit/cache.hpp"
 #include "tools/cli/demo.hpp"
 
 namespace kjit::cli::demo {
@@ -68,14 +69,18 @@ bool run_daily(double scale, const Stream& stream) {
     progress.show("compiling and loading the kernels");
     Clock::time_point t0 = Clock::now();
     std::string origins;
-    for (const ReductionKernel* r : {&k.day_min, &k.day_max, &k.day_mean})
-        origins += fmt::format("{}{} {}", origins.empty() ? "" : "; ", r->name(), compile_origin(r->compile({{"T", DType::float64}}).compile_ms));
     {
         const std::int64_t w = std::min<std::int64_t>(n, 4096);
         const Array kw = Array::from_host(days.data(), DType::int64, {w}, Device(), stream);
         const Array rw = Array::from_host(watts.data(), DType::float64, {w}, Device(), stream);
         const KeyGroups g = group_sorted_keys(kw, stream);
-        for (const ReductionKernel* r : {&k.day_min, &k.day_max, &k.day_mean}) (void)segmented_reduce(*r, {rw}, g.offsets, stream);
+        // A call compiles the module of the strategy it launches (NVRTC's time from the cache's
+        // counters, which count this process's compiles).
+        for (const ReductionKernel* r : {&k.day_min, &k.day_max, &k.day_mean}) {
+            const double before = cache_stats().compile_ms;
+            (void)segmented_reduce(*r, {rw}, g.offsets, stream);
+            origins += fmt::format("{}{} {}", origins.empty() ? "" : "; ", r->name(), compile_origin(cache_stats().compile_ms - before));
+        }
         stream.synchronize();
     }
     const double first_ms = ms_since(t0);
