@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "jit/elementwise_calls.hpp"
+#include "jit/host/host_call.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/device_copy.hpp"
@@ -63,7 +64,9 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
     const std::vector<ArgumentKind> kinds = argument_kinds(args);
     auto plan = std::make_unique<CallPlan>();
     plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
-    plan->module = load_elementwise(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
+    const bool on_host = ordinal == host::kHostOrdinal;
+    if (!on_host)
+        plan->module = load_elementwise(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
     const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
     for (std::size_t k = 0; k < sig.params.size(); ++k) {
         if (fields[k] != detail::ArgField::pointer) continue;
@@ -80,6 +83,10 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
     if (plan->args.size > sizeof(LaunchBuffers::args))
         throw TypeError(kernel_prefix(kernel) + "its arguments take " + std::to_string(plan->args.size) +
                         " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
+    if (on_host) {
+        plan->host = host::compile_elementwise_on_host(kernel, plan->bound, plan->args);
+        return plan;
+    }
     plan->needs.vector_width = plan->module.vector_width;
     plan->needs.has_rows = plan->module.rows32 != nullptr;
     plan->needs.has_tiled = plan->module.tiled32 != nullptr;
@@ -133,12 +140,20 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                         ", got " + std::to_string(count) + " arguments");
     if (outputs == nullptr && count != np)
         throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
-    const int ordinal =
-        call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
+    // Host arrays run on the CPU (jit/host/): same binding, layout and checks, other code.
+    const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
+    const int ordinal = on_host ? host::kHostOrdinal
+                                : call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
     const CallKey key = call_key(args, np, ordinal);
     const CallPlan* plan = calls.find(key);
+    if (plan == nullptr && on_host) {
+        std::lock_guard lock(host::compile_mutex());
+        plan = calls.find(key);
+        if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
+    }
     if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
-    const Stream stream = (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
+    const Stream stream = on_host ? Stream::current()
+                                  : (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
 
     // Arrays kjit makes for this call: outputs not given, and copies of inputs that overlap an output.
     std::array<std::optional<Array>, kMaxCallParams> made;
@@ -203,7 +218,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     if (count < np) {
         const Shape shape(layout.shape, layout.shape + layout.ndim);
         for (std::size_t k = count; k < np; ++k)
-            made[k] = Array::empty(shape, plan->bound.param_types[k], Device::cuda(ordinal), stream);
+            made[k] = Array::empty(shape, plan->bound.param_types[k], on_host ? Device::cpu() : Device::cuda(ordinal), stream);
     }
     if (operands > 0) lay_out(true);
 
@@ -242,6 +257,15 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     const std::int64_t n = layout.size;
     if (n > 0) {
         detail::simplify(layout, !sig.uses_index && !sig.has_raw, plan->first_output_operand);
+    }
+    if (n > 0 && on_host) {
+        std::size_t slot = 0;
+        write_args(buffers.args, plan->args, plan->bound, args, np, [&](std::size_t) { return layout.data[slot++]; },
+                   [&](std::size_t k) { return array_of(k); }, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
+        const long long n_value = n;
+        std::memcpy(buffers.args + plan->args.n_offset, &n_value, sizeof n_value);
+        host::run_elementwise_on_host(plan->host, buffers.args, layout, n);
+    } else if (n > 0) {
         const detail::VariantChoice choice = operands == 0 ? detail::VariantChoice{detail::Variant::strided, n > INT_MAX}
                                                            : detail::choose_variant(layout, plan->needs);
         if (choice.variant == detail::Variant::strided && layout.ndim > detail::kMaxKernelDims)

@@ -11,6 +11,7 @@
 
 #include "jit/call_binding.hpp"
 #include "jit/call_memo.hpp"
+#include "jit/host/host_backend.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "runtime/detail/call_layout.hpp"
 #include "runtime/detail/kernel_args.hpp"
@@ -42,6 +43,7 @@ struct CallPlan {
     std::vector<int> operand_param;   // parameter of each array operand, in parameter order
     int first_output_operand = -1;
     int sm_count = 0;
+    host::ElementwiseCode host;       // a plan for host arrays: compiled by the host back end
 };
 
 using ElementwiseCalls = CallMemo<CallPlan>;

@@ -165,8 +165,19 @@ assert l2.dtype == np.float32 and l2.shape == () and np.isclose(l2, np.sqrt((x32
     failed=$((failed + 1)); echo "FAILED: kjit run's reductions differ from NumPy's"
   fi
 else
-  expect 1 "kjit run needs a GPU" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2
-  expect 1 "kjit run needs a GPU" -- run "${l2[@]}" --arg x=x.npy --axis -1 --axis 0 --keepdims
+  expect 1 "kjit run needs a GPU for --device gpu" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --device gpu
+  expect 1 "kjit run needs a GPU for reductions" -- run "${l2[@]}" --arg x=x.npy --axis -1 --axis 0 --keepdims
+fi
+expect 1 "reductions do not run on the host back end yet" -- run "${l2[@]}" --arg x=x.npy --device cpu
+# The host back end (when built: libkjit_host.so beside libkjit) against NumPy, GPU or not.
+if [ -e "$(dirname "$kjit")/libkjit_host.so" ] && /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  /usr/bin/python3 -c "import numpy as np; np.save('$tmp/xc.npy', np.random.default_rng().standard_normal((37, 41)).astype(np.float32))"
+  expect 0 "y: float32 (37, 41) -> $tmp/yc.npy" -- run "${run_kernel[@]}" --arg x="$tmp/xc.npy" --arg a=float32:2.5 --save y="$tmp/yc.npy" --device cpu
+  if /usr/bin/python3 -c "import numpy as np; x = np.load('$tmp/xc.npy'); y = np.load('$tmp/yc.npy'); assert y.dtype == np.float32 and np.array_equal(y, np.float32(2.5) * x)"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAILED: kjit run --device cpu's y.npy is not 2.5 * x"
+  fi
 fi
 
 # kjit demo: flag errors; then, on a GPU, every scenario at 1% of its size checked against the CPU,

@@ -14,4 +14,9 @@ if compgen -G "$build/examples/kjit_example_*" > /dev/null; then
   mkdir -p "$out/examples"
   cp -a "$build"/examples/kjit_example_* "$out/examples/"
 fi
+# The host back end's outputs for the [gpu] agreement test (the GPU machine has no LLVM to make
+# them): written here when the build has the host back end, read there by run-gpu-tests.sh.
+if [ -e "$build/libkjit_host.so" ]; then
+  KJIT_HOST_REFERENCE_DIR="$out/host-reference" "$build/tests/kjit_tests" "[host-reference]" > /dev/null
+fi
 du -sh "$out"

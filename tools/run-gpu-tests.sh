@@ -19,6 +19,10 @@ mkdir -p "$log_dir"
 cat "$log_dir/info.txt"
 
 status=0
+# The host back end's outputs that pack-for-gpu.sh wrote, for "GPU and host back ends agree".
+if [ -z "${KJIT_HOST_REFERENCE_DIR:-}" ] && [ -d "$build_dir/host-reference" ]; then
+  export KJIT_HOST_REFERENCE_DIR="$build_dir/host-reference"
+fi
 "$build_dir/tests/kjit_tests" "[gpu]" --durations yes > "$log_dir/gpu-tests.txt" 2>&1 || status=$?
 "$build_dir/tests/kjit_tests" "~[gpu]~[nvrtc]~[.]" > "$log_dir/cpu-tests.txt" 2>&1 || status=$((status == 0 ? $? : status))
 bash "$(dirname "$0")/../tests/cli_test.sh" "$build_dir/kjit" > "$log_dir/cli-tests.txt" 2>&1 || status=$((status == 0 ? 1 : status))

@@ -1,5 +1,6 @@
 // `kjit run`: evaluates an elementwise or reduction kernel on .npy files and literal scalars, on
-// the GPU. Every mistake that can be found without a GPU is reported before one is looked for.
+// the GPU or (--device cpu, the default without a GPU) on the CPU through the host back end.
+// Every mistake that can be found without a GPU is reported before one is looked for.
 //   kjit run --in "T x, T a" --out "T y" --op "y = a * x" --arg x=x.npy --arg a=2.5 --save y=y.npy
 //   kjit run --in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --identity 0
 //            --arg x=x.npy --axis 1 --keepdims --save y=y.npy
@@ -26,6 +27,7 @@ struct RunFlags {
     std::int64_t size = -1;
     std::vector<std::string> axes;  // reductions only
     bool keepdims = false;          // reductions only
+    std::string device;             // "cpu", "gpu", or empty: the GPU when there is one
 };
 
 // The flags of one kind used with the other.
@@ -86,7 +88,7 @@ Scalar parse_scalar(const std::string& name, const std::string& text) {
 void add_run_command(CLI::App& app, int& exit_status) {
     auto flags = std::make_shared<KernelFlags>();
     auto run = std::make_shared<RunFlags>();
-    CLI::App* cmd = app.add_subcommand("run", "Run an elementwise or reduction kernel on .npy files and scalars (GPU needed)");
+    CLI::App* cmd = app.add_subcommand("run", "Run an elementwise or reduction kernel on .npy files and scalars, on the GPU or the CPU");
     add_kernel_flags(*cmd, *flags);
     cmd->add_option("--arg", run->args, "NAME=FILE.npy or NAME=VALUE (2.5, -3, true, float32:2.5); outputs optional")
         ->take_all();
@@ -95,6 +97,10 @@ void add_run_command(CLI::App& app, int& exit_status) {
     cmd->add_option("--axis", run->axes, "Reduction: the axes reduced (repeat or write 0,2; negative count from the end; default: all)")
         ->allow_extra_args(false);
     cmd->add_flag("--keepdims", run->keepdims, "Reduction: keep the reduced axes in the outputs, with extent 1");
+    cmd->add_option("--device", run->device,
+                    "cpu or gpu: where the inputs are loaded and the kernel runs (default: the GPU when there is one; "
+                    "cpu runs elementwise kernels through the host back end)")
+        ->check(CLI::IsMember({"cpu", "gpu"}));
     cmd->callback([flags, run, &exit_status] {
         const KernelRequest r = load_kernel(*flags);
         if (r.bindings.size() > 1) throw Error("kjit run takes one type binding; pick one with --types");
@@ -143,10 +149,16 @@ void add_run_command(CLI::App& app, int& exit_status) {
                 throw Error(fmt::format("{} '{}' needs a value: --arg {}=FILE.npy{}", p.is_output ? "output" : "input", p.name,
                                         p.name, p.is_output ? " (give every output, or none)" : " or --arg NAME=2.5"));
         }
-        if (Device::count() == 0)
-            throw NoDeviceError("kjit run needs a GPU (the CPU back end comes later): " + no_device_reason());
-        const Device gpu = Device::cuda(0);
-        const Stream stream = Stream::legacy_default(gpu);
+        // Where the .npy inputs are loaded, which is where the kernel runs.
+        const bool has_gpu = Device::count() > 0;
+        const bool on_cpu = run->device == "cpu" || (run->device.empty() && !has_gpu && !r.is_reduction());
+        if (on_cpu && r.is_reduction())
+            throw Error("--device cpu: reductions do not run on the host back end yet (elementwise kernels do); use --device gpu");
+        if (!on_cpu && !has_gpu)
+            throw NoDeviceError(std::string("kjit run needs a GPU") + (r.is_reduction() ? " for reductions" : " for --device gpu") +
+                                " (--device cpu runs elementwise kernels on the CPU): " + no_device_reason());
+        const Device gpu = on_cpu ? Device::cpu() : Device::cuda(0);
+        const Stream stream = on_cpu ? Stream::current() : Stream::legacy_default(gpu);
 
         std::vector<Array> arrays;
         arrays.reserve(params.size());
@@ -173,7 +185,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
             fmt::print("{}: {} {}{}\n", p.name, y.dtype().name(), shape_to_string(y.shape()),
                        save != saves.end() ? " -> " + save->second : "");
         }
-        stream.synchronize();
+        if (!on_cpu) stream.synchronize();
         exit_status = 0;
     });
 }

@@ -1,0 +1,75 @@
+#include "jit/host/backend_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "kjit/error.hpp"
+#include "runtime/detail/dynamic_library.hpp"
+
+namespace kjit::jit::host {
+namespace {
+
+constexpr const char* kLibraryFile = "libkjit_host.so";
+
+// The folder of the library holding this function: libkjit's own folder, where the build and an
+// install put libkjit_host beside it.
+std::string own_folder() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&own_folder), &info) == 0 || info.dli_fname == nullptr) return {};
+    const std::string path = info.dli_fname;
+    const std::size_t slash = path.rfind('/');
+    return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+
+struct Loaded {
+    HostBackend* backend = nullptr;  // never freed: compiled code may run until exit
+    std::string error;
+};
+
+Loaded load() {
+    std::vector<std::string> candidates;
+    if (const char* e = std::getenv("KJIT_HOST_BACKEND"); e != nullptr && *e) candidates.emplace_back(e);
+    if (const std::string dir = own_folder(); !dir.empty()) candidates.push_back(dir + kLibraryFile);
+    candidates.emplace_back(kLibraryFile);
+    const detail::DynamicLibrary lib = detail::open_first(candidates);
+    Loaded l;
+    const std::string hint =
+        " (it is built with kjit when LLVM 19 is found: apt-get install llvm-19-dev; or set KJIT_HOST_BACKEND to its path)";
+    if (lib.handle == nullptr) {
+        l.error = "kjit's host back end cannot be loaded, so kernels cannot run on host arrays: " + lib.error + hint;
+        return l;
+    }
+    auto factory = reinterpret_cast<kjit_host_backend_factory>(lib.symbol(KJIT_HOST_BACKEND_FACTORY));
+    if (factory == nullptr) {
+        l.error = "kjit's host back end " + lib.path + " has no " + KJIT_HOST_BACKEND_FACTORY +
+                  ": it was built from another version of kjit; rebuild it with this one";
+        return l;
+    }
+    std::string why;
+    l.backend = factory(kHostBackendVersion, &why);
+    if (l.backend == nullptr) l.error = "kjit's host back end " + lib.path + " refused to start: " + why;
+    return l;
+}
+
+const Loaded& loaded() {
+    static const Loaded l = load();  // C++ guarantees one initialisation under concurrent first calls
+    return l;
+}
+
+}  // namespace
+
+HostBackend& host_backend() {
+    const Loaded& l = loaded();
+    if (l.backend == nullptr) throw Error(l.error);
+    return *l.backend;
+}
+
+bool host_backend_available(std::string* why) {
+    const Loaded& l = loaded();
+    if (why != nullptr) *why = l.error;
+    return l.backend != nullptr;
+}
+
+}  // namespace kjit::jit::host

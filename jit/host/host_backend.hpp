@@ -1,0 +1,62 @@
+// The boundary between libkjit and the host back end (libkjit_host, which links LLVM). libkjit
+// never links LLVM: it dlopens the back end the first time a kernel runs on host arrays
+// (jit/host/backend_loader.hpp) and talks to it only through this interface, found by one
+// extern "C" factory symbol. Both sides are built from the same tree; the version number below
+// changes whenever anything in this header (or a type it passes: the AST, CheckedKernel,
+// CallLayout, ArgsLayout) changes shape, so that a back end from another build is refused with a
+// clear error instead of misreading memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit/ast.hpp"
+#include "jit/type_checker.hpp"
+#include "runtime/detail/call_layout.hpp"
+#include "runtime/detail/kernel_args.hpp"
+
+namespace kjit::jit::host {
+
+constexpr int kHostBackendVersion = 1;
+
+// Compiled code for one chunk [begin, end) of the iteration space (elements in the order of the
+// simplified layout). `args` is the kernel's argument struct, laid out by detail::args_layout
+// exactly as for the GPU (pointers, scalar values, raw {data, size}, then `long long n`);
+// `layout` the simplified call layout (base pointers in layout->data, element strides).
+using ChunkFn = void (*)(const unsigned char* args, const detail::CallLayout* layout, std::int64_t begin,
+                         std::int64_t end);
+
+// One elementwise kernel for one binding, as the front end checked it.
+struct ElementwiseRequest {
+    std::string name;
+    const CheckedKernel* kernel = nullptr;  // complete: every type bound
+    const Body* body = nullptr;             // the body `kernel` was checked from (it carries the types)
+    std::vector<bool> scalar;               // per parameter: passed by value
+    std::vector<std::optional<DType>> storage;  // per parameter: the array's dtype when it differs
+    detail::ArgsLayout args;                // where each parameter sits in the argument struct
+};
+
+struct ElementwiseCode {
+    ChunkFn contiguous = nullptr;  // every array operand walks memory with element stride 1
+    ChunkFn strided = nullptr;     // any layout (any number of dimensions, any strides)
+};
+
+class HostBackend {
+public:
+    virtual ~HostBackend() = default;
+    // Lowers the typed AST to LLVM IR, optimises it for this CPU, compiles it. The code lives as
+    // long as the back end (the process). Throws kjit::Error subclasses.
+    virtual ElementwiseCode compile_elementwise(const ElementwiseRequest& request) = 0;
+    // "LLVM 19.1.7, x86-64 znver3" and the like, for `kjit info` and errors.
+    virtual std::string description() const = 0;
+};
+
+}  // namespace kjit::jit::host
+
+// The factory the back end exports: nullptr when `version` is not the one it was built with
+// (`*error` then says why). The caller owns the result.
+#define KJIT_HOST_BACKEND_FACTORY "kjit_host_backend_create_v1"
+using kjit_host_backend_factory = kjit::jit::host::HostBackend* (*)(int version, std::string* error);
