@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdio>
 #include <cstring>
 
 #include "fake_driver.hpp"
@@ -251,7 +252,7 @@ TEST_CASE("matmul batches broadcast, 1-D operands, size 0, mixed dtypes, TF32", 
 TEST_CASE("matmul's small-product kernel: sizes around its 16x16 tile, stepped views, a strided output", "[gpu][matmul]") {
     KJIT_REQUIRE_GPU();
     on_both_paths([&] {
-        for (const Shape& mnk : std::vector<Shape>{{1, 1, 1}, {16, 16, 16}, {17, 33, 5}, {5, 3, 100}, {64, 64, 64}}) {
+        for (const Shape& mnk : std::vector<Shape>{{1, 1, 1}, {16, 16, 16}, {17, 33, 5}, {5, 3, 100}, {9, 70, 129}, {64, 64, 64}}) {
             for (DType t : {DType(DType::float32), DType(DType::float16), DType(DType::complex128)}) {
                 INFO(t.name() << " m, n, k = " << kjit::shape_to_string(mnk));
                 const Operand a = random_operand(t, {mnk[0], mnk[2]}), b = random_operand(t, {mnk[2], mnk[1]});
@@ -291,4 +292,20 @@ TEST_CASE("matmul's small-product kernel compiles for every dtype matmul multipl
         CHECK_FALSE(bin.cubin.empty());
     }
     CHECK_THROWS_AS(kjit::jit::small_matmul_module(DType::int32), kjit::TypeError);
+}
+
+// A crash seen once on the H200 (2026-12-01): the cuBLAS path, complex128, m = n = k = 1. Prints
+// each product before making it, so that the log shows which call does not return.
+TEST_CASE("diagnostic: tiny cuBLAS products of each dtype", "[.][diag]") {
+    KJIT_REQUIRE_GPU();
+    const std::int64_t before = kjit::detail::set_small_matmul_limit(0);
+    for (DType t : {DType(DType::float64), DType(DType::complex64), DType(DType::complex128)})
+        for (const Shape& mnk : std::vector<Shape>{{2, 2, 2}, {1, 2, 2}, {2, 1, 2}, {2, 2, 1}, {1, 1, 1}}) {
+            std::fprintf(stderr, "diag: %s %s ...\n", t.name(), kjit::shape_to_string(mnk).c_str());
+            const Operand a = random_operand(t, {mnk[0], mnk[2]}), b = random_operand(t, {mnk[2], mnk[1]});
+            const Array c = kjit::matmul(a.device, b.device);
+            c.to_host();
+            std::fprintf(stderr, "diag: %s %s ok\n", t.name(), kjit::shape_to_string(mnk).c_str());
+        }
+    kjit::detail::set_small_matmul_limit(before);
 }

@@ -248,6 +248,39 @@ std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
         r.note = note.str();
         return r;
     });
+    c.emplace_back("red_first_new", [=](const Stream& s) {
+        // Reductions no cache has seen, summed whole (the `full` strategy): the first call compiles
+        // the module of that strategy alone, loads it and launches (NVRTC started already).
+        const Array x = filled(DType::float32, {1000}, 1.5, s);
+        std::vector<double> whole, nvrtc;
+        for (int k = 0; k < 5; ++k) {
+            const ReductionKernel r("T x", "T y",
+                                    "x * " + std::to_string(getpid()) + ".0f + " + std::to_string(k) + "." +
+                                        std::to_string(std::time(nullptr) % 100000) + "f",
+                                    "a + b", "y = a", "0", "fresh_sum");
+            const double before = cache_stats().compile_ms;
+            const auto t = Clock::now();
+            (void)r({x}, ReduceOptions{std::nullopt, false, s});
+            s.synchronize();
+            whole.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+            nvrtc.push_back(cache_stats().compile_ms - before);
+        }
+        auto median = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
+        Record rec;
+        rec.name = "red_first_new";
+        rec.dtype = "float32";
+        rec.n = 1000;
+        rec.ms = median(whole);
+        std::ostringstream note;
+        note << "median of 5 new reductions of everything (parse, generate, NVRTC of one strategy, cache write, load, "
+                "launch, sync); NVRTC's part: "
+             << median(nvrtc) << " ms";
+        rec.note = note.str();
+        return rec;
+    });
     c.emplace_back("ew_first_disk", [=](const Stream&) {
         // Fresh processes (this program, --probe) whose kernel is on disk: the first call's time after
         // CUDA has started, as the probe measures it.
@@ -519,6 +552,24 @@ void add_matmul_cases(std::vector<std::pair<std::string, Case>>& c, std::vector<
         r.n = 64 * 64;
         r.us_per_call = per_call_us([&] { kjit::matmul(a, b, out, o); });
         r.note = "kjit::matmul(a, b, out), 10000 calls then one sync, median of 5";
+        // The host's share alone: 500 calls queued without waiting (fewer than the launch queue
+        // holds), so a GPU slower than the host does not set the pace.
+        Record submit = r;
+        submit.impl = "kjit_submit";
+        {
+            std::vector<double> us;
+            for (int rep = 0; rep < 5; ++rep) {
+                s.synchronize();
+                const auto t0 = Clock::now();
+                for (int k = 0; k < 500; ++k) kjit::matmul(a, b, out, o);
+                us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 500);
+                s.synchronize();
+            }
+            std::sort(us.begin(), us.end());
+            submit.us_per_call = us[2];
+        }
+        submit.note = "kjit::matmul(a, b, out), 500 calls queued, timed without waiting for the GPU, median of 5";
+        extra.push_back(submit);
         // The floor: cuBLAS alone on the same arrays, its handle bound to the stream once; then
         // with cublasSetStream + cublasSetWorkspace before each call (what a library that does not
         // remember the handle's stream pays).
