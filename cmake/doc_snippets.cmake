@@ -118,7 +118,7 @@ function(kjit_doc_extract doc out_cpp has_code_var)
     "    int status = 0;\n"
     "    status = run(\"${doc_rel} (the blocks in order)\", kjit_doc_session, status);\n"
     "${program_calls}"
-    "    std::printf(\"${doc_rel}: ${count} C++ blocks compiled; %s\\n\",\n"
+    "    std::printf(\"${doc_rel}: C++ blocks compiled: ${count}; %s\\n\",\n"
     "                status == 0 ? \"all ran\" : status == 77 ? \"skipped: no GPU (see above)\" : \"FAILED\");\n"
     "    return status;\n"
     "}\n")
