@@ -14,4 +14,8 @@ if compgen -G "$build/examples/kjit_example_*" > /dev/null; then
   mkdir -p "$out/examples"
   cp -a "$build"/examples/kjit_example_* "$out/examples/"
 fi
+# The docs' C++ blocks (cmake/doc_snippets.cmake), run there by run-gpu-tests.sh.
+if compgen -G "$build/tests/kjit_doc_*" > /dev/null; then
+  cp -a "$build"/tests/kjit_doc_* "$out/tests/"
+fi
 du -sh "$out"
