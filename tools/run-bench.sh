@@ -119,7 +119,8 @@ if [ "$build_dir" != "-" ] && [ -x "$kjit" ]; then
   if [[ " ${KJIT_BENCH_ARGS:-} " == *" --cases "* ]]; then
     groups=(given)
     group_cases[given]=""
-  elif names=$("$kjit" bench --list 2> "$out_dir/kjit-bench.log") && [ -n "$names" ]; then
+  elif names=$(LD_LIBRARY_PATH="$build_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 60 "$kjit" bench --list \
+                2> "$out_dir/kjit-bench.log") && [ -n "$names" ]; then
     for name in $names; do
       matches "$name" || continue
       g=${name%%_*}
@@ -139,7 +140,9 @@ if [ "$build_dir" != "-" ] && [ -x "$kjit" ]; then
   for ((k = 0; k < ${#groups[@]}; k++)); do
     g=${groups[$k]}
     later=$(( (${#groups[@]} - k - 1) * kjit_floor + ${#impls[@]} * peers_floor ))
-    limit=$(step_limit "${KJIT_BENCH_TIMEOUT:-150}" "$later")
+    own=${KJIT_BENCH_TIMEOUT:-150}
+    [ "$g" = all ] && own=$((own * 2))               # every case in one process
+    limit=$(step_limit "$own" "$later")
     cases_arg=()
     [ -n "${group_cases[$g]}" ] && cases_arg=(--cases "${group_cases[$g]}")
     echo "== kjit bench, group $g (log: kjit-bench.log)${group_cases[$g]:+: ${group_cases[$g]}}"
