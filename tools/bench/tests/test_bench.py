@@ -482,6 +482,20 @@ class RunBench(unittest.TestCase):
             self.assertIn("crashed", p.stdout)
             self.assertIn("not a record", p.stdout)
 
+    def test_kjit_without_list_runs_everything_once(self):
+        with tempfile.TemporaryDirectory() as d:
+            line = json.dumps(rec("kjit", "red_host_1k", us_per_call=4.0))
+            build = self.make_build(d, '[ "$2" = --list ] && exit 2\n'
+                                       f'echo \'{line}\' > "$3"; echo "args: $*"\n')
+            out = os.path.join(d, "out")
+            p = self.run_bench(build, out, BENCH_CASES="red_host_1k", BENCH_IMPLS="torch")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("kjit bench --list failed; kjit runs every case in one process", p.stdout)
+            self.assertRegex(self.read(out, "machine.txt"), r"step kjit-all: \d+ s \(limit 300 s, exit 0\)")
+            self.assertIn("args: bench --json " + os.path.join(out, "kjit.jsonl") + "\n",
+                          self.read(out, "kjit-bench.log"))
+            self.assertIn("met 4.00 µs", p.stdout)
+
     def test_side_by_side_every_case(self):
         """The one command: kjit in three processes (copy + elementwise, reductions, matrix
         products), both peers, one table with every case of cases.py, ready to paste."""
