@@ -19,4 +19,8 @@ fi
 if [ -e "$build/libkjit_host.so" ]; then
   KJIT_HOST_REFERENCE_DIR="$out/host-reference" "$build/tests/kjit_tests" "[host-reference]" > /dev/null
 fi
+# The docs' C++ blocks (cmake/doc_snippets.cmake), run there by run-gpu-tests.sh.
+if compgen -G "$build/tests/kjit_doc_*" > /dev/null; then
+  cp -a "$build"/tests/kjit_doc_* "$out/tests/"
+fi
 du -sh "$out"

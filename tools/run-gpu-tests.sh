@@ -34,6 +34,21 @@ for example in "$build_dir"/examples/kjit_example_*; do
     echo "[example] $(basename "$example"): FAILED"; status=$((status == 0 ? 1 : status))
   fi
 done
+# The C++ blocks of the README and docs/ (cmake/doc_snippets.cmake), in a folder of their own
+# (they write files there); 77 means one needed a GPU and found none.
+mkdir -p "$log_dir/doc-snippets"
+for doc in "$build_dir"/tests/kjit_doc_*; do
+  [ -x "$doc" ] || continue
+  (cd "$log_dir/doc-snippets" && KJIT_CACHE_DIR="$PWD/cache" "$doc") > "$log_dir/$(basename "$doc").txt" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "[doc] $(basename "$doc"): ok"
+  elif [ "$rc" -eq 77 ]; then
+    echo "[doc] $(basename "$doc"): skipped (no GPU)"
+  else
+    echo "[doc] $(basename "$doc"): FAILED"; tail -3 "$log_dir/$(basename "$doc").txt"; status=$((status == 0 ? 1 : status))
+  fi
+done
 "$build_dir/tests/kjit_tests" "[compile_bench]" > "$log_dir/compile-bench.txt" 2>&1 || true
 grep -A1 "warning:" "$log_dir/compile-bench.txt" | tail -1
 

@@ -4,7 +4,10 @@ tools/bench/README.md) into one markdown report: the main table (kjit, CuPy, PyT
 percent of the copy ceiling, kjit's speed relative to each peer, the goal and whether kjit met it),
 the peers against the numbers the issues quote, every variant, and the errors.
 
-    table.py FILE.jsonl [FILE.jsonl ...] [-o table.md]
+    table.py FILE.jsonl [FILE.jsonl ...] [-o table.md] [--brief] [--heading-level N] [--title T]
+
+`--brief --heading-level 3` gives the section docs/PERFORMANCE.md pastes (tools/side-by-side.sh
+writes it as OUT_DIR/side-by-side.md).
 
 Standard library only. Lines that are not JSON objects are reported and skipped; a missing file
 is reported; neither stops the table.
@@ -24,6 +27,9 @@ if HERE not in sys.path:
 import cases as C  # noqa: E402
 
 PEER_ORDER = ["kjit", "cupy", "torch", "cublas"]
+# The main table's columns: kjit, the two peers, and cuBLAS where a record has it. Any other impl
+# (kjit_bench's `cublas_rebind`, `cublas_sgemm` on mm_host_64, say) is listed under "All variants".
+MAIN_IMPLS = ("kjit", "cupy", "torch", "cublas")
 LABEL = C.IMPL_LABELS
 METRIC_FIELDS = [C.TFLOPS, C.GBPS, C.US, C.MS]
 
@@ -50,6 +56,15 @@ def fmt_value(metric, v):
     if v < 100:
         return f"{v:.1f}"
     return f"{v:.0f}"
+
+
+def ceiling_label(rec):
+    """What measured the ceiling: the peer's variant, or kjit bench's note."""
+    if rec.get("variant"):
+        return rec["variant"]
+    src = rec.get("_src", "").split(":")[0]
+    what = rec.get("note") or rec["impl"]
+    return f"{what}; {src}" if src else what
 
 
 def esc(text):
@@ -121,6 +136,13 @@ class Data:
         present = {r["impl"] for r in self.records if r["impl"] != "ceiling"}
         order = [i for i in PEER_ORDER if i in present or i in ("kjit", "cupy", "torch")]
         return order + sorted(present - set(order))
+
+    def main_impls(self):
+        """The main table's columns (kjit, CuPy, PyTorch always; cuBLAS when present)."""
+        return [i for i in self.impls() if i in MAIN_IMPLS]
+
+    def other_impls(self):
+        return [i for i in self.impls() if i not in MAIN_IMPLS]
 
     def ceiling(self):
         """The highest copy bandwidth among the main ceiling records without error."""
@@ -230,18 +252,28 @@ def cell(rec, metric, ceiling_gbps, notes: Notes, with_pct=True):
     return text
 
 
-def render(data: Data, title="kjit benchmarks", brief=False) -> str:
+def render(data: Data, title="kjit benchmarks", brief=False, heading_level=1, intro="") -> str:
+    """The markdown report. heading_level: the title's level (1: '#'); sections are one deeper,
+    so that the report can be pasted under a heading of a longer document. An empty title is
+    left out."""
     notes = Notes()
     out = []
     ceil = data.ceiling()
     ceiling_gbps = ceil["gbps"] if ceil else None
-    impls = data.impls()
+    all_impls = data.impls()
+    impls = data.main_impls()
     peers = [i for i in impls if i != "kjit"]
+    h1 = "#" * max(1, min(5, heading_level))
+    h2 = h1 + "#"
 
     devices = sorted({r.get("device") for r in data.records if r.get("device")})
     dates = sorted(r.get("date") for r in data.records if r.get("date"))
-    out.append(f"# {title}")
-    out.append("")
+    if title:
+        out.append(f"{h1} {title}")
+        out.append("")
+    if intro:
+        out.append(intro)
+        out.append("")
     if devices:
         out.append(f"Device: {', '.join(devices)}. ")
     if dates:
@@ -254,7 +286,7 @@ def render(data: Data, title="kjit benchmarks", brief=False) -> str:
         out.append(f"{label(impl)}: {'; '.join(sorted(libs[impl]))}. ")
     if ceil:
         out.append(f"Copy ceiling (device-to-device, read + write, the highest measured in this "
-                   f"run): **{ceiling_gbps:.0f} GB/s** ({esc(ceil.get('variant') or ceil['impl'])}).")
+                   f"run): **{ceiling_gbps:.0f} GB/s** ({esc(ceiling_label(ceil))}).")
     else:
         out.append("No copy ceiling was measured: the percent-of-copy columns and goals are empty.")
     out.append("")
@@ -308,18 +340,24 @@ def render(data: Data, title="kjit benchmarks", brief=False) -> str:
                f"(no kjit result, or nothing to compare with).")
     out.append("")
     if missed_notes:
-        out.append("## Missed goals: kjit's notes")
+        out.append(f"{h2} Missed goals: kjit's notes")
         out.append("")
         out.extend(missed_notes)
         out.append("")
 
+    others = data.other_impls()
+    if others:
+        out.append("Also measured, in the full report's variants: "
+                   + ", ".join(f"`{i}`" for i in others) + ".")
+        out.append("")
+
     if brief:
-        return "\n".join(out + _footnotes(notes, data))
+        return "\n".join(out + _footnotes(notes, data, h2))
 
     # ---- peers against the issues' numbers
     ref_impls = [i for i in ("cupy", "torch", "cublas", "ceiling")
                  if any(i in c.issue for c in C.CASES)]
-    out.append("## Peers here and in the issues")
+    out.append(f"{h2} Peers here and in the issues")
     out.append("")
     out.append("The issues' numbers were measured on the same kind of machine (H200) with CuPy "
                "14.2 and PyTorch 2.11; a large difference means the peer script does not do what "
@@ -345,7 +383,7 @@ def render(data: Data, title="kjit benchmarks", brief=False) -> str:
     out.append("")
 
     # ---- every record
-    out.append("## All variants")
+    out.append(f"{h2} All variants")
     out.append("")
     out.append("`*`: the record shown in the main table (for the copy ceiling: the one used). "
                "spread: min-max of the repeats.")
@@ -353,7 +391,7 @@ def render(data: Data, title="kjit benchmarks", brief=False) -> str:
     out.append("| case | impl | variant | value | spread | check | note |")
     out.append("|---|---|---|---:|---|---|---|")
     order = {c: k for k, c in enumerate(known + extra)}
-    impl_rank = {i: k for k, i in enumerate(["ceiling"] + impls)}
+    impl_rank = {i: k for k, i in enumerate(["ceiling"] + all_impls)}
     recs = sorted(data.records, key=lambda r: (order.get(r["case"], 1e9),
                                               impl_rank.get(r["impl"], 1e9)))
     for r in recs:
@@ -371,13 +409,13 @@ def render(data: Data, title="kjit benchmarks", brief=False) -> str:
                    f"{val} {unit} | {sp} | {esc(chk)} | {esc(r.get('note', ''))} |")
     out.append("")
 
-    return "\n".join(out + _footnotes(notes, data))
+    return "\n".join(out + _footnotes(notes, data, h2))
 
 
-def _footnotes(notes, data):
+def _footnotes(notes, data, h2="##"):
     out = []
     if notes.items or data.problems:
-        out.append("## Errors and failed checks")
+        out.append(f"{h2} Errors and failed checks")
         out.append("")
         for k, text in enumerate(notes.items, 1):
             out.append(f"{k}. {esc(text)}")
@@ -394,12 +432,16 @@ def main(argv=None) -> int:
     p.add_argument("--title", default="kjit benchmarks")
     p.add_argument("--brief", action="store_true",
                    help="the main table, missed goals and errors only")
+    p.add_argument("--intro", default="", help="a paragraph after the title (the command, say)")
+    p.add_argument("--heading-level", type=int, default=1,
+                   help="level of the title (1: '#'); sections one deeper (3: to paste under a "
+                        "'##' section of docs/PERFORMANCE.md)")
     args = p.parse_args(argv)
     data = Data()
     for f in args.files:
         data.load(f)
     data.index()
-    text = render(data, args.title, args.brief) + "\n"
+    text = render(data, args.title, args.brief, args.heading_level, args.intro) + "\n"
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)

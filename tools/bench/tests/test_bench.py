@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -400,56 +401,193 @@ class TableLogic(unittest.TestCase):
             self.assertEqual(p.returncode, 1)
 
 
+FAKE_KJIT = os.path.join(FAKES, "kjit_bench.py")
+SIDE_BY_SIDE = os.path.join(ROOT, "tools", "side-by-side.sh")
+
+
+def main_table(md):
+    """The rows of the first table of a markdown report (header first)."""
+    lines = md.splitlines()
+    start = next(k for k, ln in enumerate(lines) if ln.startswith("| case |"))
+    rows = []
+    for ln in lines[start:]:
+        if not ln.startswith("|"):
+            break
+        rows.append([c.strip() for c in ln.strip().strip("|").split(" | ")])
+    return rows
+
+
 @needs_numpy
 @unittest.skipUnless(shutil.which("bash") and shutil.which("timeout"), "needs bash and timeout")
 class RunBench(unittest.TestCase):
-    def make_build(self, d, body):
-        tools = os.path.join(d, "build", "tools")
-        os.makedirs(tools)
-        prog = os.path.join(tools, "kjit_bench")
+    def make_build(self, d, body=None):
+        """BUILD_DIR with a `kjit` program: the fake kjit bench (fakes/kjit_bench.py), or a
+        bash script with this body."""
+        build = os.path.join(d, "build")
+        os.makedirs(build)
+        prog = os.path.join(build, "kjit")
         with open(prog, "w") as f:
-            f.write("#!/usr/bin/env bash\n" + body)
+            if body is None:
+                f.write(f'#!/usr/bin/env bash\nexec "{sys.executable}" "{FAKE_KJIT}" "$@"\n')
+            else:
+                f.write("#!/usr/bin/env bash\n" + body)
         os.chmod(prog, 0o755)
-        return os.path.join(d, "build")
+        return build
 
-    def run_bench(self, build, out, **env):
+    def run_bench(self, build, out, script=RUN_BENCH, **env):
         e = fake_env(PYTHON=sys.executable, PEERS_ARGS="--tiny", **env)
-        return subprocess.run(["bash", RUN_BENCH, build, out], env=e, capture_output=True,
+        for k in ("BENCH_CASES", "KJIT_BENCH_ARGS", "BENCH_QUICK", "BENCH_BUDGET"):
+            if k not in env:
+                e.pop(k, None)
+        return subprocess.run(["bash", script, build, out], env=e, capture_output=True,
                               text=True, timeout=600)
+
+    def read(self, *path):
+        with open(os.path.join(*path), encoding="utf-8") as f:
+            return f.read()
 
     def test_end_to_end(self):
         with tempfile.TemporaryDirectory() as d:
             line = json.dumps(rec("kjit", "ew_host_1k", us_per_call=3.2, note="warm path"))
-            build = self.make_build(d, f'[ "$1" = --json ] || exit 3\necho \'{line}\' > "$2"\n'
-                                       f'echo "extra: $3"\n')
+            build = self.make_build(d, f'[ "$2" = --list ] && {{ echo copy; echo ew_host_1k; exit 0; }}\n'
+                                       f'[ "$1 $2" = "bench --json" ] || exit 3\n'
+                                       f'echo \'{line}\' > "$3"\necho "args: $*"\n')
             out = os.path.join(d, "out")
-            p = self.run_bench(build, out, KJIT_BENCH_ARGS="--quick", BENCH_CASES="ew_host_1k")
+            p = self.run_bench(build, out, KJIT_BENCH_ARGS="--extra", BENCH_CASES="ew_host_1k")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            for f in ("machine.txt", "kjit.jsonl", "peers.jsonl", "table.md", "kjit-bench.log",
-                      "peers-cupy.log", "peers-torch.log"):
+            for f in ("machine.txt", "kjit.jsonl", "peers.jsonl", "table.md", "side-by-side.md",
+                      "kjit-bench.log", "peers-cupy.log", "peers-torch.log"):
                 self.assertTrue(os.path.exists(os.path.join(out, f)), f)
-            with open(os.path.join(out, "kjit-bench.log")) as f:
-                self.assertIn("extra: --quick", f.read())
+            self.assertIn("args: bench --json " + os.path.join(out, "kjit.jsonl") +
+                          " --cases copy,ew_host_1k --extra", self.read(out, "kjit-bench.log"))
             self.assertIn("met 3.20 µs", p.stdout)
-            tail = p.stdout[p.stdout.index("the main table:"):]      # the table comes last
+            tail = p.stdout[p.stdout.index("the main table"):]      # the table comes last
             self.assertIn("| `ew_host_1k`", tail)
             self.assertIn("Goals: 1 met", tail)
-            with open(os.path.join(out, "table.md")) as f:
-                self.assertIn("All variants", f.read())
+            self.assertIn("All variants", self.read(out, "table.md"))
+            self.assertNotIn("All variants", self.read(out, "side-by-side.md"))
 
     def test_no_kjit_and_failing_kjit(self):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "out")
             p = self.run_bench("-", out, BENCH_CASES="red_host_1k", BENCH_IMPLS="cupy")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            self.assertIn("kjit_bench: not found", p.stdout)
+            self.assertIn("kjit: no program at", p.stdout)
             self.assertIn("no kjit result", p.stdout)
-            build = self.make_build(d, 'echo half > "$2"; echo crashed >&2; exit 139\n')
+            build = self.make_build(d, '[ "$2" = --list ] && { echo copy; echo red_host_1k; exit 0; }\n'
+                                       'echo half > "$3"; echo crashed >&2; exit 139\n')
             p = self.run_bench(build, out, BENCH_CASES="red_host_1k", BENCH_IMPLS="torch")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertIn("exit 139", p.stdout)
             self.assertIn("crashed", p.stdout)
             self.assertIn("not a record", p.stdout)
+
+    def test_kjit_without_list_runs_everything_once(self):
+        with tempfile.TemporaryDirectory() as d:
+            line = json.dumps(rec("kjit", "red_host_1k", us_per_call=4.0))
+            build = self.make_build(d, '[ "$2" = --list ] && exit 2\n'
+                                       f'echo \'{line}\' > "$3"; echo "args: $*"\n')
+            out = os.path.join(d, "out")
+            p = self.run_bench(build, out, BENCH_CASES="red_host_1k", BENCH_IMPLS="torch")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("kjit bench --list failed; kjit runs every case in one process", p.stdout)
+            self.assertRegex(self.read(out, "machine.txt"), r"step kjit-all: \d+ s \(limit 300 s, exit 0\)")
+            self.assertIn("args: bench --json " + os.path.join(out, "kjit.jsonl") + "\n",
+                          self.read(out, "kjit-bench.log"))
+            self.assertIn("met 4.00 µs", p.stdout)
+
+    def test_side_by_side_every_case(self):
+        """The one command: kjit in three processes (copy + elementwise, reductions, matrix
+        products), both peers, one table with every case of cases.py, ready to paste."""
+        with tempfile.TemporaryDirectory() as d:
+            build = self.make_build(d)
+            out = os.path.join(d, "out")
+            calls = os.path.join(d, "calls.txt")
+            p = self.run_bench(build, out, script=SIDE_BY_SIDE, FAKE_KJIT_CALLS=calls,
+                               BENCH_CASES="red_sum_f32", KJIT_BENCH_ARGS="--cases copy")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            runs = [ln.split() for ln in self.read(calls).splitlines() if "--json" in ln]
+            self.assertEqual([r[r.index("--cases") + 1].split(",")[:2] for r in runs],
+                             [["copy", "ew_axpb_f32"], ["red_sum_f32", "red_sumsq_f32"],
+                              ["mm_f32_8192", "mm_tf32_8192"]])   # BENCH_CASES etc. ignored
+            machine = self.read(out, "machine.txt")
+            for step in ("kjit-ew", "kjit-red", "kjit-mm", "peers-cupy", "peers-torch"):
+                self.assertRegex(machine, rf"step {step}: \d+ s \(limit \d+ s, exit 0\)")
+            md = self.read(out, "side-by-side.md")
+            self.assertTrue(md.startswith("### kjit, CuPy and PyTorch side by side, 20"), md[:80])
+            self.assertIn("Command: `tools/side-by-side.sh " + build, md)
+            self.assertNotIn("\n# ", md)
+            self.assertNotIn("\n## ", md)
+            self.assertTrue(p.stdout.rstrip().endswith(md.rstrip()))
+            rows = main_table(md)
+            self.assertEqual(rows[0], ["case", "metric", "kjit", "CuPy", "PyTorch", "cuBLAS",
+                                       "kjit ÷ CuPy", "kjit ÷ PyTorch", "goal", "status"])
+            body = {r[0].split("<br>")[0].strip("`"): r for r in rows[2:] if r[0].startswith("`")}
+            self.assertEqual(sorted(body), sorted(C.ORDER))              # every case, once
+            for cid, r in body.items():
+                case = C.BY_ID[cid]
+                if cid == "copy":                  # kjit's copy is a ceiling record
+                    continue
+                self.assertNotIn(r[2], ("—", ""), cid)                   # kjit measured it
+                self.assertRegex(r[9], "^(met|\\*\\*MISSED\\*\\*)", cid)
+                if (cid, "torch") in peers.PEERS:
+                    self.assertRegex(r[7], r"^\d+\.\d\d×$", cid)
+                if (cid, "cupy") in peers.PEERS and not r[3].startswith("error"):
+                    self.assertRegex(r[6], r"^\d+\.\d\d×$", cid)   # (fake bfloat16 fails)
+                if case.metric == C.GBPS:
+                    self.assertRegex(r[2], r"^\d+ \(\d+%\)$", cid)   # percent of the ceiling
+            self.assertIn("Also measured, in the full report's variants: `cublas_rebind`, "
+                          "`cublas_sgemm`.", md)
+            self.assertIn("Copy ceiling (device-to-device, read + write, the highest measured "
+                          "in this run): **4240 GB/s**", md)
+            full = self.read(out, "table.md")
+            self.assertIn("cublas_sgemm", full)
+
+    def test_side_by_side_needs_a_kjit(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = self.run_bench(os.path.join(d, "nothing"), os.path.join(d, "out"),
+                               script=SIDE_BY_SIDE)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("builds nothing", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "out")))
+
+    def test_budget_stops_a_slow_step_and_keeps_the_rest(self):
+        """A kjit group that would run past its share is stopped; the later steps keep their
+        floors, the table still comes, and the whole stays inside BENCH_BUDGET."""
+        with tempfile.TemporaryDirectory() as d:
+            build = self.make_build(d)
+            out = os.path.join(d, "out")
+            t0 = time.monotonic()
+            p = self.run_bench(build, out, script=SIDE_BY_SIDE, FAKE_KJIT_SLEEP="red:300",
+                               FAKE_KJIT_FAIL="ew_abc_f32", BENCH_BUDGET="100",
+                               KJIT_FLOOR="12", PEERS_FLOOR="20")
+            took = time.monotonic() - t0
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertLess(took, 100)
+            machine = self.read(out, "machine.txt")
+            self.assertRegex(machine, r"step kjit-ew: \d+ s \(limit \d+ s, exit 1\)")
+            self.assertRegex(machine, r"step kjit-red: \d+ s \(limit \d+ s, exit 124\)")
+            self.assertRegex(machine, r"step kjit-mm: \d+ s \(limit \d+ s, exit 0\)")
+            self.assertRegex(machine, r"step peers-torch: \d+ s \(limit \d+ s, exit 0\)")
+            self.assertIn("stopped at its limit", p.stdout)
+            rows = {r[0].split("<br>")[0].strip("`"): r for r in main_table(self.read(out, "side-by-side.md"))}
+            self.assertEqual(rows["red_sum_f32"][2], "—")                # kjit stopped there
+            self.assertNotEqual(rows["red_sum_f32"][3], "—")             # the peers were not
+            self.assertRegex(rows["ew_abc_f32"][2], r"^error \[\d+\]$")
+            self.assertEqual(rows["mm_f32_8192"][9], "met 0.990× cuBLAS")
+
+    def test_budget_skips_steps_with_no_time_left(self):
+        with tempfile.TemporaryDirectory() as d:
+            build = self.make_build(d)
+            out = os.path.join(d, "out")
+            p = self.run_bench(build, out, BENCH_BUDGET="60", BENCH_CASES="ew_host_1k",
+                               PEERS_FLOOR="25")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertRegex(p.stdout, r"skipped: only -\d s of BENCH_BUDGET=60 left for it")
+            machine = self.read(out, "machine.txt")
+            self.assertRegex(machine, r"step kjit-ew: skipped")
+            self.assertRegex(machine, r"step peers-cupy: \d+ s \(limit (19|20) s, exit 0\)")
+            self.assertIn("| `ew_host_1k`", self.read(out, "side-by-side.md"))
 
 
 if __name__ == "__main__":
