@@ -301,11 +301,11 @@ TEST_CASE("diagnostic: tiny cuBLAS products of each dtype", "[.][diag]") {
     const std::int64_t before = kjit::detail::set_small_matmul_limit(0);
     for (DType t : {DType(DType::float64), DType(DType::complex64), DType(DType::complex128)})
         for (const Shape& mnk : std::vector<Shape>{{2, 2, 2}, {1, 2, 2}, {2, 1, 2}, {2, 2, 1}, {1, 1, 1}}) {
-            std::fprintf(stderr, "diag: %s %s ...\n", t.name(), kjit::shape_to_string(mnk).c_str());
+            std::fprintf(stderr, "diag: %s %s ...\n", std::string(t.name()).c_str(), kjit::shape_to_string(mnk).c_str());
             const Operand a = random_operand(t, {mnk[0], mnk[2]}), b = random_operand(t, {mnk[2], mnk[1]});
             const Array c = kjit::matmul(a.device, b.device);
             c.to_host();
-            std::fprintf(stderr, "diag: %s %s ok\n", t.name(), kjit::shape_to_string(mnk).c_str());
+            std::fprintf(stderr, "diag: %s %s ok\n", std::string(t.name()).c_str(), kjit::shape_to_string(mnk).c_str());
         }
     kjit::detail::set_small_matmul_limit(before);
 }

@@ -39,7 +39,8 @@ done
 mkdir -p "$log_dir/doc-snippets"
 for doc in "$build_dir"/tests/kjit_doc_*; do
   [ -x "$doc" ] || continue
-  (cd "$log_dir/doc-snippets" && KJIT_CACHE_DIR="$PWD/cache" "$doc") > "$log_dir/$(basename "$doc").txt" 2>&1
+  doc_path="$(cd "$(dirname "$doc")" && pwd)/$(basename "$doc")"  # absolute: it runs from another folder
+  (cd "$log_dir/doc-snippets" && KJIT_CACHE_DIR="$PWD/cache" "$doc_path") > "$log_dir/$(basename "$doc").txt" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ]; then
     echo "[doc] $(basename "$doc"): ok"
