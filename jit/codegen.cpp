@@ -447,20 +447,19 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
 
     const std::string bounds = "__launch_bounds__(256)";
     const std::string layout_param = "const kjit::Layout<" + std::to_string(A) + "> layout";
-    s << "extern \"C\" __global__ void " << bounds << " " << m.contiguous32 << "(const " << args_type << " args) { "
-      << name << "_contiguous<int>(args); }\n";
-    s << "extern \"C\" __global__ void " << bounds << " " << m.contiguous64 << "(const " << args_type << " args) { "
-      << name << "_contiguous<long long>(args); }\n";
-    s << "extern \"C\" __global__ void " << bounds << " " << m.strided32 << "(const " << args_type << " args, "
-      << layout_param << ") { " << name << "_strided<int>(args, layout); }\n";
-    s << "extern \"C\" __global__ void " << bounds << " " << m.strided64 << "(const " << args_type << " args, "
-      << layout_param << ") { " << name << "_strided<long long>(args, layout); }\n";
-    if (!m.rows32.empty())
-        s << "extern \"C\" __global__ void " << bounds << " " << m.rows32 << "(const " << args_type << " args, " << layout_param
-          << ") { " << name << "_rows(args, layout); }\n";
-    if (!m.tiled32.empty())
-        s << "extern \"C\" __global__ void " << bounds << " " << m.tiled32 << "(const " << args_type << " args, "
-          << layout_param << ") { " << name << "_tiled(args, layout); }\n";
+    auto entry = [&](const std::string& symbol, const std::string& params, const std::string& call) {
+        if (symbol.empty()) return;
+        const std::string line = "extern \"C\" __global__ void " + bounds + " " + symbol + "(const " + args_type + " args" +
+                                 params + ") { " + name + call + "; }\n";
+        s << line;
+        m.entry_lines.emplace_back(symbol, line);
+    };
+    entry(m.contiguous32, "", "_contiguous<int>(args)");
+    entry(m.contiguous64, "", "_contiguous<long long>(args)");
+    entry(m.strided32, ", " + layout_param, "_strided<int>(args, layout)");
+    entry(m.strided64, ", " + layout_param, "_strided<long long>(args, layout)");
+    entry(m.rows32, ", " + layout_param, "_rows(args, layout)");
+    entry(m.tiled32, ", " + layout_param, "_tiled(args, layout)");
     m.source = s.str();
     return m;
 }

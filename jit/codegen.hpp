@@ -4,6 +4,8 @@
 // (float16, bfloat16 and complex). One module holds every variant the launcher chooses from.
 #pragma once
 
+#include "jit/entry_points.hpp"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +39,7 @@ struct GeneratedModule {
     int unroll = 4;             // vectors per thread per step of the contiguous variants
     int vector_width = 1;       // elements per vector load in the contiguous variants
     int array_operands = 0;     // operands of the strided Layout, in parameter order
+    EntryLines entry_lines;     // the entry points' definitions: the source's last lines
 };
 
 // `kernel` must be complete (every placeholder bound). The body is the one `kernel` was checked

@@ -66,7 +66,7 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
     plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
     const bool on_host = ordinal == host::kHostOrdinal;
     if (!on_host)
-        plan->module = load_elementwise(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
+        plan->module = elementwise_variants(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
     const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
     for (std::size_t k = 0; k < sig.params.size(); ++k) {
         if (fields[k] != detail::ArgField::pointer) continue;
@@ -88,8 +88,8 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
         return plan;
     }
     plan->needs.vector_width = plan->module.vector_width;
-    plan->needs.has_rows = plan->module.rows32 != nullptr;
-    plan->needs.has_tiled = plan->module.tiled32 != nullptr;
+    plan->needs.has_rows = plan->module.has_rows;
+    plan->needs.has_tiled = plan->module.has_tiled;
     plan->sm_count = Device::cuda(ordinal).properties().sm_count;
     return plan;
 }
@@ -283,23 +283,23 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
 
         CUfunction f = nullptr;
         std::int64_t items = n;
-        const KernelModule& m = plan->module;
+        const ElementwiseVariants& m = plan->module;
         switch (choice.variant) {
             case detail::Variant::contiguous:
-                f = choice.index64 ? m.contiguous64 : m.contiguous32;
+                f = m.function(choice.index64 ? ElementwiseEntry::contiguous64 : ElementwiseEntry::contiguous32);
                 items = ((n + m.vector_width - 1) / m.vector_width + m.unroll - 1) / m.unroll;
                 break;
             case detail::Variant::rows:
-                f = m.rows32;
+                f = m.function(ElementwiseEntry::rows32);
                 items = n / m.vector_width;
                 break;
             case detail::Variant::tiled:
-                f = m.tiled32;
+                f = m.function(ElementwiseEntry::tiled32);
                 items = (((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) +
                          m.tiles_per_step - 1) / m.tiles_per_step * kThreads;
                 break;
             case detail::Variant::strided:
-                f = choice.index64 ? m.strided64 : m.strided32;
+                f = m.function(choice.index64 ? ElementwiseEntry::strided64 : ElementwiseEntry::strided32);
                 break;
         }
         if (choice.variant != detail::Variant::contiguous) {

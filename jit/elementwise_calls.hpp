@@ -11,6 +11,7 @@
 
 #include "jit/call_binding.hpp"
 #include "jit/call_memo.hpp"
+#include "jit/lazy_entry_points.hpp"
 #include "jit/host/host_backend.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "runtime/detail/call_layout.hpp"
@@ -35,8 +36,43 @@ KernelModule load_elementwise(const ElementwiseKernel& kernel, const TypeBinding
 KernelBinary compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                  const std::string& arch);
 
+// The entry points of an elementwise module (jit/codegen.hpp), each its own program when calls
+// compile them: a call compiles the variant it launches only.
+enum class ElementwiseEntry { contiguous32, contiguous64, strided32, strided64, rows32, tiled32 };
+inline constexpr int kElementwiseEntries = 6;
+
+// A kernel's variants for one binding on one device, each compiled (or found in a cache) and
+// loaded the first time a call launches it; and what the launcher needs to know of them.
+struct ElementwiseVariants {
+    std::shared_ptr<LazyEntryPoints> loader;  // one group per ElementwiseEntry
+    int vector_width = 1;
+    int unroll = 4;
+    int tile = 32;
+    int tiles_per_step = 1;
+    bool has_rows = false;
+    bool has_tiled = false;
+    CUfunction function(ElementwiseEntry e) const { return loader->group(static_cast<std::size_t>(e))[0]; }
+};
+
+// The variants of `kernel` for this binding and module variant on device `ordinal` (generates
+// the source; compiles nothing until a function is asked for).
+ElementwiseVariants elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                         int ordinal);
+
+// One variant's program compiled for `arch` or found in a cache, as calls load it (precompile
+// makes each its own job). A variant the kernel does not have (rows32, tiled32 of some kernels):
+// nothing compiled, empty arch.
+CompiledModules compile_elementwise_entry(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                          const std::string& arch, ElementwiseEntry entry);
+
+// The variants the kernel has for this binding (checks the kernel: throws its errors).
+std::vector<ElementwiseEntry> elementwise_entries(const ElementwiseKernel& kernel, const TypeBinding& types,
+                                                  const ModuleVariant& variant);
+// "contiguous32", "tiled32"...: an entry's label in messages.
+const char* elementwise_entry_label(ElementwiseEntry entry);
+
 struct CallPlan {
-    KernelModule module;
+    ElementwiseVariants module;
     BoundCall bound;
     detail::ArgsLayout args;
     detail::VariantNeeds needs;

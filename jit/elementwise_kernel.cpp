@@ -223,4 +223,61 @@ KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBi
     return km;
 }
 
+namespace {
+std::string entry_name(const jit::GeneratedModule& g, jit::ElementwiseEntry e) {
+    switch (e) {
+        case jit::ElementwiseEntry::contiguous32: return g.contiguous32;
+        case jit::ElementwiseEntry::contiguous64: return g.contiguous64;
+        case jit::ElementwiseEntry::strided32: return g.strided32;
+        case jit::ElementwiseEntry::strided64: return g.strided64;
+        case jit::ElementwiseEntry::rows32: return g.rows32;
+        case jit::ElementwiseEntry::tiled32: return g.tiled32;
+    }
+    return {};
+}
+}  // namespace
+
+jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
+                                                   const ModuleVariant& variant, int ordinal) {
+    Prepared p = prepare(kernel, types, variant);
+    ElementwiseVariants v;
+    v.vector_width = p.generated.vector_width;
+    v.unroll = p.generated.unroll;
+    v.tile = p.generated.tile;
+    v.tiles_per_step = p.generated.tiles_per_step;
+    v.has_rows = !p.generated.rows32.empty();
+    v.has_tiled = !p.generated.tiled32.empty();
+    std::vector<std::vector<std::string>> groups(kElementwiseEntries);
+    for (int e = 0; e < kElementwiseEntries; ++e) {
+        const std::string name = entry_name(p.generated, static_cast<ElementwiseEntry>(e));
+        if (!name.empty()) groups[static_cast<std::size_t>(e)] = {name};
+    }
+    v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program), std::move(p.generated.entry_lines), std::move(groups), ordinal);
+    return v;
+}
+
+std::vector<jit::ElementwiseEntry> jit::elementwise_entries(const ElementwiseKernel& kernel, const TypeBinding& types,
+                                                             const ModuleVariant& variant) {
+    const Prepared p = prepare(kernel, types, variant);
+    std::vector<ElementwiseEntry> out;
+    for (int e = 0; e < kElementwiseEntries; ++e)
+        if (!entry_name(p.generated, static_cast<ElementwiseEntry>(e)).empty()) out.push_back(static_cast<ElementwiseEntry>(e));
+    return out;
+}
+
+const char* jit::elementwise_entry_label(ElementwiseEntry entry) {
+    static const char* const labels[] = {"contiguous32", "contiguous64", "strided32", "strided64", "rows32", "tiled32"};
+    return labels[static_cast<int>(entry)];
+}
+
+jit::CompiledModules jit::compile_elementwise_entry(const ElementwiseKernel& kernel, const TypeBinding& types,
+                                                    const ModuleVariant& variant, const std::string& arch, ElementwiseEntry entry) {
+    const Prepared p = prepare(kernel, types, variant);
+    const std::string name = entry_name(p.generated, entry);
+    if (name.empty()) return {};
+    CachedProgram program = program_with_entries(p.program, p.generated.entry_lines, {name});
+    const FoundProgram found = find_or_compile_program(program, arch);
+    return {found.entry->meta.arch, found.compile_ms};
+}
+
 }  // namespace kjit

@@ -29,13 +29,12 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
     return m;
 }
 
-void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch) {
-    if (m.scalars.empty() && m.storage.empty()) {
-        (void)m.kernel.compile(binding, arch);
-        return;
-    }
-    const ModuleVariant v = manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
-    (void)compile_elementwise(m.kernel, binding, v, arch);
+ModuleVariant manifest_kernel_variant(const ManifestKernel& m) {
+    return manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
+}
+
+void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch, ElementwiseEntry entry) {
+    (void)compile_elementwise_entry(m.kernel, binding, manifest_kernel_variant(m), arch, entry);
 }
 
 bool is_raw_manifest_entry(const nlohmann::json& e) {

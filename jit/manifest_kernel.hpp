@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jit/elementwise_calls.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/raw_kernel.hpp"
 
@@ -37,6 +38,9 @@ bool is_raw_manifest_entry(const nlohmann::json& entry);
 RawModule raw_module_from_manifest_entry(const nlohmann::json& entry);
 
 // Compiles (or finds in the cache) the module of `m` for one of its bindings, with its variant.
-void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch);
+// The module variant the entry's "scalars" and "storage" name (the plain one when neither).
+ModuleVariant manifest_kernel_variant(const ManifestKernel& m);
+// Compiles (or finds in a cache) one variant's program of `m` for one binding, as calls load it.
+void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch, ElementwiseEntry entry);
 
 }  // namespace kjit::jit

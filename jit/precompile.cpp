@@ -79,10 +79,20 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
         }
         ManifestKernel m = kernel_from_manifest_entry(e);
         if (m.bindings.empty()) m.bindings.emplace_back();
-        for (const TypeBinding& b : m.bindings)
+        for (const TypeBinding& b : m.bindings) {
+            // The variants this binding has (and the kernel checked once: a mistake is one failure).
+            std::vector<ElementwiseEntry> entries;
+            try {
+                entries = elementwise_entries(m.kernel, b, manifest_kernel_variant(m));
+            } catch (const std::exception& ex) {
+                failures.push_back(name + " (" + format_type_binding(b) + "):\n" + ex.what());
+                continue;
+            }
             for (const std::string& arch : archs)
-                jobs.push_back({name + " (" + format_type_binding(b) + ") for " + arch,
-                                [m, b, arch] { compile_manifest_kernel(m, b, arch); }});
+                for (const ElementwiseEntry entry : entries)
+                    jobs.push_back({name + " (" + format_type_binding(b) + ", " + elementwise_entry_label(entry) + ") for " + arch,
+                                    [m, b, arch, entry] { compile_manifest_kernel(m, b, arch, entry); }});
+        }
     } catch (const std::exception& ex) {
         failures.push_back(where + ": " + ex.what());
     }

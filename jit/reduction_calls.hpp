@@ -10,6 +10,7 @@
 #include <cuda.h>
 
 #include "jit/elementwise_calls.hpp"
+#include "jit/lazy_entry_points.hpp"
 #include "jit/program_lookup.hpp"
 #include "jit/reduction_codegen.hpp"
 #include "kjit/reduction_kernel.hpp"
@@ -27,13 +28,12 @@ struct ReductionEntries {
     CUfunction finish = nullptr;
 };
 
-class ReductionGroupLoader;
 
 // A reduction's kernels on one device, each strategy's module compiled (or found in a cache) and
 // loaded the first time a call needs it: a call compiles one strategy, not sixteen entry points
 // (65-150 ms of NVRTC instead of 1.3 s). Also what the launcher needs to size workspaces and layouts.
 struct ReductionModule {
-    std::shared_ptr<ReductionGroupLoader> loader;
+    std::shared_ptr<LazyEntryPoints> loader;  // a group per strategy and index width
     std::size_t reduce_itemsize = 0;
     bool has_identity = false;
     int array_inputs = 0;  // ReduceLayout's inputs = max(1, array_inputs)
@@ -51,7 +51,7 @@ CachedProgram reduction_group_program(const CachedProgram& whole, const Generate
                                       bool index64);
 
 // A loader of the groups of `whole` on device `ordinal` (jit/reduction_groups.cpp).
-std::shared_ptr<ReductionGroupLoader> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal);
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal);
 
 // The module of `kernel` for this binding and variant (inputs passed as scalars, array inputs
 // stored as another dtype), compiled or found in a cache, loaded on device `ordinal`.
@@ -63,10 +63,7 @@ ReductionModule load_reduction(const ReductionKernel& kernel, const TypeBinding&
 ReductionBinary compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                   const std::string& arch);
 
-struct CompiledGroups {
-    std::string arch;        // what the modules were built for ("sm_90")
-    double compile_ms = 0;   // NVRTC's milliseconds (0 when a cache had every module)
-};
+using CompiledGroups = CompiledModules;
 // What a precompile builds: the module of each group calls load (ReductionModule::entries), for
 // `arch`, compiled or found in a cache.
 CompiledGroups compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,

@@ -1,5 +1,7 @@
 #include "jit/reduction_codegen.hpp"
 
+#include "jit/entry_points.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -83,17 +85,7 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
 }
 
 std::string source_with_entries(const GeneratedReduction& g, const std::vector<std::string>& keep) {
-    std::size_t tail = 0;
-    for (const auto& [name, line] : g.entry_lines) tail += line.size();
-    if (tail > g.source.size()) throw Error("reduction source: entry points missing from its end");
-    std::string out = g.source.substr(0, g.source.size() - tail);
-    std::string printed;
-    for (const auto& entry : g.entry_lines) printed += entry.second;
-    if (g.source.compare(out.size(), tail, printed) != 0) throw Error("reduction source: entry points are not its last lines");
-    for (const auto& [name, line] : g.entry_lines) {
-        if (std::find(keep.begin(), keep.end(), name) != keep.end()) out += line;
-    }
-    return out;
+    return keep_entry_points(g.source, g.entry_lines, keep);
 }
 
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& c, const Binding& binding) {

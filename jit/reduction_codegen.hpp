@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "jit/entry_points.hpp"
 #include "jit/type_checker.hpp"
 
 namespace kjit::jit {
@@ -58,7 +59,7 @@ struct GeneratedReduction {
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)
     // Each entry point's name and definition (one line, newline included), in the order printed:
     // the last lines of `source`.
-    std::vector<std::pair<std::string, std::string>> entry_lines;
+    EntryLines entry_lines;
 };
 
 // `g.source` with only the entry points named in `keep`. A call compiles the module of the one

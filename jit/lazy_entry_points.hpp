@@ -1,0 +1,54 @@
+// The modules of a generated source's entry points, compiled (or found in a kernel cache) and
+// loaded on one device the first time a call needs them: the entry points are grouped (a group is
+// what one launch needs: one kernel, or a kernel and its finishing kernel), and each group is its
+// own program, so a call pays NVRTC for what it launches only (jit/entry_points.hpp says why).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "jit/entry_points.hpp"
+#include "jit/program_lookup.hpp"
+
+namespace kjit::jit {
+
+// The program of the entry points `keep` of `whole`, whose source ends with `lines`. Its source
+// is its cache key, so each group is its own cache entry.
+CachedProgram program_with_entries(const CachedProgram& whole, const EntryLines& lines, const std::vector<std::string>& keep);
+
+// What compiling one or more programs gave.
+struct CompiledModules {
+    std::string arch;        // what they were built for ("sm_90")
+    double compile_ms = 0;   // NVRTC's milliseconds (0 when a cache had every one)
+};
+
+class LazyEntryPoints {
+public:
+    static constexpr std::size_t kMaxGroups = 16;
+    static constexpr std::size_t kMaxPerGroup = 2;
+    // `groups[g]`: the entry point names of group g (at most kMaxPerGroup; an empty group cannot
+    // be loaded: the generator made no such entry point).
+    LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal);
+
+    // Group g's kernels on the device, in the group's order: compiled or found and loaded on the
+    // first request (concurrent first requests load once), then one atomic load.
+    const std::array<CUfunction, kMaxPerGroup>& group(std::size_t g);
+
+private:
+    const CachedProgram whole_;
+    const EntryLines lines_;
+    const std::vector<std::vector<std::string>> groups_;
+    const int ordinal_;
+    std::mutex mutex_;
+    std::array<std::atomic<bool>, kMaxGroups> ready_{};
+    std::array<std::array<CUfunction, kMaxPerGroup>, kMaxGroups> functions_{};
+    std::array<std::shared_ptr<detail::LoadedModule>, kMaxGroups> modules_{};
+};
+
+}  // namespace kjit::jit
