@@ -162,7 +162,9 @@ bool small_product(const Array& A, const Array& B, const Array& result, const de
     s.k = views.a.shape[nd - 1];
     s.batch = nd == 3 ? views.out_shape[0] : 1;
     const detail::SmallMatmulLaunch launch = detail::small_matmul();
-    if (launch == nullptr || !detail::use_small_matmul(s.m, s.n, s.k, s.batch)) return false;
+    if (launch == nullptr) return false;
+    if (!detail::use_small_matmul(s.m, s.n, s.k, s.batch) && !detail::cublas_crashes_on(views.a.dtype, s.m, s.n, s.k, s.batch))
+        return false;
     Array target;
     try {
         target = result.reshape(views.out_shape);

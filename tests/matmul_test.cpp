@@ -105,8 +105,9 @@ double tolerance(DType t, std::int64_t k) {
     }
 }
 
-// Runs `body` once with every product going to cuBLAS and once with every product small enough
-// for kjit's small-product kernel (runtime/detail/small_matmul.hpp), so both paths are checked.
+// Runs `body` once with every product going to cuBLAS (but those cuBLAS crashes on:
+// detail::cublas_crashes_on) and once with every product small enough for kjit's small-product
+// kernel (runtime/detail/small_matmul.hpp), so both paths are checked.
 template <class Body>
 void on_both_paths(Body body) {
     const std::pair<const char*, std::int64_t> paths[] = {{"cuBLAS", 0}, {"small-product kernel", INT64_MAX}};
@@ -144,6 +145,14 @@ TEST_CASE("which products go to the small-product kernel", "[matmul]") {
     kjit::detail::set_small_matmul_limit(0);
     CHECK_FALSE(use_small_matmul(1, 1, 1, 1));
     kjit::detail::set_small_matmul_limit(before);
+    // The shapes cuBLAS crashed on (complex128 with one row or column) go to the kernel whatever
+    // the limit; other dtypes and shapes do not.
+    using kjit::detail::cublas_crashes_on;
+    CHECK(cublas_crashes_on(DType::complex128, 1, 2, 2, 1));
+    CHECK(cublas_crashes_on(DType::complex128, 5000, 1, 5000, 3));
+    CHECK_FALSE(cublas_crashes_on(DType::complex128, 2, 2, 2, 1));
+    CHECK_FALSE(cublas_crashes_on(DType::complex64, 1, 2, 2, 1));
+    CHECK_FALSE(cublas_crashes_on(DType::complex128, 1, 2, 2, 70000));  // more batches than a grid holds
 }
 
 TEST_CASE("matmul's errors come before any GPU work", "[matmul]") {

@@ -48,4 +48,11 @@ std::int64_t set_small_matmul_limit(std::int64_t limit) noexcept;
 // and a grid the kernel can be launched with (batch and tile counts within CUDA's limits).
 bool use_small_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) noexcept;
 
+// Products cuBLAS is known to crash on, which the small kernel makes whatever their size (when
+// its grid can hold them): on the H200 machine (cuBLAS 13.0, 2026-12-01),
+// cublasGemmStridedBatchedEx_64 on complex128 with one row (m = 1, e.g. 1x2 @ 2x2) ended the
+// process with SIGSEGV inside cuBLAS, while float64 and complex64 of the same shapes did not.
+// Matrix-vector shapes (n = 1) of complex128 go the same way, untested there.
+bool cublas_crashes_on(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) noexcept;
+
 }  // namespace kjit::detail
