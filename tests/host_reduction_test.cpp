@@ -80,6 +80,26 @@ TEST_CASE("host reductions: the same bits whichever thread runs which chunk, and
     CHECK(pooled == results());  // and on every run
 }
 
+TEST_CASE("host reductions: outer axes folded in blocks of outputs give the bits of one output at a time", "[host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    // Column sums of a contiguous matrix fold neighbouring columns together (FoldColumnsFn); the
+    // same values as every other column of a wider matrix are reduced one output at a time.
+    const std::int64_t rows = 70001, cols = 37;
+    const std::vector<float> wide_values = noise(static_cast<std::size_t>(rows * cols * 2), 11);
+    const Array wide = host_array(wide_values, DType::float32, {rows, 2 * cols});
+    std::vector<float> narrow_values(static_cast<std::size_t>(rows * cols));
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+            narrow_values[static_cast<std::size_t>(r * cols + c)] = wide_values[static_cast<std::size_t>(r * 2 * cols + 2 * c)];
+    const Array narrow = host_array(narrow_values, DType::float32, {rows, cols});
+    const Array strided = wide.slice(1, Slice{std::nullopt, std::nullopt, 2});
+    const ReductionKernel no_identity("T x", "T y", "x", "a + b", "y = a", "", "columns_no_identity");
+    const ReduceOptions columns{.axis = std::vector<int>{0}};
+    CHECK(host_bytes_c_order(sum(narrow, columns)) == host_bytes_c_order(sum(strided, columns)));
+    CHECK(host_bytes_c_order(mean(narrow, columns)) == host_bytes_c_order(mean(strided, columns)));
+    CHECK(host_bytes_c_order(no_identity({narrow}, columns)[0]) == host_bytes_c_order(no_identity({strided}, columns)[0]));
+}
+
 TEST_CASE("host reductions: segmented_reduce, group_sorted_keys and reduce_by_key on host arrays", "[host]") {
     KJIT_REQUIRE_HOST_BACKEND();
     const ReductionKernel total("T x", "T y", "x", "a + b", "y = a", "0", "seg_total");

@@ -67,6 +67,13 @@ constexpr int kReduceLanes = 8;
 // reduce type; `ok`: lanes bytes (a lane without a value takes the element's).
 using FoldFn = void (*)(const unsigned char* args, const std::int64_t* in_off, const std::int64_t* in_stride, std::int64_t count,
                         std::int64_t j0, std::int64_t n, unsigned char* acc, unsigned char* ok);
+// The same fold for `width` neighbouring outputs at once (outputs w = 0..width-1: input s at
+// in_off[s] + e * in_stride[s] + w * in_step[s]), each with its own lanes: output w's lane l is at
+// acc[l * width + w] (ok likewise). Each output gets exactly the bits of a FoldFn call over its
+// elements; reading rows of neighbours together is what makes reducing outer axes fast.
+using FoldColumnsFn = void (*)(const unsigned char* args, const std::int64_t* in_off, const std::int64_t* in_stride,
+                               const std::int64_t* in_step, std::int64_t count, std::int64_t width, std::int64_t j0, std::int64_t n,
+                               unsigned char* acc, unsigned char* ok);
 // a = reduce(a, b) when both hold a value; else whichever does.
 using CombineFn = void (*)(unsigned char* a, unsigned char* a_ok, const unsigned char* b, const unsigned char* b_ok);
 // Writes identity() (only reductions with an identity have one).
@@ -76,6 +83,7 @@ using PostFn = void (*)(const unsigned char* args, const std::int64_t* out_off, 
 
 struct ReductionCode {
     FoldFn fold = nullptr;
+    FoldColumnsFn fold_columns = nullptr;  // null: outputs one at a time (argmin, argmax)
     CombineFn combine = nullptr;
     IdentityFn identity = nullptr;  // null without an identity
     PostFn post = nullptr;

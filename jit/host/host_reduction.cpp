@@ -43,6 +43,9 @@ ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const Bou
 namespace {
 
 constexpr int kMaxValue = 16;  // the widest reduce type (complex128)
+// Neighbouring outputs folded together when reducing outer axes (FoldColumnsFn): their lanes,
+// 8 * 256 values of at most 16 bytes, stay in the L1 cache while rows of the inputs stream past.
+constexpr std::int64_t kColumnWidth = 256;
 
 // One partial result: a value of the reduce type and whether it holds one.
 struct Partial {
@@ -56,6 +59,49 @@ public:
         inputs_ = static_cast<int>(p_.in_strides.size());
         outputs_ = static_cast<int>(p_.out_strides.size());
         if (v_ > kMaxValue) throw Error("host reduction: a reduce type of " + std::to_string(v_) + " bytes");
+        // Outer axes reduced (one reduced dimension that some input does not read contiguously,
+        // neighbouring outputs next to each other in every input): fold blocks of outputs together.
+        if (r.code->fold_columns != nullptr && !segmented() && p_.reduced_ndim == 1 && p_.kept_ndim >= 1) {
+            bool unit_kept = true, unit_reduced = true;
+            for (const auto& st : p_.in_strides) {
+                const std::int64_t kept = st[static_cast<std::size_t>(p_.kept_ndim - 1)], red = st[static_cast<std::size_t>(p_.kept_ndim)];
+                unit_kept = unit_kept && (kept == 1 || kept == 0);
+                unit_reduced = unit_reduced && (red == 1 || red == 0);
+            }
+            extent_ = p_.shape[static_cast<std::size_t>(p_.kept_ndim - 1)];
+            columns_ = unit_kept && !unit_reduced && extent_ > 1;
+        }
+    }
+
+    // The partial results of outputs o0 .. o0 + width - 1 (neighbours in the innermost kept
+    // dimension) over elements [begin, end) of their rows: exactly what chunk() gives each.
+    void column_block(std::int64_t o0, std::int64_t width, std::int64_t begin, std::int64_t end, Partial* out) const {
+        alignas(16) unsigned char acc[kReduceLanes * kColumnWidth * kMaxValue];
+        unsigned char ok[kReduceLanes * kColumnWidth] = {};
+        const std::int64_t lanes = kReduceLanes * width;
+        if (r_.code->identity != nullptr) {
+            r_.code->identity(acc);
+            for (std::int64_t l = 1; l < lanes; ++l) std::memcpy(acc + l * static_cast<std::int64_t>(v_), acc, v_);
+            std::fill(ok, ok + lanes, 1);
+        } else {
+            std::memset(acc, 0, static_cast<std::size_t>(lanes) * v_);
+        }
+        std::int64_t base[detail::kMaxCallOperands], stride[detail::kMaxCallOperands], step[detail::kMaxCallOperands];
+        kept_offsets(o0, p_.in_strides, inputs_, base);
+        for (int s = 0; s < inputs_; ++s) {
+            const auto& st = p_.in_strides[static_cast<std::size_t>(s)];
+            step[s] = st[static_cast<std::size_t>(p_.kept_ndim - 1)];
+            stride[s] = st[static_cast<std::size_t>(p_.kept_ndim)];
+            base[s] += begin * stride[s];
+        }
+        r_.code->fold_columns(r_.args, base, stride, step, end - begin, width, begin, p_.reduced_size, acc, ok);
+        auto value = [&](std::int64_t l, std::int64_t w) { return acc + (l * width + w) * static_cast<std::int64_t>(v_); };
+        for (std::int64_t w = 0; w < width; ++w) {
+            for (int d = kReduceLanes / 2; d >= 1; d /= 2)
+                for (int l = 0; l < d; ++l) r_.code->combine(value(l, w), ok + l * width + w, value(l + d, w), ok + (l + d) * width + w);
+            std::memcpy(out[w].value, value(0, w), v_);
+            out[w].ok = ok[w];
+        }
     }
 
     // Output o's range of reduced elements: its inputs' offsets of element 0 and the count.
@@ -159,7 +205,21 @@ public:
             return;
         }
         const std::int64_t n = p_.reduced_size, chunks = chunks_of(n);
-        if (chunks == 1) {
+        std::vector<Partial> partials;
+        if (columns_) {
+            // Blocks of neighbouring outputs, each chunk of their rows in parallel; then below each
+            // output's chunks in order.
+            partials.resize(static_cast<std::size_t>(outputs * chunks));
+            const std::int64_t per_row = (extent_ + kColumnWidth - 1) / kColumnWidth;
+            parallel_chunks(outputs / extent_ * per_row * chunks, [&](std::int64_t item) {
+                const std::int64_t block = item / chunks, k = item % chunks;
+                const std::int64_t start = block % per_row * kColumnWidth;
+                const std::int64_t o0 = block / per_row * extent_ + start, width = std::min(kColumnWidth, extent_ - start);
+                Partial found[kColumnWidth];
+                column_block(o0, width, k * kChunkElements, std::min(n, (k + 1) * kChunkElements), found);
+                for (std::int64_t w = 0; w < width; ++w) partials[static_cast<std::size_t>((o0 + w) * chunks + k)] = found[w];
+            });
+        } else if (chunks == 1) {
             // Short rows: groups of whole outputs of about a chunk's elements each.
             const std::int64_t per = std::max<std::int64_t>(1, kChunkElements / std::max<std::int64_t>(1, n));
             parallel_chunks((outputs + per - 1) / per, [&](std::int64_t g) {
@@ -167,14 +227,16 @@ public:
             });
             return;
         }
-        // Long rows: every (output, chunk) in parallel, then each output's chunks in order.
-        std::vector<Partial> partials(static_cast<std::size_t>(outputs * chunks));
-        parallel_chunks(outputs * chunks, [&](std::int64_t w) {
-            const std::int64_t o = w / chunks, k = w % chunks;
-            std::int64_t base[detail::kMaxCallOperands], count = 0;
-            row_of(o, base, count);
-            chunk(base, k * kChunkElements, std::min(count, (k + 1) * kChunkElements), count, partials[static_cast<std::size_t>(w)]);
-        });
+        if (!columns_) {
+            // Long rows: every (output, chunk) in parallel, then each output's chunks in order.
+            partials.resize(static_cast<std::size_t>(outputs * chunks));
+            parallel_chunks(outputs * chunks, [&](std::int64_t w) {
+                const std::int64_t o = w / chunks, k = w % chunks;
+                std::int64_t base[detail::kMaxCallOperands], count = 0;
+                row_of(o, base, count);
+                chunk(base, k * kChunkElements, std::min(count, (k + 1) * kChunkElements), count, partials[static_cast<std::size_t>(w)]);
+            });
+        }
         const std::int64_t per = std::max<std::int64_t>(1, 4096 / chunks);
         parallel_chunks((outputs + per - 1) / per, [&](std::int64_t g) {
             for (std::int64_t o = g * per; o < std::min(outputs, (g + 1) * per); ++o) {
@@ -193,6 +255,8 @@ private:
     const detail::ReducePlan& p_;
     std::size_t v_;
     int inputs_ = 0, outputs_ = 0;
+    bool columns_ = false;
+    std::int64_t extent_ = 0;  // of the innermost kept dimension
 };
 
 }  // namespace

@@ -74,6 +74,7 @@ public:
         build(request.name, [&](llvm::Module& m, const std::string& prefix) { lower_reduction(m, request, prefix); },
               [&](const std::string& prefix) {
                   code.fold = lookup<FoldFn>(prefix + "_fold", request.name);
+                  code.fold_columns = lookup<FoldColumnsFn>(prefix + "_fold_columns", request.name);
                   code.combine = lookup<CombineFn>(prefix + "_combine", request.name);
                   if (request.reduction->has_identity) code.identity = lookup<IdentityFn>(prefix + "_identity", request.name);
                   code.post = lookup<PostFn>(prefix + "_post", request.name);

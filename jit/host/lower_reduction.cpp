@@ -60,6 +60,7 @@ public:
     ReductionLowering(llvm::Module& m, const ReductionRequest& r) : m_(m), r_(r), c_(*r.reduction), b_(m.getContext()), rt_(*c_.reduce_type) {}
 
     void fold(const std::string& symbol);
+    void fold_columns(const std::string& symbol);
     void combine(const std::string& symbol);
     void identity(const std::string& symbol);
     void post(const std::string& symbol);
@@ -194,6 +195,80 @@ void ReductionLowering::fold(const std::string& symbol) {
     b_.CreateRetVoid();
 }
 
+void ReductionLowering::fold_columns(const std::string& symbol) {
+    llvm::Type* ptr = b_.getPtrTy();
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr, ptr});
+    for (unsigned a : {8u, 9u}) fn->addParamAttr(a, llvm::Attribute::NoAlias);  // the lanes are the caller's scratch
+    Value* args = fn->getArg(0);
+    Value* in_off = fn->getArg(1);
+    Value* in_stride = fn->getArg(2);
+    Value* in_step = fn->getArg(3);
+    Value* count = fn->getArg(4);
+    Value* width = fn->getArg(5);
+    Value* j0 = fn->getArg(6);
+    Value* n = fn->getArg(7);
+    Value* acc = fn->getArg(8);
+    Value* ok = fn->getArg(9);
+    llvm::BasicBlock* entry = &fn->getEntryBlock();
+    b_.SetInsertPoint(entry);
+    ExpressionPiece map(b_, m_, c_.map, entry, rt_);
+    ExpressionPiece red(b_, m_, c_.reduce, entry, rt_);
+    std::vector<Operand> operands;
+    std::vector<Value*> step;
+    const CheckedKernel& mk = c_.map.kernel;
+    for (std::size_t p = 0; p + 1 < mk.params.size(); ++p) {
+        const DType t = *mk.param_types[p];
+        const std::size_t at = r_.args.slots[p].offset;
+        if (mk.params[p].raw) {
+            map.body.raw_data[p] = b_.CreateLoad(ptr, field(args, at));
+        } else if (p < r_.scalar.size() && r_.scalar[p]) {
+            map.body.param_values[p] = map.body.load(field(args, at), t);
+        } else {
+            const DType stored = p < r_.storage.size() && r_.storage[p] ? *r_.storage[p] : t;
+            const auto s = static_cast<std::uint64_t>(operands.size());
+            Value* first = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_off, s));
+            Value* base = element_at(b_.CreateLoad(ptr, field(args, at)), first, stored);
+            operands.push_back({p, stored, base, b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_stride, s))});
+            step.push_back(b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_step, s)));
+        }
+    }
+    map.body.size_n = n;
+    const auto size = static_cast<std::int64_t>(rt_.itemsize());
+    // Element e of every output w: its lane is e % lanes, at acc[(lane * width + w)] (so that the
+    // loop over w walks both the lanes and, with unit steps, the inputs contiguously: it vectorises).
+    Value* unit = b_.getTrue();
+    for (Value* st : step) unit = b_.CreateAnd(unit, b_.CreateICmpEQ(st, b_.getInt64(1)));
+    auto* unit_block = llvm::BasicBlock::Create(m_.getContext(), "unit", fn);
+    auto* any_block = llvm::BasicBlock::Create(m_.getContext(), "any", fn);
+    auto* done = llvm::BasicBlock::Create(m_.getContext(), "done", fn);
+    b_.CreateCondBr(unit, unit_block, any_block);
+    for (const bool unit_step : {true, false}) {
+        b_.SetInsertPoint(unit_step ? unit_block : any_block);
+        counted(b_, fn, b_.getInt64(0), count, [&](Value* e) {
+            Value* lane = b_.CreateURem(e, b_.getInt64(kReduceLanes));
+            map.body.index_i = b_.CreateAdd(j0, e);
+            std::vector<Value*> row;
+            for (const Operand& o : operands) row.push_back(element_at(o.base, b_.CreateMul(e, o.stride), o.stored));
+            Value* lanes = b_.CreateMul(lane, width);
+            counted(b_, fn, b_.getInt64(0), width, [&](Value* w) {
+                Value* slot = b_.CreateAdd(lanes, w);
+                for (std::size_t k = 0; k < operands.size(); ++k) {
+                    const Operand& o = operands[k];
+                    Value* at = element_at(row[k], unit_step ? w : b_.CreateMul(w, step[k]), o.stored);
+                    map.body.param_values[o.param] = map.body.convert(map.body.load(at, o.stored), *mk.param_types[o.param]);
+                }
+                map.body.statements(c_.map.body);
+                take(red, b_.CreateGEP(b_.getInt8Ty(), acc, b_.CreateMul(slot, b_.getInt64(size))),
+                     b_.CreateGEP(b_.getInt8Ty(), ok, slot), map.body.load(map.result, rt_));
+            });
+        });
+        b_.CreateBr(done);
+    }
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+}
+
 void ReductionLowering::combine(const std::string& symbol) {
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, ptr});
@@ -266,6 +341,7 @@ void ReductionLowering::post(const std::string& symbol) {
 void lower_reduction(llvm::Module& m, const ReductionRequest& request, const std::string& prefix) {
     ReductionLowering lowering(m, request);
     lowering.fold(prefix + "_fold");
+    lowering.fold_columns(prefix + "_fold_columns");
     lowering.combine(prefix + "_combine");
     if (request.reduction->has_identity) lowering.identity(prefix + "_identity");
     lowering.post(prefix + "_post");
