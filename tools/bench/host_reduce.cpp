@@ -1,6 +1,7 @@
 // A host back end reduction against memcpy and NumPy (docs/PERFORMANCE.md): kjit::sum of 2^26
-// float32 host values, warm, best of several runs, with one thread and with the pool; memcpy of the
-// same bytes for the bandwidth ceiling (it reads and writes them: the sum only reads).
+// float32 host values, warm, best of several runs (KJIT_HOST_THREADS=1 for one thread); memcpy of
+// the same bytes for the bandwidth ceiling (it reads and writes them: the sum only reads); then
+// the same values as a square matrix summed over rows (axis 1) and over columns (axis 0).
 // tools/bench/host_numpy_reduce.py times NumPy's x.sum() on the same values.
 //   kjit_host_reduce_bench [log2_n=26] [runs=10]
 #include <algorithm>
@@ -52,5 +53,13 @@ int main(int argc, char** argv) {
                 std::getenv("KJIT_HOST_THREADS") ? std::getenv("KJIT_HOST_THREADS") : "all", first, got, exact);
     std::printf("kjit_sum_ms=%.2f kjit_read_GBps=%.2f\n", sum * 1e3, read_bytes / sum / 1e9);
     std::printf("memcpy_ms=%.2f memcpy_GBps=%.2f (read + write)\n", memcpy_s * 1e3, 2 * read_bytes / memcpy_s / 1e9);
+    const std::int64_t side = std::int64_t{1} << (log2_n / 2);
+    const kjit::Array m = x.slice(0, {0, side * side}).reshape({side, side});
+    for (const int axis : {1, 0}) {
+        const kjit::ReduceOptions options{.axis = std::vector<int>{axis}};
+        kjit::Array r = kjit::sum(m, options);
+        const double t = best_seconds(runs, [&] { r = kjit::sum(m, options); });
+        std::printf("kjit_sum_axis%d_%lldx%lld_ms=%.2f\n", axis, static_cast<long long>(side), static_cast<long long>(side), t * 1e3);
+    }
     return std::abs(got - exact) <= 1e-5 * exact ? 0 : 1;
 }
