@@ -99,7 +99,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
     cmd->add_flag("--keepdims", run->keepdims, "Reduction: keep the reduced axes in the outputs, with extent 1");
     cmd->add_option("--device", run->device,
                     "cpu or gpu: where the inputs are loaded and the kernel runs (default: the GPU when there is one; "
-                    "cpu runs elementwise kernels through the host back end)")
+                    "cpu runs elementwise kernels and reductions through the host back end)")
         ->check(CLI::IsMember({"cpu", "gpu"}));
     cmd->callback([flags, run, &exit_status] {
         const KernelRequest r = load_kernel(*flags);
