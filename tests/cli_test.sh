@@ -177,8 +177,9 @@ if [ -e "$(dirname "$kjit")/libkjit_host.so" ] && /usr/bin/python3 -c "import nu
   else
     failed=$((failed + 1)); echo "FAILED: kjit run --device cpu's y.npy is not 2.5 * x"
   fi
-  # Reductions on the CPU against NumPy, and the same bits with one thread as with every core.
-  /usr/bin/python3 -c "import numpy as np; np.save('$tmp/xr.npy', np.random.default_rng().standard_normal((37, 41, 5)))"
+  # Reductions on the CPU against NumPy, and the same bits with one thread as with every core
+  # (75850 elements: three chunks of the host pool).
+  /usr/bin/python3 -c "import numpy as np; np.save('$tmp/xr.npy', np.random.default_rng().standard_normal((370, 41, 5)))"
   sum=(--in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --identity 0 --name total)
   expect 0 "y: float64 (1, 41, 1) -> $tmp/sc.npy" -- run "${sum[@]}" --arg x="$tmp/xr.npy" --axis 0,-1 --keepdims --save y="$tmp/sc.npy" --device cpu
   expect 0 "y: float64 () -> $tmp/sa.npy" -- run "${sum[@]}" --arg x="$tmp/xr.npy" --save y="$tmp/sa.npy" --device cpu
