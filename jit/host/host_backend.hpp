@@ -3,7 +3,7 @@
 // (jit/host/backend_loader.hpp) and talks to it only through this interface, found by one
 // extern "C" factory symbol. Both sides are built from the same tree; the version number below
 // changes whenever anything in this header (or a type it passes: the AST, CheckedKernel,
-// CallLayout, ArgsLayout) changes shape, so that a back end from another build is refused with a
+// CheckedReduction, CallLayout, ArgsLayout) changes shape, so that a back end from another build is refused with a
 // clear error instead of misreading memory.
 #pragma once
 
