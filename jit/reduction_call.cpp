@@ -8,6 +8,8 @@
 #include <cstring>
 #include <map>
 
+#include "jit/host/host_call.hpp"
+#include "jit/host/host_reduction.hpp"
 #include "jit/params.hpp"
 #include "jit/reduction_calls.hpp"
 #include "kjit/error.hpp"
@@ -113,7 +115,8 @@ std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const Ca
     for (std::size_t k = static_cast<std::size_t>(sig.inputs); k < sig.params.size(); ++k)
         if (k < args.size() && !args[k].is_array())
             throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " must be an array, not a scalar");
-    plan->module = load_reduction(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
+    const bool on_host = ordinal == host::kHostOrdinal;
+    if (!on_host) plan->module = load_reduction(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
     const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
     for (std::size_t k = 0; k < sig.params.size(); ++k)
         if (fields[k] == detail::ArgField::pointer && !sig.params[k].is_output) plan->operand_param.push_back(static_cast<int>(k));
@@ -124,6 +127,10 @@ std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const Ca
     if (plan->args.size > sizeof(LaunchBuffers::args))
         throw TypeError(kernel_prefix(kernel) + "its arguments take " + std::to_string(plan->args.size) +
                         " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
+    if (on_host) {
+        plan->host = host::compile_reduction_on_host(kernel, plan->bound, plan->args, plan->module.has_identity, plan->module.reduce_itemsize);
+        return plan;
+    }
     plan->sm_count = Device::cuda(ordinal).properties().sm_count;
     return plan;
 }
@@ -160,13 +167,21 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
                         std::to_string(sig.outputs) + " outputs), got " + std::to_string(count) + " arguments");
     if (outputs == nullptr && count != np)
         throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
-    const int ordinal =
-        call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
+    // Host arrays run on the CPU (jit/host/host_reduction.hpp): same binding, axes and checks, other code.
+    const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
+    const int ordinal = on_host ? host::kHostOrdinal
+                                : call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
     const CallKey key = call_key(args, np, ordinal);
     const ReductionPlan* plan = calls.find(key);
+    if (plan == nullptr && on_host) {
+        std::lock_guard lock(host::compile_mutex());
+        plan = calls.find(key);
+        if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
+    }
     if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
     const ReductionModule& m = plan->module;
-    const Stream stream = (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
+    const Device device = on_host ? Device::cpu() : Device::cuda(ordinal);
+    const Stream stream = on_host ? Stream::current() : (options.stream ? *options.stream : Stream::current()).for_device(device);
 
     // The array inputs, broadcast together: the shape being reduced.
     std::array<std::optional<Array>, kMaxCallParams> made;  // copies of inputs, outputs allocated here
@@ -202,7 +217,10 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
         if (!m.has_identity)
             throw Error(kernel_prefix(kernel) + "a segmented reduction needs an identity (a segment may be empty), and this one has none");
         const Array& o = *segment_offsets;
-        if (!o.valid() || o.is_host() || o.device().ordinal() != ordinal)
+        if (on_host && (!o.valid() || !o.is_host()))
+            throw Error(kernel_prefix(kernel) + "the inputs are in host memory, so the offsets must be too" +
+                        (o.valid() ? " (they are on " + o.device().to_string() + ")" : std::string()));
+        if (!on_host && (!o.valid() || o.is_host() || o.device().ordinal() != ordinal))
             throw Error(kernel_prefix(kernel) + "the offsets must be a device array on cuda:" + std::to_string(ordinal));
         if (o.ndim() != 1 || o.size() < 1 || !o.dtype().is_integer())
             throw ShapeError(kernel_prefix(kernel) + "the offsets must be a 1-D integer array of (segments + 1) elements, not " +
@@ -235,7 +253,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
                                  " but reducing " + shape_to_string(shape) + " over axes " + axes_text(axes) +
                                  (options.keepdims ? " with keepdims" : "") + " gives " + shape_to_string(out_shape));
         } else {
-            made[k] = Array::empty(out_shape, plan->bound.param_types[k], Device::cuda(ordinal), stream);
+            made[k] = Array::empty(out_shape, plan->bound.param_types[k], device, stream);
         }
     }
 
@@ -326,6 +344,13 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     write_args(buffers.args, plan->args, plan->bound, args, np,
                [&](std::size_t k) -> const void* { return k < nin ? in.data[slot++] : array_of(k).data(); },
                [&](std::size_t k) { return &args[k].array(); }, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
+
+    if (on_host) {
+        const host::HostReduction run{&plan->host, m.reduce_itemsize, buffers.args, &rp,
+                                      segment_offsets != nullptr ? static_cast<const std::int64_t*>(offsets.data()) : nullptr};
+        host::run_reduction_on_host(run);
+        return finish();
+    }
 
     // kjit::ReduceLayout.
     const int in_slots = std::max(1, m.array_inputs);

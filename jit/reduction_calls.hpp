@@ -10,6 +10,7 @@
 #include <cuda.h>
 
 #include "jit/elementwise_calls.hpp"
+#include "jit/host/host_backend.hpp"
 #include "jit/lazy_entry_points.hpp"
 #include "jit/program_lookup.hpp"
 #include "jit/reduction_codegen.hpp"
@@ -92,8 +93,13 @@ struct ReductionKernelAccess {
     static const CustomGenerator& generator(const ReductionKernel& kernel);
 };
 
+// The kernel's pieces checked for a complete binding (what code generation starts from); the host
+// back end lowers them (jit/host/host_reduction.cpp).
+CheckedReduction check_reduction(const ReductionKernel& kernel, const TypeBinding& types);
+
 struct ReductionPlan {
-    ReductionModule module;
+    ReductionModule module;         // on the host: only the facts (itemsize, identity, counts), no loader
+    host::ReductionCode host;       // a plan for host arrays: compiled by the host back end
     BoundCall bound;
     detail::ArgsLayout args;
     std::vector<int> operand_param;  // the parameter of each array input, in order

@@ -457,6 +457,10 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
     return b;
 }
 
+jit::CheckedReduction jit::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {
+    return analyze(kernel, types, true);
+}
+
 jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                          int ordinal) {
     Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);

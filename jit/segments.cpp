@@ -48,9 +48,6 @@ void check_keys(const Array& keys) {
         throw TypeError(std::string(kWhat) + "keys of dtype " + std::string(keys.dtype().name()) +
                         " are not supported: keys are bool, int8..int64, uint8..uint64, float32 or float64" +
                         (keys.dtype().is_floating() ? " (convert float16/bfloat16 keys to float32 first)" : ""));
-    if (keys.is_host())
-        throw Error(std::string(kWhat) + "keys is in host memory (" + keys.to_string() +
-                    "): copy it to the GPU first (keys.to(kjit::Device::cuda(0)))");
 }
 
 std::string module_source(const std::string& extra) {
@@ -100,11 +97,16 @@ const SegmentKernels& segment_kernels() {
 }
 
 Segments segments_of_sorted_keys(const Array& keys, const Stream& stream) {
+    if (keys.valid() && keys.is_host()) {
+        check_keys(keys);
+        return segments_of_sorted_keys_on_host(keys);
+    }
     return segments_of_sorted_keys(keys, stream, segment_kernels());
 }
 
 Segments segments_of_sorted_keys(const Array& keys, const Stream& stream, const SegmentKernels& kernels) {
     check_keys(keys);
+    if (keys.is_host()) return segments_of_sorted_keys_on_host(keys);
     const Device device = keys.device();
     const Stream s = stream.for_device(device);
     const std::int64_t n = keys.size();

@@ -40,9 +40,14 @@ struct Segments {
 // synchronisation: the number of runs is copied to the host to size the outputs. n == 0 launches
 // nothing and does not synchronise: count 0, offsets = [0], keys empty.
 //
+// Keys in host memory are grouped on the host (jit/host/host_segments.cpp), with no device.
+//
 // Throws ShapeError when keys is not 1-D, TypeError for float16, bfloat16 and complex dtypes, Error
-// for an invalid array or one in host memory; each message names the argument `keys`.
+// for an invalid array; each message names the argument `keys`.
 Segments segments_of_sorted_keys(const Array& keys, const Stream& stream);
+
+// The same for keys in host memory (already checked).
+Segments segments_of_sorted_keys_on_host(const Array& keys);
 
 // The kernels of templates/segments.cuh, as RawKernels, so that each is loaded once per device and
 // a call is a warm launch.

@@ -179,6 +179,10 @@ std::vector<Array> make_case_arrays(const BackendCase& c) {
             const double im = in.dtype.is_complex() ? u(engine) : 0;
             const Scalar s = in.dtype.is_complex() ? Scalar(C(re, im)).cast(in.dtype) : Scalar(re).cast(in.dtype);
             std::memcpy(p + k * static_cast<std::int64_t>(in.dtype.itemsize()), s.data(), in.dtype.itemsize());
+            if (in.nan_every > 0 && k % in.nan_every == in.nan_every - 1) {
+                const Scalar nan = Scalar(std::nan("")).cast(in.dtype);
+                std::memcpy(p + k * static_cast<std::int64_t>(in.dtype.itemsize()), nan.data(), in.dtype.itemsize());
+            }
         }
         arrays.push_back(a);
     }

@@ -167,9 +167,8 @@ assert l2.dtype == np.float32 and l2.shape == () and np.isclose(l2, np.sqrt((x32
   fi
 else
   expect 1 "kjit run needs a GPU for --device gpu" -- run "${run_kernel[@]}" --arg x=x.npy --arg a=2 --device gpu
-  expect 1 "kjit run needs a GPU for reductions" -- run "${l2[@]}" --arg x=x.npy --axis -1 --axis 0 --keepdims
+  expect 1 "kjit run needs a GPU for --device gpu" -- run "${l2[@]}" --arg x=x.npy --axis -1 --axis 0 --keepdims --device gpu
 fi
-expect 1 "reductions do not run on the host back end yet" -- run "${l2[@]}" --arg x=x.npy --device cpu
 # The host back end (when built: libkjit_host.so beside libkjit) against NumPy, GPU or not.
 if [ -e "$(dirname "$kjit")/libkjit_host.so" ] && /usr/bin/python3 -c "import numpy" 2>/dev/null; then
   /usr/bin/python3 -c "import numpy as np; np.save('$tmp/xc.npy', np.random.default_rng().standard_normal((37, 41)).astype(np.float32))"
@@ -178,6 +177,23 @@ if [ -e "$(dirname "$kjit")/libkjit_host.so" ] && /usr/bin/python3 -c "import nu
     passed=$((passed + 1))
   else
     failed=$((failed + 1)); echo "FAILED: kjit run --device cpu's y.npy is not 2.5 * x"
+  fi
+  # Reductions on the CPU against NumPy, and the same bits with one thread as with every core
+  # (75850 elements: three chunks of the host pool).
+  /usr/bin/python3 -c "import numpy as np; np.save('$tmp/xr.npy', np.random.default_rng().standard_normal((370, 41, 5)))"
+  sum=(--in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --identity 0 --name total)
+  expect 0 "y: float64 (1, 41, 1) -> $tmp/sc.npy" -- run "${sum[@]}" --arg x="$tmp/xr.npy" --axis 0,-1 --keepdims --save y="$tmp/sc.npy" --device cpu
+  expect 0 "y: float64 () -> $tmp/sa.npy" -- run "${sum[@]}" --arg x="$tmp/xr.npy" --save y="$tmp/sa.npy" --device cpu
+  KJIT_HOST_THREADS=1 expect 0 "y: float64 () -> $tmp/sa1.npy" -- run "${sum[@]}" --arg x="$tmp/xr.npy" --save y="$tmp/sa1.npy" --device cpu
+  if /usr/bin/python3 -c "
+import numpy as np
+x = np.load('$tmp/xr.npy'); sc = np.load('$tmp/sc.npy'); sa = np.load('$tmp/sa.npy'); sa1 = np.load('$tmp/sa1.npy')
+assert sc.shape == (1, 41, 1) and np.allclose(sc, x.sum(axis=(0, 2), keepdims=True), rtol=1e-12, atol=1e-12)
+assert np.isclose(sa, x.sum(), rtol=1e-12, atol=1e-12) and sa.tobytes() == sa1.tobytes()
+"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAILED: kjit run --device cpu's reductions differ from NumPy's"
   fi
 fi
 

@@ -15,16 +15,6 @@ using namespace kjit::test;
 
 namespace {
 
-// [host] tests need libkjit_host (built when LLVM 19 is found); a build without it says so.
-#define KJIT_REQUIRE_HOST_BACKEND()                                                  \
-    do {                                                                             \
-        std::string why;                                                             \
-        if (!jit::host::host_backend_available(&why)) {                              \
-            WARN("SKIPPED (no host back end): " << why);                             \
-            return;                                                                  \
-        }                                                                            \
-    } while (0)
-
 template <class T>
 Array host_array(std::vector<T> values, DType t) {
     Array a = Array::empty({static_cast<std::int64_t>(values.size())}, t, Device::cpu());
@@ -59,6 +49,19 @@ TEST_CASE("host back end: every case of the shared table matches its reference",
     }
 }
 
+TEST_CASE("host back end: every reduction case of the shared table matches its reference", "[host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    for (const ReductionCase& c : reduction_cases()) {
+        INFO("reduction case " << c.name);
+        const std::vector<Array> arrays = make_case_arrays(c);
+        const CaseCall call = case_arguments(c, arrays);
+        const Outputs out = run_reduction_case(c, std::span<const KernelArg>(call.args));
+        std::vector<Array> got(out.begin(), out.end());
+        for (const Array& g : got) CHECK(g.is_host());
+        CHECK(reduction_mismatches(c, call.args, got) == 0);
+    }
+}
+
 TEST_CASE("host back end: outputs the host back end wrote for the GPU agreement test", "[.][host-reference]") {
     // KJIT_HOST_REFERENCE_DIR=DIR kjit_tests "[host-reference]" writes each case's input arrays and
     // outputs as .npy; the [gpu] test "GPU and host back ends agree" reads them on the GPU machine.
@@ -73,6 +76,15 @@ TEST_CASE("host back end: outputs the host back end wrote for the GPU agreement 
         for (std::size_t k = 0; k < arrays.size(); ++k)
             if (arrays[k].valid()) save_npy(std::string(dir) + "/" + c.name + ".in" + std::to_string(k) + ".npy", arrays[k]);
         for (std::size_t o = 0; o < out.size(); ++o) save_npy(std::string(dir) + "/" + c.name + ".out" + std::to_string(o) + ".npy", out[o]);
+    }
+    for (const ReductionCase& c : reduction_cases()) {
+        const std::vector<Array> arrays = make_case_arrays(c);
+        const CaseCall call = case_arguments(c, arrays);
+        const Outputs out = run_reduction_case(c, std::span<const KernelArg>(call.args));
+        for (std::size_t k = 0; k < arrays.size(); ++k)
+            if (arrays[k].valid()) save_npy(std::string(dir) + "/red_" + c.name + ".in" + std::to_string(k) + ".npy", arrays[k]);
+        for (std::size_t o = 0; o < out.size(); ++o)
+            save_npy(std::string(dir) + "/red_" + c.name + ".out" + std::to_string(o) + ".npy", out[o]);
     }
 }
 

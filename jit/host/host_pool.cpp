@@ -104,12 +104,26 @@ Pool& pool() {
     return p;
 }
 
+// 0: the pool; 1: serial in increasing order; 2: serial in decreasing order (ScopedSerialChunks).
+thread_local int t_serial = 0;
+
 }  // namespace
+
+ScopedSerialChunks::ScopedSerialChunks(bool reversed) : previous_(t_serial) { t_serial = reversed ? 2 : 1; }
+ScopedSerialChunks::~ScopedSerialChunks() { t_serial = previous_; }
 
 int host_threads() { return pool().size(); }
 
 void parallel_chunks(std::int64_t chunks, const std::function<void(std::int64_t)>& body) {
     if (chunks <= 0) return;
+    if (t_serial == 2) {
+        for (std::int64_t c = chunks - 1; c >= 0; --c) body(c);
+        return;
+    }
+    if (t_serial == 1) {
+        for (std::int64_t c = 0; c < chunks; ++c) body(c);
+        return;
+    }
     if (chunks == 1 || pool().size() == 1 || !pool().try_run(chunks, body))
         for (std::int64_t c = 0; c < chunks; ++c) body(c);
 }

@@ -21,4 +21,18 @@ int host_threads();
 // call, or a call from inside a body) the chunks run on the calling thread.
 void parallel_chunks(std::int64_t chunks, const std::function<void(std::int64_t)>& body);
 
+// While one is alive on a thread, parallel_chunks called from that thread runs every chunk on it,
+// in increasing or decreasing chunk order: tests check that results do not depend on which thread
+// runs which chunk, nor when.
+class ScopedSerialChunks {
+public:
+    explicit ScopedSerialChunks(bool reversed);
+    ~ScopedSerialChunks();
+    ScopedSerialChunks(const ScopedSerialChunks&) = delete;
+    ScopedSerialChunks& operator=(const ScopedSerialChunks&) = delete;
+
+private:
+    int previous_;
+};
+
 }  // namespace kjit::jit::host

@@ -2,6 +2,7 @@
 // functions optimised at O3 for this CPU. Exported to libkjit through one factory symbol
 // (jit/host/host_backend.hpp).
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <mutex>
 
@@ -19,6 +20,7 @@
 #include "jit/host/host_backend.hpp"
 #include "jit/host/host_runtime.hpp"
 #include "jit/host/lower_elementwise.hpp"
+#include "jit/host/lower_reduction.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit::host {
@@ -56,27 +58,27 @@ public:
     }
 
     ElementwiseCode compile_elementwise(const ElementwiseRequest& request) override {
-        std::lock_guard lock(mutex_);  // one compile at a time: LLVM contexts are not shared, LLJIT is
-        const std::string prefix = "kjit_" + std::to_string(++modules_) + "_" + request.name;
-        auto context = std::make_unique<llvm::LLVMContext>();
-        auto module = std::make_unique<llvm::Module>(prefix, *context);
-        module->setDataLayout(jit_->getDataLayout());
-        module->setTargetTriple(machine_->getTargetTriple().str());
-        for (const bool contiguous : {true, false}) {
-            llvm::Function* f = lower_elementwise(*module, request, contiguous, prefix + (contiguous ? "_contiguous" : "_strided"));
-            f->addFnAttr("target-cpu", machine_->getTargetCPU());
-            f->addFnAttr("target-features", machine_->getTargetFeatureString());
-        }
-        std::string broken;
-        llvm::raw_string_ostream why(broken);
-        if (llvm::verifyModule(*module, &why))
-            throw Error("host back end: kernel '" + request.name + "' lowered to invalid IR (a kjit bug): " + broken);
-        optimise(*module);
-        if (dump_ir_) module->print(llvm::errs(), nullptr);
-        check(jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))), "adding the module");
         ElementwiseCode code;
-        code.contiguous = unwrap(jit_->lookup(prefix + "_contiguous"), "compiling kernel '" + request.name + "'").toPtr<ChunkFn>();
-        code.strided = unwrap(jit_->lookup(prefix + "_strided"), "compiling kernel '" + request.name + "'").toPtr<ChunkFn>();
+        build(request.name, [&](llvm::Module& m, const std::string& prefix) {
+            for (const bool contiguous : {true, false})
+                lower_elementwise(m, request, contiguous, prefix + (contiguous ? "_contiguous" : "_strided"));
+        }, [&](const std::string& prefix) {
+            code.contiguous = lookup<ChunkFn>(prefix + "_contiguous", request.name);
+            code.strided = lookup<ChunkFn>(prefix + "_strided", request.name);
+        });
+        return code;
+    }
+
+    ReductionCode compile_reduction(const ReductionRequest& request) override {
+        ReductionCode code;
+        build(request.name, [&](llvm::Module& m, const std::string& prefix) { lower_reduction(m, request, prefix); },
+              [&](const std::string& prefix) {
+                  code.fold = lookup<FoldFn>(prefix + "_fold", request.name);
+                  code.fold_columns = lookup<FoldColumnsFn>(prefix + "_fold_columns", request.name);
+                  code.combine = lookup<CombineFn>(prefix + "_combine", request.name);
+                  if (request.reduction->has_identity) code.identity = lookup<IdentityFn>(prefix + "_identity", request.name);
+                  code.post = lookup<PostFn>(prefix + "_post", request.name);
+              });
         return code;
     }
 
@@ -85,6 +87,37 @@ public:
     }
 
 private:
+    // One module: `lower` fills it (functions named from the prefix), it is checked, optimised and
+    // added to the JIT, then `resolve` looks its functions up (which compiles it).
+    void build(const std::string& name, const std::function<void(llvm::Module&, const std::string&)>& lower,
+               const std::function<void(const std::string&)>& resolve) {
+        std::lock_guard lock(mutex_);  // one compile at a time: LLVM contexts are not shared, LLJIT is
+        const std::string prefix = "kjit_" + std::to_string(++modules_) + "_" + name;
+        auto context = std::make_unique<llvm::LLVMContext>();
+        auto module = std::make_unique<llvm::Module>(prefix, *context);
+        module->setDataLayout(jit_->getDataLayout());
+        module->setTargetTriple(machine_->getTargetTriple().str());
+        lower(*module, prefix);
+        for (llvm::Function& f : *module) {
+            if (f.isDeclaration()) continue;
+            f.addFnAttr("target-cpu", machine_->getTargetCPU());
+            f.addFnAttr("target-features", machine_->getTargetFeatureString());
+        }
+        std::string broken;
+        llvm::raw_string_ostream why(broken);
+        if (llvm::verifyModule(*module, &why))
+            throw Error("host back end: kernel '" + name + "' lowered to invalid IR (a kjit bug): " + broken);
+        optimise(*module);
+        if (dump_ir_) module->print(llvm::errs(), nullptr);
+        check(jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))), "adding the module");
+        resolve(prefix);
+    }
+
+    template <class Fn>
+    Fn lookup(const std::string& symbol, const std::string& name) {
+        return unwrap(jit_->lookup(symbol), "compiling kernel '" + name + "'").template toPtr<Fn>();
+    }
+
     // The new pass manager's O3 pipeline with this CPU's cost model, so that loops vectorise to
     // its vector width.
     void optimise(llvm::Module& m) {

@@ -99,7 +99,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
     cmd->add_flag("--keepdims", run->keepdims, "Reduction: keep the reduced axes in the outputs, with extent 1");
     cmd->add_option("--device", run->device,
                     "cpu or gpu: where the inputs are loaded and the kernel runs (default: the GPU when there is one; "
-                    "cpu runs elementwise kernels through the host back end)")
+                    "cpu runs elementwise kernels and reductions through the host back end)")
         ->check(CLI::IsMember({"cpu", "gpu"}));
     cmd->callback([flags, run, &exit_status] {
         const KernelRequest r = load_kernel(*flags);
@@ -151,12 +151,10 @@ void add_run_command(CLI::App& app, int& exit_status) {
         }
         // Where the .npy inputs are loaded, which is where the kernel runs.
         const bool has_gpu = Device::count() > 0;
-        const bool on_cpu = run->device == "cpu" || (run->device.empty() && !has_gpu && !r.is_reduction());
-        if (on_cpu && r.is_reduction())
-            throw Error("--device cpu: reductions do not run on the host back end yet (elementwise kernels do); use --device gpu");
+        const bool on_cpu = run->device == "cpu" || (run->device.empty() && !has_gpu);
         if (!on_cpu && !has_gpu)
-            throw NoDeviceError(std::string("kjit run needs a GPU") + (r.is_reduction() ? " for reductions" : " for --device gpu") +
-                                " (--device cpu runs elementwise kernels on the CPU): " + no_device_reason());
+            throw NoDeviceError(std::string("kjit run needs a GPU for --device gpu (--device cpu runs the kernel on the CPU): ") +
+                                no_device_reason());
         const Device gpu = on_cpu ? Device::cpu() : Device::cuda(0);
         const Stream stream = on_cpu ? Stream::current() : Stream::legacy_default(gpu);
 
