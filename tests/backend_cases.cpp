@@ -96,7 +96,10 @@ std::vector<BackendCase> make_cases() {
                   {{DType::bfloat16, {2048}}, {DType::bfloat16, {2048}}},
                   [](const Values& x, std::int64_t, std::int64_t) {
                       return Values{as(DType::bfloat16, as(DType::bfloat16, x[0] * x[1]) - x[0])};
-                  }, kBF16, 1e-2, kBF16, 1e-2});
+                  // The GPU contracts x * z - x into one multiply-add (the product not rounded to
+                  // bfloat16 first): where x * z and x nearly cancel the two differ by up to half a
+                  // bfloat16 step of x * z (seen on the H200: -0.2676 against -0.2813).
+                  }, kBF16, 1e-2, kBF16, 0.1});
     cs.push_back({"math_float64", "float64 x, float64 z", "float64 a, float64 b, float64 c, float64 d",
                   "a = sin(x) * exp(z); b = pow(fabs(x) + 1, z) + atan2(x, z); c = erf(x) + lgamma(fabs(z) + 1); d = hypot(x, z) + cbrt(x)",
                   {{DType::float64, {2000}}, {DType::float64, {2000}}},

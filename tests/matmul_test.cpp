@@ -150,6 +150,7 @@ TEST_CASE("which products go to the small-product kernel", "[matmul]") {
     using kjit::detail::cublas_crashes_on;
     CHECK(cublas_crashes_on(DType::complex128, 1, 2, 2, 1));
     CHECK(cublas_crashes_on(DType::complex128, 5000, 1, 5000, 3));
+    CHECK(cublas_crashes_on(DType::complex128, 2, 2, 1, 1));
     CHECK_FALSE(cublas_crashes_on(DType::complex128, 2, 2, 2, 1));
     CHECK_FALSE(cublas_crashes_on(DType::complex64, 1, 2, 2, 1));
     CHECK_FALSE(cublas_crashes_on(DType::complex128, 1, 2, 2, 70000));  // more batches than a grid holds
@@ -303,8 +304,9 @@ TEST_CASE("matmul's small-product kernel compiles for every dtype matmul multipl
     CHECK_THROWS_AS(kjit::jit::small_matmul_module(DType::int32), kjit::TypeError);
 }
 
-// A crash seen once on the H200 (2026-12-01): the cuBLAS path, complex128, m = n = k = 1. Prints
-// each product before making it, so that the log shows which call does not return.
+// A crash seen on the H200 (2026-12-01): cuBLAS, complex128, m = 1 or k = 1 (detail::cublas_crashes_on
+// now sends those to kjit's kernel). Prints each product before making it, so that the log shows
+// which call does not return; with the workaround every one returns.
 TEST_CASE("diagnostic: tiny cuBLAS products of each dtype", "[.][diag]") {
     KJIT_REQUIRE_GPU();
     const std::int64_t before = kjit::detail::set_small_matmul_limit(0);

@@ -48,7 +48,7 @@ bool use_small_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64
 }
 
 bool cublas_crashes_on(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) noexcept {
-    if (!(dtype == DType::complex128) || (m != 1 && n != 1)) return false;
+    if (!(dtype == DType::complex128) || (m != 1 && n != 1 && k != 1)) return false;
     // Within what the small kernel's grid holds (use_small_matmul's other conditions).
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0 || batch > kMaxGridYZ) return false;
     return (m + kTile - 1) / kTile <= kMaxGridYZ && (n + kTile - 1) / kTile <= kMaxGridYZ;

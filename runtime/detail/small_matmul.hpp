@@ -50,9 +50,9 @@ bool use_small_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64
 
 // Products cuBLAS is known to crash on, which the small kernel makes whatever their size (when
 // its grid can hold them): on the H200 machine (cuBLAS 13.0, 2026-12-01),
-// cublasGemmStridedBatchedEx_64 on complex128 with one row (m = 1, e.g. 1x2 @ 2x2) ended the
-// process with SIGSEGV inside cuBLAS, while float64 and complex64 of the same shapes did not.
-// Matrix-vector shapes (n = 1) of complex128 go the same way, untested there.
+// cublasGemmStridedBatchedEx_64 on complex128 with m = 1 (1x2 @ 2x2) or k = 1 (2x1 @ 1x2) ended
+// the process with SIGSEGV inside cuBLAS, while n = 1 (2x2 @ 2x1), float64 and complex64 of the
+// same shapes did not. n = 1 goes to the kernel too, as a precaution.
 bool cublas_crashes_on(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) noexcept;
 
 }  // namespace kjit::detail
