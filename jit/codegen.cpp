@@ -25,20 +25,6 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
     return s;
 }
 
-// Whether a top-level `y = ...;` writes output `k` on every path before anything could skip it.
-bool definitely_assigned(const Body& body, int k) {
-    for (const StmtPtr& s : body.statements) {
-        if (s->kind != StmtKind::expr) continue;
-        const Expr& e = *static_cast<const ExprStmt&>(*s).expr;
-        if (e.kind != ExprKind::assign) continue;
-        const auto& a = static_cast<const AssignExpr&>(e);
-        if (a.op == AssignOp::assign && a.target->kind == ExprKind::name &&
-            static_cast<const NameExpr&>(*a.target).refers_to == NameKind::param &&
-            static_cast<const NameExpr&>(*a.target).index == k)
-            return true;
-    }
-    return false;
-}
 
 // A rough measure of how much code the body becomes: nodes, with math calls (each a library
 // routine inlined) and loops (bodies repeated) weighing more.
@@ -462,6 +448,20 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     entry(m.tiled32, ", " + layout_param, "_tiled(args, layout)");
     m.source = s.str();
     return m;
+}
+
+bool definitely_assigned(const Body& body, int k) {
+    for (const StmtPtr& s : body.statements) {
+        if (s->kind != StmtKind::expr) continue;
+        const Expr& e = *static_cast<const ExprStmt&>(*s).expr;
+        if (e.kind != ExprKind::assign) continue;
+        const auto& a = static_cast<const AssignExpr&>(e);
+        if (a.op == AssignOp::assign && a.target->kind == ExprKind::name &&
+            static_cast<const NameExpr&>(*a.target).refers_to == NameKind::param &&
+            static_cast<const NameExpr&>(*a.target).index == k)
+            return true;
+    }
+    return false;
 }
 
 }  // namespace kjit::jit

@@ -42,6 +42,10 @@ struct GeneratedModule {
     EntryLines entry_lines;     // the entry points' definitions: the source's last lines
 };
 
+// Whether a top-level `y = ...;` writes output `k` on every path before anything could skip it
+// (then its old value need not be loaded); both back ends decide with it.
+bool definitely_assigned(const Body& body, int k);
+
 // `kernel` must be complete (every placeholder bound). The body is the one `kernel` was checked
 // from (its nodes carry the types).
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,

@@ -13,25 +13,6 @@
 using namespace kjit;
 using namespace kjit::test;
 
-namespace {
-
-template <class T>
-Array host_array(std::vector<T> values, DType t) {
-    Array a = Array::empty({static_cast<std::int64_t>(values.size())}, t, Device::cpu());
-    std::memcpy(a.data(), values.data(), values.size() * sizeof(T));
-    return a;
-}
-
-template <class T>
-std::vector<T> values_of(const Array& a) {
-    std::vector<T> v(static_cast<std::size_t>(a.size()));
-    const std::vector<unsigned char> bytes = host_bytes_c_order(a);
-    std::memcpy(v.data(), bytes.data(), bytes.size());
-    return v;
-}
-
-}  // namespace
-
 TEST_CASE("host back end: every case of the shared table matches its reference", "[host]") {
     KJIT_REQUIRE_HOST_BACKEND();
     for (const BackendCase& c : backend_cases()) {

@@ -15,22 +15,6 @@ using Catch::Contains;
 
 namespace {
 
-template <class T>
-Array host_array(const std::vector<T>& values, DType t, Shape shape = {}) {
-    if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
-    Array a = Array::empty(shape, t, Device::cpu());
-    std::memcpy(a.data(), values.data(), values.size() * sizeof(T));
-    return a;
-}
-
-template <class T>
-std::vector<T> values_of(const Array& a) {
-    std::vector<T> v(static_cast<std::size_t>(a.size()));
-    const std::vector<unsigned char> bytes = host_bytes_c_order(a);
-    std::memcpy(v.data(), bytes.data(), bytes.size());
-    return v;
-}
-
 std::vector<float> noise(std::size_t n, unsigned seed) {
     std::vector<float> v(n);
     std::uint32_t s = seed;

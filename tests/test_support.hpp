@@ -6,6 +6,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -50,6 +51,23 @@ kjit::Array random_array(kjit::DType dtype, const kjit::Shape& shape);
 // The elements of a host array in C order, walked through its strides here rather than with the
 // library's own copy, so that the check does not depend on the code under test.
 std::vector<unsigned char> host_bytes_c_order(const kjit::Array& a);
+
+// A host array of `values` (C order; shape: 1-D when empty), and the elements of any host array
+// as a vector, read through its strides (host_bytes_c_order).
+template <class T>
+kjit::Array host_array(const std::vector<T>& values, kjit::DType t, kjit::Shape shape = {}) {
+    if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
+    kjit::Array a = kjit::Array::empty(shape, t, kjit::Device::cpu());
+    std::memcpy(a.data(), values.data(), values.size() * sizeof(T));
+    return a;
+}
+template <class T>
+std::vector<T> values_of(const kjit::Array& a) {
+    std::vector<T> v(static_cast<std::size_t>(a.size()));
+    const std::vector<unsigned char> bytes = host_bytes_c_order(a);
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+}
 
 // Restores the process cache's settings when a test that changes them ends.
 struct ProcessCacheGuard {

@@ -4,25 +4,11 @@
 
 #include <llvm/IR/IRBuilder.h>
 
+#include "jit/codegen.hpp"
 #include "jit/host/lower_body.hpp"
 
 namespace kjit::jit::host {
 namespace {
-
-// Whether a top-level `y = ...;` assigns output k before anything could read or skip it (then its
-// old value need not be loaded), as the CUDA generator decides.
-bool assigned_first(const Body& body, int k) {
-    for (const StmtPtr& s : body.statements) {
-        if (s->kind != StmtKind::expr) continue;
-        const Expr& e = *static_cast<const ExprStmt&>(*s).expr;
-        if (e.kind != ExprKind::assign) continue;
-        const auto& a = static_cast<const AssignExpr&>(e);
-        if (a.op == AssignOp::assign && a.target->kind == ExprKind::name &&
-            static_cast<const NameExpr&>(*a.target).refers_to == NameKind::param && static_cast<const NameExpr&>(*a.target).index == k)
-            return true;
-    }
-    return false;
-}
 
 struct Operand {
     std::size_t param;
@@ -81,7 +67,7 @@ llvm::Function* lower_elementwise(llvm::Module& m, const ElementwiseRequest& r, 
             const DType t = *k.param_types[o.param];
             if (!o.output) {
                 body.param_values[o.param] = body.convert(body.load(address(o), o.stored), t);
-            } else if (k.param_read[o.param] || !assigned_first(*r.body, static_cast<int>(o.param))) {
+            } else if (k.param_read[o.param] || !definitely_assigned(*r.body, static_cast<int>(o.param))) {
                 body.store(body.param_slots[o.param], body.load(address(o), t));
             }
         }

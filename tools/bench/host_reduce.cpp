@@ -14,20 +14,7 @@
 
 #include <kjit/kjit.hpp>
 
-namespace {
-
-template <class F>
-double best_seconds(int runs, F f) {
-    double best = 1e30;
-    for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
-}
-
-}  // namespace
+#include "best_seconds.hpp"
 
 int main(int argc, char** argv) {
     const int log2_n = argc > 1 ? std::atoi(argv[1]) : 26;
