@@ -51,6 +51,12 @@ std::string today() {
     return buf;
 }
 
+// The middle value of `v` (the upper one of an even count).
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
 // Milliseconds per call of `launch` on `stream`: median over `repeats` batches of `batch` calls.
 double time_ms(const std::function<void()>& launch, const Stream& stream, int batch = 20, int repeats = 7) {
     launch();  // warm: compiles, loads, touches the memory
@@ -234,10 +240,6 @@ std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
             s.synchronize();
             call.push_back(ms_since(t));
         }
-        auto median = [](std::vector<double> v) {
-            std::sort(v.begin(), v.end());
-            return v[v.size() / 2];
-        };
         Record r;
         r.name = "ew_first_new";
         r.dtype = "float32";
@@ -266,10 +268,6 @@ std::vector<std::pair<std::string, Case>> cases(const std::string& self) {
             whole.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
             nvrtc.push_back(cache_stats().compile_ms - before);
         }
-        auto median = [](std::vector<double> v) {
-            std::sort(v.begin(), v.end());
-            return v[v.size() / 2];
-        };
         Record rec;
         rec.name = "red_first_new";
         rec.dtype = "float32";
