@@ -150,42 +150,22 @@ bool overlaps(const Array& x, const Array& y) {
 }
 
 // The product in kjit's small-product kernel (runtime/detail/small_matmul.hpp) when it is small
-// enough, at most one batch dimension, and the result can be written in place; false (nothing
+// enough, has at most one batch dimension, and `result` can be written as it is; false (nothing
 // launched) otherwise. Operands of any strides go as they are: the kernel reads through strides.
-bool small_product(const Array& A, const Array& B, const Array& result, const detail::MatmulViews& views,
-                   const Stream& stream) {
-    const std::size_t nd = views.out_shape.size();
-    if (nd > 3) return false;
-    detail::SmallMatmul s;
-    s.m = views.out_shape[nd - 2];
-    s.n = views.out_shape[nd - 1];
-    s.k = views.a.shape[nd - 1];
-    s.batch = nd == 3 ? views.out_shape[0] : 1;
+// Allocates nothing: with the output given, this is a warm small product's whole host path.
+bool small_product(const Array& A, const Array& B, const Array& result, const Stream& stream) {
     const detail::SmallMatmulLaunch launch = detail::small_matmul();
     if (launch == nullptr) return false;
-    if (!detail::use_small_matmul(s.m, s.n, s.k, s.batch) && !detail::cublas_crashes_on(views.a.dtype, s.m, s.n, s.k, s.batch))
+    detail::SmallMatmul s;
+    if (!detail::describe_small_matmul(A, B, result, s)) return false;
+    if (!detail::use_small_matmul(s.m, s.n, s.k, s.batch) && !detail::cublas_crashes_on(A.dtype(), s.m, s.n, s.k, s.batch))
         return false;
-    Array target;
-    try {
-        target = result.reshape(views.out_shape);
-    } catch (const ShapeError&) {
-        return false;
-    }
     if (overlaps(result, A) || overlaps(result, B)) return false;
-    auto fill = [&](std::int64_t* out, const Shape& shape, const Strides& strides) {
-        out[0] = (nd == 3 && shape[0] == s.batch) ? strides[0] : 0;  // a broadcast batch: stride 0
-        out[1] = strides[nd - 2];
-        out[2] = strides[nd - 1];
-    };
-    fill(s.a_strides, views.a.shape, views.a.strides);
-    fill(s.b_strides, views.b.shape, views.b.strides);
-    fill(s.c_strides, target.shape(), target.strides());
-    if (s.batch > 1 && s.c_strides[0] == 0) return false;  // batches would write the same elements
-    if (!launch(A, B, target, s, stream)) return false;
-    A.record_stream(stream);
-    B.record_stream(stream);
-    target.record_stream(stream);
-    return true;
+    return launch(A, B, result, s, stream);  // the launch records the stream on the buffers
+}
+
+Stream stream_of(const MatmulOptions& options, int device) {
+    return (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(device));
 }
 
 int device_of(const Array& a, const char* what) {
@@ -198,6 +178,14 @@ int device_of(const Array& a, const char* what) {
 }  // namespace
 
 Array matmul(const Array& a, const Array& b, const Array& out, const MatmulOptions& options) {
+    // A small product of one dtype into a given output, on one device: straight to the kernel.
+    // Whatever this does not take goes on to the checks (and their errors) and the general path.
+    if (out.valid() && a.valid() && b.valid() && a.dtype() == b.dtype() && out.dtype() == a.dtype() && !a.is_host() &&
+        !b.is_host() && !out.is_host()) {
+        const int d = a.device().ordinal();
+        if (b.device().ordinal() == d && out.device().ordinal() == d && small_product(a, b, out, stream_of(options, d)))
+            return out;
+    }
     const int device = device_of(a, "a");
     if (device_of(b, "b") != device)
         throw Error("matmul: a is on cuda:" + std::to_string(device) + " but b is on " + b.device().to_string());
@@ -211,7 +199,7 @@ Array matmul(const Array& a, const Array& b, const Array& out, const MatmulOptio
         if (!(out.dtype() == r))
             throw TypeError("matmul: out is " + std::string(out.dtype().name()) + " but a @ b is " + std::string(r.name()));
     }
-    const Stream stream = (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(device));
+    const Stream stream = stream_of(options, device);
     const detail::CublasApi& api = detail::cublas();
     const bool tf32 = options.allow_tf32.value_or(tf32_from_environment());
 
@@ -220,8 +208,8 @@ Array matmul(const Array& a, const Array& b, const Array& out, const MatmulOptio
     Array B = b.dtype() == r ? b : copy_kernel()(b, r, stream);
     Array result = out.valid() ? out : Array::empty(shape, r, Device::cuda(device), stream);
     if (result.size() == 0) return result;
+    if (small_product(A, B, result, stream)) return result;
     detail::MatmulViews views = detail::matmul_views(operand_of(A), operand_of(B));
-    if (small_product(A, B, result, views, stream)) return result;
     auto make_usable = [&](Array& arr, detail::MatmulOperand& view) {
         if (detail::gemm_layout_problem(view).empty()) return;
         const Array broadcast = Array::view_of(arr.buffer(), r, view.shape, view.strides, arr.offset());

@@ -15,27 +15,12 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-int g_launches = 0;
-
-// The fake sm_90 driver with one function for every name and launches that do nothing.
-kjit::detail::DriverApi launching_fake() {
-    kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
-    api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) {
-        *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x6000});
-        return CUDA_SUCCESS;
-    };
-    api.cuLaunchKernel = [](CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
-                            void**) {
-        ++g_launches;
-        return CUDA_SUCCESS;
-    };
-    return api;
-}
+int launches() { return kjit::test::fake_state().launches; }
 
 }  // namespace
 
 TEST_CASE("a warm call with every output given allocates nothing on the host", "[call][nvrtc]") {
-    kjit::detail::ScopedDriverOverride fake(launching_fake(), 1);
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
     const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb_host");
     const Array x = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
     const Array y = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
@@ -44,24 +29,24 @@ TEST_CASE("a warm call with every output given allocates nothing on the host", "
     const Array out = Array::empty({64, 128}, DType::float32, kjit::Device::cuda(0));
     axpb.launch({x, 2.0f, 1.0f, y});  // compiles (NVRTC, here) and loads (pretend)
     axpb.launch({m, row, 1.0, out});
-    const int before = g_launches;
+    const int before = launches();
     kjit::test::CountAllocations count;
     for (int k = 0; k < 100; ++k) {
         axpb.launch({x, 2.0f, 1.0f, y});
         axpb.launch({m, row, 1.0, out});
     }
     CHECK(count.count() == 0);
-    CHECK(g_launches == before + 200);
+    CHECK(launches() == before + 200);
 }
 
 TEST_CASE("a call's shape comes from the inputs, else the outputs, else the size", "[call][nvrtc]") {
-    kjit::detail::ScopedDriverOverride fake(launching_fake(), 1);
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
     const Array y = Array::empty({2, 3}, DType::float32, kjit::Device::cuda(0));
     // Only scalars in: the given output decides the shape; without it, a size is needed.
     const kjit::ElementwiseKernel fill("T v", "T y", "y = v", "fill_shape");
-    int before = g_launches;
+    int before = launches();
     fill.launch({2.5f, y});
-    CHECK(g_launches == before + 1);
+    CHECK(launches() == before + 1);
     CHECK_THROWS_WITH(fill({2.5f}), Contains("needs a size"));
     const Array made = fill({2.5f}, {std::nullopt, 7});
     CHECK(made.shape() == kjit::Shape{7});
@@ -69,36 +54,36 @@ TEST_CASE("a call's shape comes from the inputs, else the outputs, else the size
     // A raw output and a plain one: the plain one decides (the raw one is indexed as it is).
     const kjit::ElementwiseKernel both("T v", "raw T r, T y", "y = v; r[i] = v", "raw_and_plain");
     const Array r = Array::empty({10}, DType::float32, kjit::Device::cuda(0));
-    before = g_launches;
+    before = launches();
     both.launch({2.5f, r, Array::empty({4}, DType::float32, kjit::Device::cuda(0))}, {std::nullopt, 4});
-    CHECK(g_launches == before + 1);
+    CHECK(launches() == before + 1);
     // Without the outputs, the size decides their shape.
     const kjit::Outputs o = both({2.5f}, {std::nullopt, 4});
     CHECK(o[0].shape() == kjit::Shape{4});
     CHECK(o[1].shape() == kjit::Shape{4});
     // Size 0 launches nothing.
-    before = g_launches;
+    before = launches();
     (void)fill({2.5f}, {std::nullopt, 0});
-    CHECK(g_launches == before);
+    CHECK(launches() == before);
 }
 
 TEST_CASE("overlap handling and device errors, decided on the host", "[call][nvrtc]") {
-    kjit::detail::ScopedDriverOverride fake(launching_fake(), 2);
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 2);
     const kjit::ElementwiseKernel copy("T x", "T y", "y = x", "copy_overlap");
     const Array x = Array::empty({100}, DType::float32, kjit::Device::cuda(0));
     // The same elements in place: one launch. A shifted view of the output: the input is copied
     // first (a second launch, of kjit's copy kernel).
     copy.launch({x, x});
-    int before = g_launches;
+    int before = launches();
     copy.launch({x, x});
-    CHECK(g_launches == before + 1);
-    before = g_launches;
+    CHECK(launches() == before + 1);
+    before = launches();
     copy.launch({x.slice(0, {0, 99}), x.slice(0, {1, 100})});
-    CHECK(g_launches == before + 2);
+    CHECK(launches() == before + 2);
     // Disjoint halves of one buffer: no copy.
-    before = g_launches;
+    before = launches();
     copy.launch({x.slice(0, {0, 50}), x.slice(0, {50, 100})});
-    CHECK(g_launches == before + 1);
+    CHECK(launches() == before + 1);
     // Arrays on two devices, and outputs that overlap each other.
     const Array other = Array::empty({100}, DType::float32, kjit::Device::cuda(1));
     CHECK_THROWS_WITH(copy.launch({x, other}), Contains("output 'y' is on cuda:1 but earlier arguments are on cuda:0"));
@@ -107,13 +92,13 @@ TEST_CASE("overlap handling and device errors, decided on the host", "[call][nvr
     CHECK_THROWS_WITH(two.launch({x, out, out}), Contains("output 'y' and output 'z' overlap in memory"));
     CHECK_THROWS_AS(two.launch({x, out, out.slice(0, {std::nullopt, std::nullopt, -1})}), kjit::ShapeError);
     // Still usable after the errors.
-    before = g_launches;
+    before = launches();
     two.launch({x, out, Array::empty({100}, DType::float32, kjit::Device::cuda(0))});
-    CHECK(g_launches == before + 1);
+    CHECK(launches() == before + 1);
 }
 
 TEST_CASE("host time of a warm call on a pretend driver", "[.][call_bench]") {
-    kjit::detail::ScopedDriverOverride fake(launching_fake(), 1);
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
     const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb_host");
     const Array x = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
     const Array y = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));

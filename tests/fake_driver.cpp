@@ -129,4 +129,22 @@ detail::DriverApi make_fake_sm90_driver() {
     return api;
 }
 
+detail::DriverApi make_fake_launching_driver() {
+    detail::DriverApi api = make_fake_sm90_driver();
+    api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) {
+        *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x6000});
+        return CUDA_SUCCESS;
+    };
+    api.cuLaunchKernel = [](CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
+                            void**) {
+        ++g_state.launches;
+        return CUDA_SUCCESS;
+    };
+    api.cuFuncGetAttribute = [](int* v, CUfunction_attribute, CUfunction) {
+        *v = 0;
+        return CUDA_SUCCESS;
+    };
+    return api;
+}
+
 }  // namespace kjit::test

@@ -20,6 +20,7 @@ struct FakeDriverState {
     int synchronize_calls = 0;
     int streams_created = 0;
     int streams_destroyed = 0;
+    int launches = 0;  // cuLaunchKernel calls of make_fake_launching_driver()
     CUresult stream_synchronize_result = CUDA_SUCCESS;  // what cuStreamSynchronize returns
     std::map<CUdeviceptr, std::size_t> live;
     CUdeviceptr next_address = 0x10000000;
@@ -35,5 +36,9 @@ detail::DriverApi make_fake_driver();
 // shared memory per block) whose every module loads (as 0x6000) and unloads; module functions are
 // the caller's.
 detail::DriverApi make_fake_sm90_driver();
+
+// The sm_90 fake with one function (0x6000) for every name, whose launches do nothing but count
+// (FakeDriverState::launches): for measuring and checking a call's host side.
+detail::DriverApi make_fake_launching_driver();
 
 }  // namespace kjit::test

@@ -156,6 +156,51 @@ TEST_CASE("which products go to the small-product kernel", "[matmul]") {
     CHECK_FALSE(cublas_crashes_on(DType::complex128, 1, 2, 2, 70000));  // more batches than a grid holds
 }
 
+TEST_CASE("a small product's shape and strides, read off the arrays without allocating", "[matmul]") {
+    using kjit::detail::describe_small_matmul;
+    auto host = [](const Shape& shape) { return Array::empty(shape, DType::float32, kjit::Device::cpu()); };
+    auto strides = [](const std::int64_t (&s)[3]) { return std::vector<std::int64_t>(s, s + 3); };
+    using V = std::vector<std::int64_t>;
+    kjit::detail::SmallMatmul s;
+    REQUIRE(describe_small_matmul(host({2, 3}), host({3, 4}), host({2, 4}), s));
+    CHECK(V{s.m, s.n, s.k, s.batch} == V{2, 4, 3, 1});
+    CHECK(strides(s.a_strides) == V{0, 3, 1});
+    CHECK(strides(s.b_strides) == V{0, 4, 1});
+    CHECK(strides(s.c_strides) == V{0, 4, 1});
+    // A transposed operand and a transposed output go as their strides.
+    REQUIRE(describe_small_matmul(host({3, 2}).transpose(), host({3, 4}), host({4, 2}).transpose(), s));
+    CHECK(strides(s.a_strides) == V{0, 1, 2});
+    CHECK(strides(s.c_strides) == V{0, 1, 2});
+    // 1-D operands: a is one row, b one column; the result lacks that axis.
+    REQUIRE(describe_small_matmul(host({3}), host({3, 4}), host({4}), s));
+    CHECK(V{s.m, s.n, s.k} == V{1, 4, 3});
+    CHECK(strides(s.a_strides) == V{0, 0, 1});
+    CHECK(strides(s.c_strides) == V{0, 0, 1});
+    REQUIRE(describe_small_matmul(host({2, 3}), host({3}), host({2}), s));
+    CHECK(V{s.m, s.n, s.k} == V{2, 1, 3});
+    CHECK(strides(s.b_strides) == V{0, 1, 0});
+    CHECK(strides(s.c_strides) == V{0, 1, 0});
+    // One batch axis, broadcast from either side.
+    REQUIRE(describe_small_matmul(host({5, 2, 3}), host({3, 4}), host({5, 2, 4}), s));
+    CHECK(s.batch == 5);
+    CHECK(strides(s.a_strides) == V{6, 3, 1});
+    CHECK(strides(s.b_strides) == V{0, 4, 1});
+    CHECK(strides(s.c_strides) == V{8, 4, 1});
+    REQUIRE(describe_small_matmul(host({1, 2, 3}), host({5, 3, 4}), host({5, 2, 4}), s));
+    CHECK(s.a_strides[0] == 0);
+    CHECK(s.b_strides[0] == 12);
+    REQUIRE(describe_small_matmul(host({1, 2, 3}), host({3, 4}), host({1, 2, 4}), s));  // NumPy keeps the batch axis
+    // Everything else is left to the general path.
+    CHECK_FALSE(describe_small_matmul(host({2, 3}), host({3, 4}), host({2, 5}), s));     // not the result's shape
+    CHECK_FALSE(describe_small_matmul(host({2, 3}), host({3, 4}), host({1, 2, 4}), s));  // nor its dimensions
+    CHECK_FALSE(describe_small_matmul(host({2, 3}), host({4, 4}), host({2, 4}), s));     // inner sizes differ
+    CHECK_FALSE(describe_small_matmul(host({2, 2, 3}), host({3, 3, 4}), host({3, 2, 4}), s));  // batches do not broadcast
+    CHECK_FALSE(describe_small_matmul(host({2, 1, 2, 3}), host({3, 4}), host({2, 1, 2, 4}), s));  // two batch axes
+    CHECK_FALSE(describe_small_matmul(host({5, 2, 3}), host({3, 4}), host({1, 2, 4}).broadcast_to({5, 2, 4}), s));  // batches would collide
+    CHECK_FALSE(describe_small_matmul(host({2, 0}), host({0, 4}), host({2, 4}), s));  // k = 0
+    CHECK_FALSE(describe_small_matmul(host({}), host({3}), host({}), s));             // a scalar
+}
+
 TEST_CASE("matmul's errors come before any GPU work", "[matmul]") {
     kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_driver(), 1);
     const Array a = Array::empty({2, 3}, DType::float32, gpu), b = Array::empty({4, 5}, DType::float32, gpu);

@@ -29,6 +29,13 @@ struct SmallMatmul {
     std::int64_t c_strides[3] = {0, 0, 0};
 };
 
+// c = a @ b with NumPy's matmul semantics as a SmallMatmul, without allocating (the warm path of a
+// small product): a and b of one to three dimensions (1-D ones promoted; at most one batch
+// dimension, broadcast), c of exactly the result's shape, m, n, k > 0. False for anything else:
+// the caller's general path then decides (and reports any error). Dtypes and devices are not
+// looked at.
+bool describe_small_matmul(const Array& a, const Array& b, const Array& c, SmallMatmul& s) noexcept;
+
 // Launches the product on `stream`. Returns false, having launched nothing, when the kernel for
 // a's dtype cannot be had (not in any kernel cache and no NVRTC): the caller then uses cuBLAS.
 using SmallMatmulLaunch = bool (*)(const Array& a, const Array& b, const Array& c, const SmallMatmul& shape,
