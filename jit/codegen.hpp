@@ -31,8 +31,10 @@ struct GeneratedModule {
     // Entry points: contiguous arrays with vector loads, and any strides (N-d), each with 32-bit
     // and 64-bit index arithmetic; rows whose last dimension is contiguous or broadcast in every
     // operand (vector loads, 32-bit); 2-D with transposed inputs staged through shared memory
-    // (32-bit). The last two are empty when the kernel has no use for them.
-    std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32;
+    // (32-bit). The last two are empty when the kernel has no use for them. small32: contiguous
+    // operands of few elements, one per thread, plain loads (compiles in half the time of the
+    // contiguous variant, which is what a first call on small arrays waits for).
+    std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32, small32;
     std::size_t tiled_shared_bytes = 0;  // static shared memory of the tiled variant
     int tile = 32;              // the tiled variant's tiles are tile x tile elements
     int tiles_per_step = 1;     // tiles a block of the tiled variant stages before computing

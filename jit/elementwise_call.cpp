@@ -289,6 +289,9 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                 f = m.function(choice.index64 ? ElementwiseEntry::contiguous64 : ElementwiseEntry::contiguous32);
                 items = ((n + m.vector_width - 1) / m.vector_width + m.unroll - 1) / m.unroll;
                 break;
+            case detail::Variant::small:
+                f = m.function(ElementwiseEntry::small32);
+                break;
             case detail::Variant::rows:
                 f = m.function(ElementwiseEntry::rows32);
                 items = n / m.vector_width;
@@ -302,7 +305,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                 f = m.function(choice.index64 ? ElementwiseEntry::strided64 : ElementwiseEntry::strided32);
                 break;
         }
-        if (choice.variant != detail::Variant::contiguous) {
+        if (choice.variant != detail::Variant::contiguous && choice.variant != detail::Variant::small) {
             // kjit::Layout<A>: int ndim; long long shape[16]; long long strides[A][16].
             unsigned char* l = buffers.layout;
             const int ndim = layout.ndim;
@@ -314,7 +317,11 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         }
         void* params[] = {buffers.args, buffers.layout};
         detail::Driver& d = detail::driver_on(ordinal);
-        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid_for(items, plan->sm_count, choice.variant == detail::Variant::tiled), 1, 1, kThreads, 1, 1, 0, stream.handle(), params,
+        // The small variant has no loop: one thread per element, whatever caps the others' grids.
+        const unsigned grid = choice.variant == detail::Variant::small
+                                  ? static_cast<unsigned>((n + kThreads - 1) / kThreads)
+                                  : grid_for(items, plan->sm_count, choice.variant == detail::Variant::tiled);
+        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid, 1, 1, kThreads, 1, 1, 0, stream.handle(), params,
                                        nullptr));
     }
 

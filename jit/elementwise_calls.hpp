@@ -38,8 +38,8 @@ KernelBinary compile_elementwise(const ElementwiseKernel& kernel, const TypeBind
 
 // The entry points of an elementwise module (jit/codegen.hpp), each its own program when calls
 // compile them: a call compiles the variant it launches only.
-enum class ElementwiseEntry { contiguous32, contiguous64, strided32, strided64, rows32, tiled32 };
-inline constexpr int kElementwiseEntries = 6;
+enum class ElementwiseEntry { contiguous32, contiguous64, strided32, strided64, rows32, tiled32, small32 };
+inline constexpr int kElementwiseEntries = 7;
 
 // A kernel's variants for one binding on one device, each compiled (or found in a cache) and
 // loaded the first time a call launches it; and what the launcher needs to know of them.

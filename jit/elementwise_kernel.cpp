@@ -147,7 +147,7 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     // time on the GPU host (docs/PERFORMANCE.md). A preamble is the user's CUDA, so it may.
     if (k.options().preamble.empty()) prog.request.options.push_back("-minimal");
     for (const std::string& o : k.options().nvrtc_options) prog.request.options.push_back(o);
-    prog.spec_json = spec_json(k, types, variant);
+    prog.spec_json = [k, types, variant] { return spec_json(k, types, variant); };
     prog.kernel_name = k.name();
     prog.types = kjit::format_type_binding(types);
     prog.description = "kernel '" + k.name() + "' (" + prog.types + ")";
@@ -177,6 +177,7 @@ KernelBinary jit::compile_elementwise(const ElementwiseKernel& kernel, const Typ
     b.strided64 = p.generated.strided64;
     b.rows32 = p.generated.rows32;
     b.tiled32 = p.generated.tiled32;
+    b.small32 = p.generated.small32;
     return b;
 }
 
@@ -216,6 +217,7 @@ KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBi
     km.strided64 = module.function(p.generated.strided64);
     if (!p.generated.rows32.empty()) km.rows32 = module.function(p.generated.rows32);
     if (!p.generated.tiled32.empty()) km.tiled32 = module.function(p.generated.tiled32);
+    km.small32 = module.function(p.generated.small32);
     km.vector_width = p.generated.vector_width;
     km.unroll = p.generated.unroll;
     km.tile = p.generated.tile;
@@ -232,6 +234,7 @@ std::string entry_name(const jit::GeneratedModule& g, jit::ElementwiseEntry e) {
         case jit::ElementwiseEntry::strided64: return g.strided64;
         case jit::ElementwiseEntry::rows32: return g.rows32;
         case jit::ElementwiseEntry::tiled32: return g.tiled32;
+        case jit::ElementwiseEntry::small32: return g.small32;
     }
     return {};
 }
@@ -266,7 +269,7 @@ std::vector<jit::ElementwiseEntry> jit::elementwise_entries(const ElementwiseKer
 }
 
 const char* jit::elementwise_entry_label(ElementwiseEntry entry) {
-    static const char* const labels[] = {"contiguous32", "contiguous64", "strided32", "strided64", "rows32", "tiled32"};
+    static const char* const labels[] = {"contiguous32", "contiguous64", "strided32", "strided64", "rows32", "tiled32", "small32"};
     return labels[static_cast<int>(entry)];
 }
 

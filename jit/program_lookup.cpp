@@ -22,6 +22,13 @@ const std::string& key_source(const CachedProgram& p) {
     return p.key_source.empty() ? p.request.source : p.key_source;
 }
 
+std::string spec_of(const CachedProgram& p) { return p.spec_json ? p.spec_json() : std::string(); }
+
+// The manifest entry when the cache records one, else nothing (made only then).
+std::string spec_to_record(const CachedProgram& p, const cache::KernelCache& c) {
+    return c.settings().record.empty() ? std::string() : spec_of(p);
+}
+
 // The target: `arch` if given, else KJIT_ARCH, else the current GPU (or `device_cc`), else the
 // default; fitted to what NVRTC supports when known (`supported` empty: no NVRTC, so only a cache
 // can serve it, for the target as asked).
@@ -61,12 +68,12 @@ std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const Arch
     const std::string name = target.name();
     const std::string alias = cache::make_alias_key(key_source(p), options, name);
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
-    if (!have_nvrtc) return kernel_cache->find_alias(alias, p.spec_json, name);
+    if (!have_nvrtc) return kernel_cache->find_alias(alias, spec_to_record(p, *kernel_cache), name);
     cache::Request r;
     r.key = cache::make_key(key_source(p), options, name, nvrtc_version_key());
     r.alias = alias;
     r.arch = name;
-    r.spec_json = p.spec_json;
+    r.spec_json = spec_to_record(p, *kernel_cache);
     r.compile = [&] {
         const CompileResult result = compile_cuda(p.request);
         if (compile_ms) *compile_ms = result.compile_ms;
@@ -79,7 +86,7 @@ std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const Arch
         e.meta.nvrtc_version = nvrtc_version_key();
         e.meta.created_unix = static_cast<std::int64_t>(std::time(nullptr));
         e.meta.lowered_names = result.lowered_names;
-        e.meta.spec_json = p.spec_json;
+        e.meta.spec_json = spec_of(p);
         e.cubin = result.cubin;
         e.ptx = result.ptx;
         return e;
@@ -133,7 +140,7 @@ std::shared_ptr<const cache::Entry> find_without_loading_nvrtc(CachedProgram& p,
     p.request.target = choose_target(arch, id->supported_archs, device_cc);
     const std::vector<std::string> options = compile_options(p.request);
     const std::string name = p.request.target.name();
-    return kernel_cache->find_key(cache::make_key(key_source(p), options, name, id->version_key), p.spec_json, name);
+    return kernel_cache->find_key(cache::make_key(key_source(p), options, name, id->version_key), spec_to_record(p, *kernel_cache), name);
 }
 
 // Every architecture a cubin or PTX of which kjit may find in a cache, newest first.

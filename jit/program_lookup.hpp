@@ -8,6 +8,7 @@
 // for, PTX of an older architecture compiled by the driver, whose result is then cached.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,7 +26,9 @@ struct CachedProgram {
     // compiled bytes and is not an NVRTC option (a raw module's name expressions, say). Empty: the
     // source alone.
     std::string key_source;
-    std::string spec_json;    // the manifest entry KJIT_CACHE_RECORD writes
+    // Makes the manifest entry KJIT_CACHE_RECORD writes (and entries keep). Only recording and
+    // compiling need it, so a cache hit does not pay for building the JSON.
+    std::function<std::string()> spec_json;
     std::string kernel_name;  // entry metadata
     std::string types;        // entry metadata ("T=float32"), empty when none
     std::string description;  // for errors: "raw module 'scan'"

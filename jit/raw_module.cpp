@@ -73,7 +73,7 @@ CachedProgram RawModuleState::program() const {
     p.request.name_expressions = options.name_expressions;
     p.request.toolkit_headers = options.toolkit_headers;
     p.key_source = key_source;
-    p.spec_json = spec_json;
+    p.spec_json = [s = spec_json] { return s; };
     p.kernel_name = label;
     p.description = "raw module '" + label + "'";
     return p;

@@ -341,14 +341,14 @@ Prepared prepare(const ReductionKernel& k, const jit::CustomGenerator& custom, c
         p.reduce_type = std::move(c.reduce_type);
         p.reduce_itemsize = c.reduce_itemsize;
         p.has_identity = c.has_identity;
-        p.program.spec_json = std::move(c.spec_json);
+        p.program.spec_json = [s = std::move(c.spec_json)] { return s; };
     } else {
         const jit::CheckedReduction c = analyze(k, types, true);
         p.generated = jit::generate_reduction(module_spec(k, variant), c, types);
         p.reduce_type = std::string(c.reduce_type->name());
         p.reduce_itemsize = c.reduce_type->itemsize();
         p.has_identity = c.has_identity;
-        p.program.spec_json = spec_json(k, types, variant);
+        p.program.spec_json = [k, types, variant] { return spec_json(k, types, variant); };
     }
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;

@@ -8,6 +8,7 @@
 #include "fake_driver.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/call_layout.hpp"
 
 using kjit::Array;
 using kjit::DType;
@@ -95,6 +96,21 @@ TEST_CASE("overlap handling and device errors, decided on the host", "[call][nvr
     before = launches();
     two.launch({x, out, Array::empty({100}, DType::float32, kjit::Device::cuda(0))});
     CHECK(launches() == before + 1);
+}
+
+TEST_CASE("few contiguous elements launch one thread each, more launch vector steps", "[call][nvrtc]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb_host");
+    for (const std::int64_t n : {std::int64_t{1000}, kjit::detail::kSmallCallElements}) {
+        const Array x = Array::empty({n}, DType::float32, kjit::Device::cuda(0));
+        axpb.launch({x, 2.0f, 1.0f, x});
+        CHECK(kjit::test::fake_state().last_grid_x == (n + 255) / 256);  // the small variant
+    }
+    // Past the limit: four 4-float vectors per thread.
+    const std::int64_t n = kjit::detail::kSmallCallElements * 4;
+    const Array x = Array::empty({n}, DType::float32, kjit::Device::cuda(0));
+    axpb.launch({x, 2.0f, 1.0f, x});
+    CHECK(kjit::test::fake_state().last_grid_x == n / 16 / 256);
 }
 
 TEST_CASE("host time of a warm call on a pretend driver", "[.][call_bench]") {

@@ -129,13 +129,25 @@ TEST_CASE("the variant follows layout, alignment and size", "[layout]") {
     needs.has_tiled = true;
     needs.output_mask = 0b10;  // operand 1 is the output
 
-    CallLayout c = lay_out({{{1000}, {1}, memory}, {{1000}, {1}, memory + 8192}});
+    // Few elements, contiguous: the small variant, aligned or not.
+    CallLayout few = lay_out({{{1000}, {1}, memory}, {{1000}, {1}, memory + 8192}});
+    simplify(few, true, 1);
+    CHECK(choose_variant(few, needs).variant == Variant::small);
+    CallLayout few_off = lay_out({{{1000}, {1}, memory + 4}, {{1000}, {1}, memory + 8192}});
+    simplify(few_off, true, 1);
+    CHECK(choose_variant(few_off, needs).variant == Variant::small);
+    CallLayout edge = lay_out({{{kSmallCallElements}, {1}, memory}, {{kSmallCallElements}, {1}, memory + 8192}});
+    simplify(edge, true, 1);
+    CHECK(choose_variant(edge, needs).variant == Variant::small);
+
+    // More: vector loads when aligned.
+    CallLayout c = lay_out({{{kSmallCallElements + 1}, {1}, memory}, {{kSmallCallElements + 1}, {1}, memory + 8192}});
     simplify(c, true, 1);
     CHECK(choose_variant(c, needs).variant == Variant::contiguous);
     CHECK_FALSE(choose_variant(c, needs).index64);
 
     // Misaligned by one float: no vector loads.
-    CallLayout m = lay_out({{{1000}, {1}, memory + 4}, {{1000}, {1}, memory + 8192}});
+    CallLayout m = lay_out({{{100000}, {1}, memory + 4}, {{100000}, {1}, memory + 8192}});
     simplify(m, true, 1);
     CHECK(choose_variant(m, needs).variant == Variant::strided);
 

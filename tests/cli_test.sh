@@ -97,8 +97,8 @@ expect 1 "missing \"reduce\"" -- check --spec "$tmp/noreduce.json"
 echo '{"kind": "reduction", "in": "T x", "out": "T y", "map": "x", "reduce": "a + b", "post": "y = a", "identity": 0}' >"$tmp/badid.json"
 expect 1 "\"identity\" must be a string" -- check --spec "$tmp/badid.json"
 
-# record -> precompile -> cache commands. 52 modules, as calls load them: two elementwise kernels
-# (six variants each) and a reduction (a module per strategy and index width: 14), for two
+# record -> precompile -> cache commands. 56 modules, as calls load them: two elementwise kernels
+# (seven variants each) and a reduction (a module per strategy and index width: 14), for two
 # architectures.
 export KJIT_CACHE_DIR="$tmp/app-cache"
 KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --spec "$tmp/spec.json" --types T=float32 --arch sm_90 >/dev/null
@@ -106,11 +106,11 @@ KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --in "T x" --out "T y" --op "y =
 KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile "${l2[@]}" --reduce-type float64 --types T=float32 --arch sm_90 >/dev/null
 grep -q '"name": "twice"' "$tmp/m.json" && grep -q '"name": "axpb"' "$tmp/m.json" && grep -q '"kind": "reduction"' "$tmp/m.json" \
   && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAILED: the recorded manifest lacks a kernel"; cat "$tmp/m.json"; }
-expect 0 "52 compiled, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
-expect 0 "0 compiled, 52 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
-expect 0 "52 entries" -- cache stats --cache-dir "$tmp/shipped"
+expect 0 "56 compiled, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
+expect 0 "0 compiled, 56 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
+expect 0 "56 entries" -- cache stats --cache-dir "$tmp/shipped"
 expect 0 "last used" -- cache ls --cache-dir "$tmp/shipped"
-expect 0 "52 entries checked, 0 damaged" -- cache verify --cache-dir "$tmp/shipped"
+expect 0 "56 entries checked, 0 damaged" -- cache verify --cache-dir "$tmp/shipped"
 victim=$(find "$tmp/shipped" -name '*.kjit' | head -1)
 printf 'X' | dd of="$victim" bs=1 seek=100 conv=notrunc status=none
 expect 1 "damaged: $victim" -- cache verify --cache-dir "$tmp/shipped"

@@ -15,6 +15,7 @@
 #include "kjit/error.hpp"
 #include "kjit/half.hpp"
 #include "kjit/stream.hpp"
+#include "runtime/detail/call_layout.hpp"
 
 using kjit::Array;
 using kjit::DType;
@@ -88,8 +89,12 @@ TEST_CASE("every dtype copies and converts through every layout", "[gpu][element
         INFO(t.name());
         const Shape shape{37, 64};
         const Data x = random_device(t, shape);
-        // Contiguous.
+        // Contiguous: few elements (the small variant), and more (vector loads, then a tail).
         CHECK(mismatches(copy({x.device}), [&](std::size_t k) { return element(x.host, t, k); }, 0) == 0);
+        for (const std::int64_t n : {kjit::detail::kSmallCallElements, kjit::detail::kSmallCallElements + 1027}) {
+            const Data big = random_device(t, {n});
+            CHECK(mismatches(copy({big.device}), [&](std::size_t k) { return element(big.host, t, k); }, 0) == 0);
+        }
         // Transposed (tiled), reversed, sliced and broadcast views.
         const Array xt = x.device.transpose();
         const Array yt = copy({xt});

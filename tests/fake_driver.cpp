@@ -135,9 +135,10 @@ detail::DriverApi make_fake_launching_driver() {
         *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x6000});
         return CUDA_SUCCESS;
     };
-    api.cuLaunchKernel = [](CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
+    api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
                             void**) {
         ++g_state.launches;
+        g_state.last_grid_x = gx;
         return CUDA_SUCCESS;
     };
     api.cuFuncGetAttribute = [](int* v, CUfunction_attribute, CUfunction) {

@@ -21,6 +21,7 @@ struct FakeDriverState {
     int streams_created = 0;
     int streams_destroyed = 0;
     int launches = 0;  // cuLaunchKernel calls of make_fake_launching_driver()
+    unsigned last_grid_x = 0;  // and the grid's x of the last one
     CUresult stream_synchronize_result = CUDA_SUCCESS;  // what cuStreamSynchronize returns
     std::map<CUdeviceptr, std::size_t> live;
     CUdeviceptr next_address = 0x10000000;

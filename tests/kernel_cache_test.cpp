@@ -15,12 +15,12 @@
 #include "jit/elementwise_calls.hpp"
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/nvrtc_identity.hpp"
-#include "jit/elementwise_calls.hpp"
 #include "jit/precompile.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/device.hpp"
+#include "fake_driver.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
@@ -300,9 +300,25 @@ TEST_CASE("the NVRTC a process would load is remembered beside the cache", "[ker
     CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
     if (old) ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1); else ::unsetenv("LD_LIBRARY_PATH");
     CHECK(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
-    // A damaged record is no record.
-    std::ofstream(dir.path() / "nvrtc-identity.json") << "{\"environment\": 1";
-    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+    // A damaged record is no record: cut short, a field changed, a bad list of architectures.
+    std::string record;
+    {
+        std::ifstream in(dir.path() / "nvrtc-identity");
+        record.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    auto with = [&](const std::string& text) {
+        std::ofstream(dir.path() / "nvrtc-identity", std::ios::trunc) << text;
+        return kjit::jit::remembered_nvrtc(dir.path().string()).has_value();
+    };
+    CHECK(with(record));
+    CHECK_FALSE(with(record.substr(0, record.size() / 2)));
+    CHECK_FALSE(with(record.substr(0, record.size() - 1)));
+    const std::size_t size_at = record.find("\nsize=") + 6;
+    CHECK_FALSE(with(record.substr(0, size_at) + "1" + record.substr(size_at)));
+    const std::size_t archs_at = record.find("archs=") + 6;
+    CHECK_FALSE(with(record.substr(0, archs_at) + "90,,x\n"));
+    CHECK_FALSE(with(record + "extra=1\n"));
+    CHECK_FALSE(with("{\"environment\": 1"));
     CHECK_FALSE(kjit::jit::remembered_nvrtc("").has_value());
 }
 
@@ -412,4 +428,45 @@ TEST_CASE("phases of a fresh process's first cached call", "[.][cache_bench_phas
                                               << "), then compile() " << compile_us << " us (from cache: "
                                               << (b.compile_ms == 0) << ", NVRTC loaded: " << kjit::detail::nvrtc_loaded()
                                               << ")");
+}
+
+// Not a test: a fresh process's first call of a kernel, as a call makes it, step by step (each
+// the first of its kind in the process): the kernel object, its check, the small variant's
+// program (from disk once a first run filled the folder), its module loaded, the call. On a
+// pretend driver when there is no GPU (no real load or launch then). Run twice:
+// KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_first_call]".
+TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][cache_bench_first_call]") {
+    using clock = std::chrono::steady_clock;
+    auto us_since = [](clock::time_point t) { return std::chrono::duration<double, std::micro>(clock::now() - t).count(); };
+    const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
+    REQUIRE(dir != nullptr);
+    const ProcessCacheGuard restore;
+    std::optional<kjit::detail::ScopedDriverOverride> fake;
+    if (kjit::Device::count() == 0) fake.emplace(kjit::test::make_fake_launching_driver(), 1);
+    (void)kjit::Device::current().properties();
+    kjit::configure_cache(cache_in(dir));
+    const kjit::Array x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const kjit::Array y = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const kjit::TypeBinding f32{{"T", DType::float32}};
+    auto t = clock::now();
+    const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh_call");
+    const double object_us = us_since(t);
+    // As a call binds (x, 2, 1, y): a and b passed by value, no input stored in another dtype.
+    const kjit::jit::ModuleVariant scalars{{false, true, true, false}, std::vector<std::optional<DType>>(4)};
+    t = clock::now();
+    k.check(f32);
+    const double check_us = us_since(t);
+    t = clock::now();
+    const kjit::jit::CompiledModules c = kjit::jit::compile_elementwise_entry(k, f32, scalars, "", kjit::jit::ElementwiseEntry::small32);
+    const double program_us = us_since(t);
+    t = clock::now();
+    (void)kjit::jit::elementwise_variants(k, f32, scalars, 0).function(kjit::jit::ElementwiseEntry::small32);
+    const double load_us = us_since(t);
+    t = clock::now();
+    k.launch({x, 2.0f, 1.0f, y});
+    kjit::Stream::current().synchronize();
+    const double call_us = us_since(t);
+    WARN((c.compile_ms > 0 ? "filled the cache; run again to measure. " : "") << "object " << object_us << " us, check " << check_us
+         << " us, program " << program_us << " us (NVRTC loaded: " << kjit::detail::nvrtc_loaded() << "), load " << load_us
+         << " us, call " << call_us << " us; total " << object_us + check_us + program_us + load_us + call_us << " us");
 }

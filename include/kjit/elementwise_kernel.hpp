@@ -64,7 +64,7 @@ struct KernelBinary {
     std::string source;               // the generated CUDA
     double compile_ms = 0;            // NVRTC's time when this call compiled; 0 when the cache had it
     // Entry points in the module, by variant (rows32 and tiled32 may be empty: see KernelModule).
-    std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32;
+    std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32, small32;
 };
 
 // A compiled kernel's module loaded on one device, and its entry points.
@@ -72,9 +72,10 @@ struct KernelModule {
     std::shared_ptr<void> module;     // keeps the CUmodule loaded
     // Contiguous arrays (vector loads) and any strides, 32- and 64-bit indices; rows whose last
     // dimension is contiguous or broadcast everywhere; 2-D with transposed inputs through shared
-    // memory. The last two are null when the kernel has no use for them.
+    // memory. The last two are null when the kernel has no use for them. small32: contiguous
+    // arrays of few elements, one element per thread (calls of at most 65536 elements).
     CUfunction contiguous32 = nullptr, contiguous64 = nullptr, strided32 = nullptr, strided64 = nullptr;
-    CUfunction rows32 = nullptr, tiled32 = nullptr;
+    CUfunction rows32 = nullptr, tiled32 = nullptr, small32 = nullptr;
     int vector_width = 1;             // elements per vector load of the contiguous and rows variants
     int unroll = 1;                   // vectors per thread per step of the contiguous variants
     int tile = 32;                    // the tiled variant's tiles are tile x tile elements

@@ -144,6 +144,14 @@ std::size_t vector_alignment(int itemsize, int v) { return std::min<std::size_t>
 
 bool is_output(const VariantNeeds& needs, int a) { return a < 64 && ((needs.output_mask >> a) & 1u); }
 
+// One dimension (or none) walked with stride 1 by every operand.
+bool unit_strides(const CallLayout& l) {
+    if (l.ndim > 1) return false;
+    for (int a = 0; a < l.operands; ++a)
+        if (l.ndim == 1 && l.strides[a][0] != 1) return false;
+    return true;
+}
+
 bool contiguous_ok(const CallLayout& l, const VariantNeeds& needs) {
     if (l.ndim > 1) return false;
     for (int a = 0; a < l.operands; ++a) {
@@ -187,6 +195,10 @@ bool tiled_ok(const CallLayout& l, const VariantNeeds& needs) {
 VariantChoice choose_variant(const CallLayout& layout, const VariantNeeds& needs) {
     VariantChoice c;
     const bool small = fits_int32(layout);
+    if (layout.size <= kSmallCallElements && unit_strides(layout)) {
+        c.variant = Variant::small;
+        return c;
+    }
     if (contiguous_ok(layout, needs)) {
         c.variant = Variant::contiguous;
         c.index64 = !small;

@@ -55,7 +55,13 @@ bool has_repeated_elements(const CallLayout& layout, int operand);
 // Whether every offset an operand reaches, and the element count, fit 32-bit index arithmetic.
 bool fits_int32(const CallLayout& layout);
 
-enum class Variant { contiguous, rows, tiled, strided };
+enum class Variant { contiguous, rows, tiled, strided, small };
+
+// Calls of at most this many elements over contiguous operands take the small variant: one
+// element per thread, no vectors. At this size a kernel lasts as long as its launch (about 2 us
+// on the H200) whatever its loads, and the small variant compiles in under half the time of the
+// contiguous one, which is what the first call of a kernel on small arrays waits for.
+inline constexpr std::int64_t kSmallCallElements = std::int64_t{1} << 16;
 
 struct VariantChoice {
     Variant variant = Variant::strided;
