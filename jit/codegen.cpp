@@ -177,6 +177,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     if (dtype_used[DType::bfloat16]) s << "#define KJIT_USE_BFLOAT16\n";
     if (dtype_used[DType::float16] || dtype_used[DType::bfloat16]) s << template_text("scalar_types.cuh") << "\n";
     if (dtype_used[DType::complex64] || dtype_used[DType::complex128]) s << template_text("complex.cuh") << "\n";
+    if (spec.small_only) s << "#define KJIT_ELEMENTWISE_SMALL_ONLY\n";
     s << template_text("elementwise.cuh") << "\n";
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
 
@@ -275,55 +276,6 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
                 s << pad << "kjit::store<V>(" << where(o) << ", v_" << params[o.param].name << ");\n";
     };
 
-    // Contiguous: every array operand is C-contiguous over the same n elements and aligned to
-    // V elements. Each thread takes U vectors a grid apart at once (all loads issued before any
-    // use, so that enough bytes are in flight to saturate memory), then single vectors, then a
-    // scalar tail.
-    s << "template <class Index>\n__device__ __forceinline__ void " << name << "_contiguous(const " << args_type
-      << "& args) {\n";
-    s << "    constexpr int V = " << V << ", U = " << m.unroll << ";\n";
-    s << "    const Index n = static_cast<Index>(args.n);\n";
-    s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
-    s << "    const Index vectors = n / V;\n";
-    s << "    Index v = static_cast<Index>(kjit::thread_index());\n";
-    s << "    for (; v + (U - 1) * stride < vectors; v += U * stride) {\n";
-    {
-        std::vector<std::string> elements;
-        for (const Operand& o : operands) {
-            const Param& p = params[o.param];
-            if (o.slot < 0) {
-                elements.push_back("args." + p.name);
-                continue;
-            }
-            s << "        kjit::Vec<" << cuda_type(stored(o.param)) << ", V> v_" << p.name << "[U];\n";
-            elements.push_back(as_param(o, "v_" + p.name + "[u].v[k]"));
-        }
-        s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
-        s << "            const Index e = (v + u * stride) * V;\n";
-        for (const Operand& o : operands) {
-            const Param& p = params[o.param];
-            if (o.slot < 0 || (p.is_output && !loads_output(o))) continue;
-            s << "            v_" << p.name << "[u] = kjit::load<V>(args." << p.name << " + e);\n";
-        }
-        s << "        }\n";
-        s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
-        s << "            const Index e = (v + u * stride) * V;\n";
-        s << "#pragma unroll\n            for (int k = 0; k < V; ++k) " << call_body(elements, "e + k") << "\n";
-        for (const Operand& o : operands)
-            if (o.slot >= 0 && params[o.param].is_output)
-                s << "            kjit::store<V>(args." << params[o.param].name << " + e, v_" << params[o.param].name << "[u]);\n";
-        s << "        }\n";
-    }
-    s << "    }\n";
-    s << "    for (; v < vectors; v += stride) {\n";
-    s << "        const Index e = v * V;\n";
-    vector_step("        ", [&](const Operand& o) { return "args." + params[o.param].name + " + e"; },
-                [](const Operand&) { return std::string(); });
-    s << "    }\n";
-    s << "    for (Index e = vectors * V + static_cast<Index>(kjit::thread_index()); e < n; e += stride)\n";
-    s << "        " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
-    s << "}\n\n";
-
     // Small: contiguous operands of at most kSmallCallElements (runtime/detail/call_layout.hpp),
     // one element per thread, no alignment needed. Such calls last as long as a launch whatever
     // the kernel, and this one costs NVRTC less than half of the contiguous variant (no vectors,
@@ -333,112 +285,163 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     s << "    if (e < static_cast<int>(args.n)) " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
     s << "}\n\n";
 
-    // Strided: any shapes and strides (broadcasting by zero strides), in C order over the shape.
-    s << "template <class Index>\n__device__ __forceinline__ void " << name << "_strided(const " << args_type
-      << "& args, const kjit::Layout<" << A << ">& layout) {\n";
-    s << "    const Index n = static_cast<Index>(args.n);\n";
-    s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
-    s << "    for (Index e = static_cast<Index>(kjit::thread_index()); e < n; e += stride) {\n";
-    s << "        Index off[" << A << "];\n";
-    s << "        kjit::offsets(layout, e, off);\n";
-    s << "        " << call_body(elements_at([](int slot) { return "off[" + std::to_string(slot) + "]"; }), "e") << "\n";
-    s << "    }\n}\n\n";
-
-    // Rows: the last dimension is contiguous (stride 1) or broadcast (stride 0) in every operand
-    // and a multiple of V long, so V elements of a row move with vector loads (or one load
-    // repeated); the other dimensions are strided. Broadcasting a row or a column runs here.
-    if (!m.rows32.empty()) {
-        s << "__device__ __forceinline__ void " << name << "_rows(const " << args_type << "& args, const kjit::Layout<" << A
-          << ">& layout) {\n";
-        s << "    typedef int Index;\n";
-        s << "    constexpr int V = " << V << ";\n";
-        s << "    const int last = layout.ndim - 1;\n";
-        s << "    const Index inner = static_cast<Index>(layout.shape[last]);\n";
+    if (!spec.small_only) {
+        // Contiguous: every array operand is C-contiguous over the same n elements and aligned to
+        // V elements. Each thread takes U vectors a grid apart at once (all loads issued before any
+        // use, so that enough bytes are in flight to saturate memory), then single vectors, then a
+        // scalar tail.
+        s << "template <class Index>\n__device__ __forceinline__ void " << name << "_contiguous(const " << args_type
+          << "& args) {\n";
+        s << "    constexpr int V = " << V << ", U = " << m.unroll << ";\n";
+        s << "    const Index n = static_cast<Index>(args.n);\n";
         s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
-        s << "    const Index vectors = static_cast<Index>(args.n) / V;\n";
-        s << "    for (Index v = static_cast<Index>(kjit::thread_index()); v < vectors; v += stride) {\n";
+        s << "    const Index vectors = n / V;\n";
+        s << "    Index v = static_cast<Index>(kjit::thread_index());\n";
+        s << "    for (; v + (U - 1) * stride < vectors; v += U * stride) {\n";
+        {
+            std::vector<std::string> elements;
+            for (const Operand& o : operands) {
+                const Param& p = params[o.param];
+                if (o.slot < 0) {
+                    elements.push_back("args." + p.name);
+                    continue;
+                }
+                s << "        kjit::Vec<" << cuda_type(stored(o.param)) << ", V> v_" << p.name << "[U];\n";
+                elements.push_back(as_param(o, "v_" + p.name + "[u].v[k]"));
+            }
+            s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
+            s << "            const Index e = (v + u * stride) * V;\n";
+            for (const Operand& o : operands) {
+                const Param& p = params[o.param];
+                if (o.slot < 0 || (p.is_output && !loads_output(o))) continue;
+                s << "            v_" << p.name << "[u] = kjit::load<V>(args." << p.name << " + e);\n";
+            }
+            s << "        }\n";
+            s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
+            s << "            const Index e = (v + u * stride) * V;\n";
+            s << "#pragma unroll\n            for (int k = 0; k < V; ++k) " << call_body(elements, "e + k") << "\n";
+            for (const Operand& o : operands)
+                if (o.slot >= 0 && params[o.param].is_output)
+                    s << "            kjit::store<V>(args." << params[o.param].name << " + e, v_" << params[o.param].name << "[u]);\n";
+            s << "        }\n";
+        }
+        s << "    }\n";
+        s << "    for (; v < vectors; v += stride) {\n";
         s << "        const Index e = v * V;\n";
-        s << "        const Index row = e / inner;\n";
-        s << "        const Index col = e - row * inner;\n";
-        s << "        Index off[" << A << "];\n";
-        s << "        kjit::outer_offsets(layout, row, off);\n";
-        vector_step(
-            "        ",
-            [&](const Operand& o) {
-                const std::string slot = std::to_string(o.slot);
-                return "args." + params[o.param].name + " + off[" + slot + "] + col * static_cast<Index>(layout.strides[" +
-                       slot + "][last])";
-            },
-            [&](const Operand& o) { return "(layout.strides[" + std::to_string(o.slot) + "][last] == 0)"; });
-        s << "    }\n}\n\n";
-    }
+        vector_step("        ", [&](const Operand& o) { return "args." + params[o.param].name + " + e"; },
+                    [](const Operand&) { return std::string(); });
+        s << "    }\n";
+        s << "    for (Index e = vectors * V + static_cast<Index>(kjit::thread_index()); e < n; e += stride)\n";
+        s << "        " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
+        s << "}\n\n";
 
-    // Tiled: two dimensions where some inputs are transposed against the outputs (their first
-    // dimension is the contiguous one). Each block takes TILE x TILE tiles; transposed inputs are read
-    // along their contiguous dimension into shared memory, then every element is computed in the
-    // outputs' order, so that reads and writes stay coalesced.
-    if (!m.tiled32.empty()) {
-        s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
-          << ">& layout) {\n";
-        s << "    constexpr int TILE = " << m.tile << ", P = " << m.tiles_per_step << ";\n";
-        for (const Operand& o : operands)
-            if (o.slot >= 0 && !params[o.param].is_output)
-                s << "    __shared__ " << cuda_type(stored(o.param)) << " tile_" << params[o.param].name << "[P][TILE][TILE + 1];\n";
-        s << "    const int rows = static_cast<int>(layout.shape[0]), cols = static_cast<int>(layout.shape[1]);\n";
-        s << "    const int tiles_across = (cols + TILE - 1) / TILE, tiles = ((rows + TILE - 1) / TILE) * tiles_across;\n";
-        s << "    const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE, ny = blockDim.x / TILE;\n";
-        for (const Operand& o : operands)
-            if (o.slot >= 0 && !params[o.param].is_output) {
-                const std::string sl = std::to_string(o.slot);
-                s << "    const bool staged_" << params[o.param].name << " = layout.strides[" << sl << "][0] == 1 && layout.strides["
-                  << sl << "][1] != 1;\n";
-            }
-        // P neighbouring tiles per step: all their loads are issued before the first sync.
-        s << "    for (int first = blockIdx.x * P; first < tiles; first += gridDim.x * P) {\n";
-        s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
-        s << "            const int t = first + h;\n";
-        s << "            if (t >= tiles) break;\n";
-        s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
-        for (const Operand& o : operands) {
-            if (o.slot < 0 || params[o.param].is_output) continue;
-            const std::string& pn = params[o.param].name;
-            const std::string sl = std::to_string(o.slot);
-            s << "            if (staged_" << pn << ")\n";
-            s << "#pragma unroll 4\n                for (int j = ty; j < TILE; j += ny) {\n";
-            s << "                    const int r = r0 + tx, c = c0 + j;\n";
-            s << "                    if (r < rows && c < cols) tile_" << pn << "[h][j][tx] = args." << pn << "[r * (int)layout.strides["
-              << sl << "][0] + c * (int)layout.strides[" << sl << "][1]];\n";
-            s << "                }\n";
-        }
-        s << "        }\n";
-        s << "        __syncthreads();\n";
-        s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
-        s << "            const int t = first + h;\n";
-        s << "            if (t >= tiles) break;\n";
-        s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
-        s << "#pragma unroll 4\n            for (int j = ty; j < TILE; j += ny) {\n";
-        s << "                const int r = r0 + j, c = c0 + tx;\n";
-        s << "                if (r >= rows || c >= cols) continue;\n";
-        std::vector<std::string> elements;
-        for (const Operand& o : operands) {
-            const std::string arg = "args." + params[o.param].name;
-            if (o.slot < 0) {
-                elements.push_back(arg);
-                continue;
-            }
-            const std::string sl = std::to_string(o.slot);
-            const std::string direct = arg + "[r * (int)layout.strides[" + sl + "][0] + c * (int)layout.strides[" + sl + "][1]]";
-            if (params[o.param].is_output)
-                elements.push_back(direct);
-            else
-                elements.push_back(as_param(o, "(staged_" + params[o.param].name + " ? tile_" + params[o.param].name +
-                                                   "[h][tx][j] : " + direct + ")"));
-        }
-        s << "                " << call_body(elements, "r * cols + c") << "\n";
-        s << "            }\n";
-        s << "        }\n";
-        s << "        __syncthreads();\n";
+        // Strided: any shapes and strides (broadcasting by zero strides), in C order over the shape.
+        s << "template <class Index>\n__device__ __forceinline__ void " << name << "_strided(const " << args_type
+          << "& args, const kjit::Layout<" << A << ">& layout) {\n";
+        s << "    const Index n = static_cast<Index>(args.n);\n";
+        s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
+        s << "    for (Index e = static_cast<Index>(kjit::thread_index()); e < n; e += stride) {\n";
+        s << "        Index off[" << A << "];\n";
+        s << "        kjit::offsets(layout, e, off);\n";
+        s << "        " << call_body(elements_at([](int slot) { return "off[" + std::to_string(slot) + "]"; }), "e") << "\n";
         s << "    }\n}\n\n";
+
+        // Rows: the last dimension is contiguous (stride 1) or broadcast (stride 0) in every operand
+        // and a multiple of V long, so V elements of a row move with vector loads (or one load
+        // repeated); the other dimensions are strided. Broadcasting a row or a column runs here.
+        if (!m.rows32.empty()) {
+            s << "__device__ __forceinline__ void " << name << "_rows(const " << args_type << "& args, const kjit::Layout<" << A
+              << ">& layout) {\n";
+            s << "    typedef int Index;\n";
+            s << "    constexpr int V = " << V << ";\n";
+            s << "    const int last = layout.ndim - 1;\n";
+            s << "    const Index inner = static_cast<Index>(layout.shape[last]);\n";
+            s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
+            s << "    const Index vectors = static_cast<Index>(args.n) / V;\n";
+            s << "    for (Index v = static_cast<Index>(kjit::thread_index()); v < vectors; v += stride) {\n";
+            s << "        const Index e = v * V;\n";
+            s << "        const Index row = e / inner;\n";
+            s << "        const Index col = e - row * inner;\n";
+            s << "        Index off[" << A << "];\n";
+            s << "        kjit::outer_offsets(layout, row, off);\n";
+            vector_step(
+                "        ",
+                [&](const Operand& o) {
+                    const std::string slot = std::to_string(o.slot);
+                    return "args." + params[o.param].name + " + off[" + slot + "] + col * static_cast<Index>(layout.strides[" +
+                           slot + "][last])";
+                },
+                [&](const Operand& o) { return "(layout.strides[" + std::to_string(o.slot) + "][last] == 0)"; });
+            s << "    }\n}\n\n";
+        }
+
+        // Tiled: two dimensions where some inputs are transposed against the outputs (their first
+        // dimension is the contiguous one). Each block takes TILE x TILE tiles; transposed inputs are read
+        // along their contiguous dimension into shared memory, then every element is computed in the
+        // outputs' order, so that reads and writes stay coalesced.
+        if (!m.tiled32.empty()) {
+            s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
+              << ">& layout) {\n";
+            s << "    constexpr int TILE = " << m.tile << ", P = " << m.tiles_per_step << ";\n";
+            for (const Operand& o : operands)
+                if (o.slot >= 0 && !params[o.param].is_output)
+                    s << "    __shared__ " << cuda_type(stored(o.param)) << " tile_" << params[o.param].name << "[P][TILE][TILE + 1];\n";
+            s << "    const int rows = static_cast<int>(layout.shape[0]), cols = static_cast<int>(layout.shape[1]);\n";
+            s << "    const int tiles_across = (cols + TILE - 1) / TILE, tiles = ((rows + TILE - 1) / TILE) * tiles_across;\n";
+            s << "    const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE, ny = blockDim.x / TILE;\n";
+            for (const Operand& o : operands)
+                if (o.slot >= 0 && !params[o.param].is_output) {
+                    const std::string sl = std::to_string(o.slot);
+                    s << "    const bool staged_" << params[o.param].name << " = layout.strides[" << sl << "][0] == 1 && layout.strides["
+                      << sl << "][1] != 1;\n";
+                }
+            // P neighbouring tiles per step: all their loads are issued before the first sync.
+            s << "    for (int first = blockIdx.x * P; first < tiles; first += gridDim.x * P) {\n";
+            s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
+            s << "            const int t = first + h;\n";
+            s << "            if (t >= tiles) break;\n";
+            s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
+            for (const Operand& o : operands) {
+                if (o.slot < 0 || params[o.param].is_output) continue;
+                const std::string& pn = params[o.param].name;
+                const std::string sl = std::to_string(o.slot);
+                s << "            if (staged_" << pn << ")\n";
+                s << "#pragma unroll 4\n                for (int j = ty; j < TILE; j += ny) {\n";
+                s << "                    const int r = r0 + tx, c = c0 + j;\n";
+                s << "                    if (r < rows && c < cols) tile_" << pn << "[h][j][tx] = args." << pn << "[r * (int)layout.strides["
+                  << sl << "][0] + c * (int)layout.strides[" << sl << "][1]];\n";
+                s << "                }\n";
+            }
+            s << "        }\n";
+            s << "        __syncthreads();\n";
+            s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
+            s << "            const int t = first + h;\n";
+            s << "            if (t >= tiles) break;\n";
+            s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
+            s << "#pragma unroll 4\n            for (int j = ty; j < TILE; j += ny) {\n";
+            s << "                const int r = r0 + j, c = c0 + tx;\n";
+            s << "                if (r >= rows || c >= cols) continue;\n";
+            std::vector<std::string> elements;
+            for (const Operand& o : operands) {
+                const std::string arg = "args." + params[o.param].name;
+                if (o.slot < 0) {
+                    elements.push_back(arg);
+                    continue;
+                }
+                const std::string sl = std::to_string(o.slot);
+                const std::string direct = arg + "[r * (int)layout.strides[" + sl + "][0] + c * (int)layout.strides[" + sl + "][1]]";
+                if (params[o.param].is_output)
+                    elements.push_back(direct);
+                else
+                    elements.push_back(as_param(o, "(staged_" + params[o.param].name + " ? tile_" + params[o.param].name +
+                                                       "[h][tx][j] : " + direct + ")"));
+            }
+            s << "                " << call_body(elements, "r * cols + c") << "\n";
+            s << "            }\n";
+            s << "        }\n";
+            s << "        __syncthreads();\n";
+            s << "    }\n}\n\n";
+        }
     }
 
     const std::string bounds = "__launch_bounds__(256)";
@@ -450,12 +453,14 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         s << line;
         m.entry_lines.emplace_back(symbol, line);
     };
-    entry(m.contiguous32, "", "_contiguous<int>(args)");
-    entry(m.contiguous64, "", "_contiguous<long long>(args)");
-    entry(m.strided32, ", " + layout_param, "_strided<int>(args, layout)");
-    entry(m.strided64, ", " + layout_param, "_strided<long long>(args, layout)");
-    entry(m.rows32, ", " + layout_param, "_rows(args, layout)");
-    entry(m.tiled32, ", " + layout_param, "_tiled(args, layout)");
+    if (!spec.small_only) {
+        entry(m.contiguous32, "", "_contiguous<int>(args)");
+        entry(m.contiguous64, "", "_contiguous<long long>(args)");
+        entry(m.strided32, ", " + layout_param, "_strided<int>(args, layout)");
+        entry(m.strided64, ", " + layout_param, "_strided<long long>(args, layout)");
+        entry(m.rows32, ", " + layout_param, "_rows(args, layout)");
+        entry(m.tiled32, ", " + layout_param, "_tiled(args, layout)");
+    }
     entry(m.small32, "", "_small(args)");
     m.source = s.str();
     return m;

@@ -24,6 +24,9 @@ struct ElementwiseModuleSpec {
     // Per parameter: the dtype of the array in memory when it differs from the parameter's type
     // (array inputs only; elements are converted as C converts when loaded). Empty: as declared.
     std::vector<std::optional<DType>> storage;
+    // The small variant alone, without the support code only the other variants use: its own
+    // program, as small calls compile it (a first call's NVRTC time; docs/PERFORMANCE.md).
+    bool small_only = false;
 };
 
 struct GeneratedModule {

@@ -136,9 +136,12 @@ struct Prepared {
     jit::CachedProgram program;
 };
 
-Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant = {}) {
+// `small_only`: the small variant's own program (jit/codegen.hpp), else the whole module.
+Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant = {},
+                 bool small_only = false) {
     const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
-    jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage};
+    jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage,
+                                 small_only};
     Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}};
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
@@ -238,6 +241,15 @@ std::string entry_name(const jit::GeneratedModule& g, jit::ElementwiseEntry e) {
     }
     return {};
 }
+// The program of one variant, as calls compile it: the small variant generated on its own, the
+// others cut out of the whole module (they share its support code).
+jit::CachedProgram entry_program(const jit::CachedProgram& whole, const jit::EntryLines& lines, const std::vector<std::string>& keep,
+                                 const ElementwiseKernel& kernel, const TypeBinding& types, const jit::ModuleVariant& variant,
+                                 jit::ElementwiseEntry entry) {
+    if (entry == jit::ElementwiseEntry::small32) return prepare(kernel, types, variant, true).program;
+    return jit::program_with_entries(whole, lines, keep);
+}
+
 }  // namespace
 
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
@@ -255,7 +267,12 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
         const std::string name = entry_name(p.generated, static_cast<ElementwiseEntry>(e));
         if (!name.empty()) groups[static_cast<std::size_t>(e)] = {name};
     }
-    v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program), std::move(p.generated.entry_lines), std::move(groups), ordinal);
+    std::string description = p.program.description;
+    v.loader = std::make_shared<LazyEntryPoints>(
+        [whole = std::move(p.program), lines = std::move(p.generated.entry_lines), groups, kernel, types, variant](std::size_t g) {
+            return entry_program(whole, lines, groups[g], kernel, types, variant, static_cast<ElementwiseEntry>(g));
+        },
+        std::move(groups), std::move(description), ordinal);
     return v;
 }
 
@@ -278,7 +295,7 @@ jit::CompiledModules jit::compile_elementwise_entry(const ElementwiseKernel& ker
     const Prepared p = prepare(kernel, types, variant);
     const std::string name = entry_name(p.generated, entry);
     if (name.empty()) return {};
-    CachedProgram program = program_with_entries(p.program, p.generated.entry_lines, {name});
+    CachedProgram program = entry_program(p.program, p.generated.entry_lines, {name}, kernel, types, variant, entry);
     const FoundProgram found = find_or_compile_program(program, arch);
     return {found.entry->meta.arch, found.compile_ms};
 }

@@ -12,19 +12,25 @@ CachedProgram program_with_entries(const CachedProgram& whole, const EntryLines&
 }
 
 LazyEntryPoints::LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal)
-    : whole_(std::move(whole)), lines_(std::move(lines)), groups_(std::move(groups)), ordinal_(ordinal) {
+    : LazyEntryPoints(
+          [whole, lines, groups](std::size_t g) { return program_with_entries(whole, lines, groups[g]); }, groups,
+          whole.description, ordinal) {}
+
+LazyEntryPoints::LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, std::vector<std::vector<std::string>> groups,
+                                 std::string description, int ordinal)
+    : program_of_(std::move(program_of)), groups_(std::move(groups)), description_(std::move(description)), ordinal_(ordinal) {
     if (groups_.size() > kMaxGroups) throw Error("LazyEntryPoints: too many groups");
     for (const auto& g : groups_)
         if (g.size() > kMaxPerGroup) throw Error("LazyEntryPoints: too many entry points in a group");
 }
 
 const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::group(std::size_t g) {
-    if (g >= groups_.size() || groups_[g].empty()) throw Error("no such entry point group in " + whole_.description);
+    if (g >= groups_.size() || groups_[g].empty()) throw Error("no such entry point group in " + description_);
     if (ready_[g].load(std::memory_order_acquire)) return functions_[g];
     // One loader at a time per kernel and device: concurrent first calls of a group load it once.
     std::lock_guard lock(mutex_);
     if (ready_[g].load(std::memory_order_relaxed)) return functions_[g];
-    CachedProgram program = program_with_entries(whole_, lines_, groups_[g]);
+    CachedProgram program = program_of_(g);
     const LoadedProgram loaded = load_program(program, ordinal_);
     for (std::size_t k = 0; k < groups_[g].size(); ++k) functions_[g][k] = loaded.module->function(groups_[g][k]);
     modules_[g] = loaded.module;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -35,15 +36,20 @@ public:
     // `groups[g]`: the entry point names of group g (at most kMaxPerGroup; an empty group cannot
     // be loaded: the generator made no such entry point).
     LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal);
+    // The same with each group's program made by `program_of(g)` (a generator that writes a
+    // group's program on its own rather than cutting it out of the whole); `description` names
+    // the kernel in errors.
+    LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, std::vector<std::vector<std::string>> groups,
+                    std::string description, int ordinal);
 
     // Group g's kernels on the device, in the group's order: compiled or found and loaded on the
     // first request (concurrent first requests load once), then one atomic load.
     const std::array<CUfunction, kMaxPerGroup>& group(std::size_t g);
 
 private:
-    const CachedProgram whole_;
-    const EntryLines lines_;
+    const std::function<CachedProgram(std::size_t)> program_of_;
     const std::vector<std::vector<std::string>> groups_;
+    const std::string description_;
     const int ordinal_;
     std::mutex mutex_;
     std::array<std::atomic<bool>, kMaxGroups> ready_{};

@@ -12,6 +12,10 @@ struct Raw {
     __device__ __forceinline__ T& operator[](long long k) const { return data[k]; }
 };
 
+// The rest serves the variants that walk vectors, layouts or grid-stride loops; a program of the
+// small variant alone (one element per thread) leaves it out, which NVRTC notices.
+#ifndef KJIT_ELEMENTWISE_SMALL_ONLY
+
 // N consecutive elements moved with the widest loads the alignment allows (16 bytes and more).
 template <class T, int N>
 struct alignas(sizeof(T) * N >= 16 ? 16 : sizeof(T) * N) Vec {
@@ -66,5 +70,7 @@ __device__ __forceinline__ void outer_offsets(const Layout<arrays>& layout, Inde
 
 __device__ __forceinline__ long long thread_index() { return blockIdx.x * (long long)blockDim.x + threadIdx.x; }
 __device__ __forceinline__ long long thread_count() { return (long long)gridDim.x * blockDim.x; }
+
+#endif  // KJIT_ELEMENTWISE_SMALL_ONLY
 
 }  // namespace kjit
