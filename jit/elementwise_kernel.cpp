@@ -1,6 +1,8 @@
 #include "kjit/elementwise_kernel.hpp"
 
 #include <cctype>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -254,23 +256,31 @@ jit::CachedProgram entry_program(const jit::CachedProgram& whole, const jit::Ent
 
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {
-    Prepared p = prepare(kernel, types, variant);
+    // The small variant's own program first: its generation knows every variant's name and
+    // shape, and small calls need nothing else. The whole module, which the other variants are
+    // cut from, is generated when one of them is first needed (a first call on small arrays, from
+    // disk or not, checks and generates once).
+    Prepared small = prepare(kernel, types, variant, true);
     ElementwiseVariants v;
-    v.vector_width = p.generated.vector_width;
-    v.unroll = p.generated.unroll;
-    v.tile = p.generated.tile;
-    v.tiles_per_step = p.generated.tiles_per_step;
-    v.has_rows = !p.generated.rows32.empty();
-    v.has_tiled = !p.generated.tiled32.empty();
+    v.vector_width = small.generated.vector_width;
+    v.unroll = small.generated.unroll;
+    v.tile = small.generated.tile;
+    v.tiles_per_step = small.generated.tiles_per_step;
+    v.has_rows = !small.generated.rows32.empty();
+    v.has_tiled = !small.generated.tiled32.empty();
     std::vector<std::vector<std::string>> groups(kElementwiseEntries);
     for (int e = 0; e < kElementwiseEntries; ++e) {
-        const std::string name = entry_name(p.generated, static_cast<ElementwiseEntry>(e));
+        const std::string name = entry_name(small.generated, static_cast<ElementwiseEntry>(e));
         if (!name.empty()) groups[static_cast<std::size_t>(e)] = {name};
     }
-    std::string description = p.program.description;
+    std::string description = small.program.description;
+    // Called under the loader's lock (one group load at a time), so `whole` needs none of its own.
+    auto whole = std::make_shared<std::optional<Prepared>>();
     v.loader = std::make_shared<LazyEntryPoints>(
-        [whole = std::move(p.program), lines = std::move(p.generated.entry_lines), groups, kernel, types, variant](std::size_t g) {
-            return entry_program(whole, lines, groups[g], kernel, types, variant, static_cast<ElementwiseEntry>(g));
+        [small_program = std::move(small.program), whole, groups, kernel, types, variant](std::size_t g) {
+            if (static_cast<ElementwiseEntry>(g) == ElementwiseEntry::small32) return small_program;
+            if (!*whole) *whole = prepare(kernel, types, variant);
+            return program_with_entries((*whole)->program, (*whole)->generated.entry_lines, groups[g]);
         },
         std::move(groups), std::move(description), ordinal);
     return v;

@@ -470,3 +470,26 @@ TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][
          << " us, program " << program_us << " us (NVRTC loaded: " << kjit::detail::nvrtc_loaded() << "), load " << load_us
          << " us, call " << call_us << " us; total " << object_us + check_us + program_us + load_us + call_us << " us");
 }
+
+// Not a test: the whole first call of a kernel in a fresh process, as `kjit bench --probe` times it
+// on the GPU (on a pretend driver when there is no GPU). Run twice:
+// KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_probe]".
+TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_bench_probe]") {
+    using clock = std::chrono::steady_clock;
+    const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
+    REQUIRE(dir != nullptr);
+    const ProcessCacheGuard restore;
+    std::optional<kjit::detail::ScopedDriverOverride> fake;
+    if (kjit::Device::count() == 0) fake.emplace(kjit::test::make_fake_launching_driver(), 1);
+    (void)kjit::Device::current().properties();
+    kjit::configure_cache(cache_in(dir));
+    const kjit::Array x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const kjit::Array y = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    kjit::Stream::current().synchronize();
+    const auto t = clock::now();
+    const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh_probe");
+    k.launch({x, 2.0f, 1.0f, y});
+    kjit::Stream::current().synchronize();
+    const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
+    WARN((kjit::cache_stats().compiles > 0 ? "filled the cache; run again to measure. " : "") << "first call " << us << " us");
+}
