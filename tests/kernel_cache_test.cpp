@@ -430,6 +430,29 @@ TEST_CASE("phases of a fresh process's first cached call", "[.][cache_bench_phas
                                               << ")");
 }
 
+namespace {
+
+// What the fresh-process benches below set up before any clock: the cache in
+// KJIT_BENCH_CACHE_DIR, CUDA started (a pretend driver when there is no GPU), two arrays of 1000
+// float32.
+struct FreshProcess {
+    const ProcessCacheGuard restore;
+    std::optional<kjit::detail::ScopedDriverOverride> fake;
+    kjit::Array x, y;
+    FreshProcess() {
+        const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
+        REQUIRE(dir != nullptr);
+        if (kjit::Device::count() == 0) fake.emplace(kjit::test::make_fake_launching_driver(), 1);
+        (void)kjit::Device::current().properties();
+        kjit::configure_cache(cache_in(dir));
+        x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+        y = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+        kjit::Stream::current().synchronize();
+    }
+};
+
+}  // namespace
+
 // Not a test: a fresh process's first call of a kernel, as a call makes it, step by step (each
 // the first of its kind in the process): the kernel object, its check, the small variant's
 // program (from disk once a first run filled the folder), its module loaded, the call. On a
@@ -438,15 +461,7 @@ TEST_CASE("phases of a fresh process's first cached call", "[.][cache_bench_phas
 TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][cache_bench_first_call]") {
     using clock = std::chrono::steady_clock;
     auto us_since = [](clock::time_point t) { return std::chrono::duration<double, std::micro>(clock::now() - t).count(); };
-    const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
-    REQUIRE(dir != nullptr);
-    const ProcessCacheGuard restore;
-    std::optional<kjit::detail::ScopedDriverOverride> fake;
-    if (kjit::Device::count() == 0) fake.emplace(kjit::test::make_fake_launching_driver(), 1);
-    (void)kjit::Device::current().properties();
-    kjit::configure_cache(cache_in(dir));
-    const kjit::Array x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
-    const kjit::Array y = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const FreshProcess fresh;
     const kjit::TypeBinding f32{{"T", DType::float32}};
     auto t = clock::now();
     const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh_call");
@@ -463,7 +478,7 @@ TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][
     (void)kjit::jit::elementwise_variants(k, f32, scalars, 0).function(kjit::jit::ElementwiseEntry::small32);
     const double load_us = us_since(t);
     t = clock::now();
-    k.launch({x, 2.0f, 1.0f, y});
+    k.launch({fresh.x, 2.0f, 1.0f, fresh.y});
     kjit::Stream::current().synchronize();
     const double call_us = us_since(t);
     WARN((c.compile_ms > 0 ? "filled the cache; run again to measure. " : "") << "object " << object_us << " us, check " << check_us
@@ -476,19 +491,10 @@ TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][
 // KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_probe]".
 TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_bench_probe]") {
     using clock = std::chrono::steady_clock;
-    const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
-    REQUIRE(dir != nullptr);
-    const ProcessCacheGuard restore;
-    std::optional<kjit::detail::ScopedDriverOverride> fake;
-    if (kjit::Device::count() == 0) fake.emplace(kjit::test::make_fake_launching_driver(), 1);
-    (void)kjit::Device::current().properties();
-    kjit::configure_cache(cache_in(dir));
-    const kjit::Array x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
-    const kjit::Array y = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
-    kjit::Stream::current().synchronize();
+    const FreshProcess fresh;
     const auto t = clock::now();
     const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh_probe");
-    k.launch({x, 2.0f, 1.0f, y});
+    k.launch({fresh.x, 2.0f, 1.0f, fresh.y});
     kjit::Stream::current().synchronize();
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
     WARN((kjit::cache_stats().compiles > 0 ? "filled the cache; run again to measure. " : "") << "first call " << us << " us");
