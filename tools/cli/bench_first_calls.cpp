@@ -1,0 +1,201 @@
+// `kjit bench`: first calls (issues 4 and 5): a new kernel's, a new reduction's, and a fresh
+// process's with the kernel on disk (this program started again with --probe / --probe-phases).
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+#include <unistd.h>
+
+#include "jit/elementwise_calls.hpp"
+#include "tools/cli/bench_support.hpp"
+
+namespace kjit::cli::bench {
+
+void add_first_call_cases(Cases& c, const std::string& self) {
+    c.emplace_back("ew_first_new", [=](const Stream& s) {
+        // Kernels no cache has seen (their operations name this process), in a process whose NVRTC
+        // has started already. The first call is timed whole; the same steps are then timed one by
+        // one on another new kernel: the program of the variant the call launches (front end +
+        // NVRTC + cache write), its module load, and the call (binding, launch, sync). 1000
+        // elements take the small variant; a variant record times a first call on 2^20 elements,
+        // which takes the vectorised contiguous variant.
+        const Array x = filled(DType::float32, {1000}, 1.5, s);
+        const Array large = filled(DType::float32, {std::int64_t{1} << 20}, 1.5, s);
+        auto fresh = [](int k) {
+            return ElementwiseKernel("T x", "T y",
+                                     "y = x * " + std::to_string(getpid()) + ".0f + " + std::to_string(k) + "." +
+                                         std::to_string(std::time(nullptr) % 100000) + "f",
+                                     "fresh");
+        };
+        std::vector<double> whole, nvrtc, compile, load, call, whole_large, nvrtc_large;
+        auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+        for (int k = 0; k < 5; ++k) {
+            const ElementwiseKernel a = fresh(3 * k);
+            double before = cache_stats().compile_ms;
+            auto t = Clock::now();
+            (void)a({x}, {s, -1});
+            s.synchronize();
+            whole.push_back(ms_since(t));
+            nvrtc.push_back(cache_stats().compile_ms - before);
+            const ElementwiseKernel b = fresh(3 * k + 1);
+            const TypeBinding types{{"T", DType::float32}};
+            t = Clock::now();
+            (void)jit::compile_elementwise_entry(b, types, {}, "", jit::ElementwiseEntry::small32);
+            compile.push_back(ms_since(t));
+            t = Clock::now();
+            (void)jit::elementwise_variants(b, types, {}, 0).function(jit::ElementwiseEntry::small32);
+            load.push_back(ms_since(t));
+            t = Clock::now();
+            (void)b({x}, {s, -1});
+            s.synchronize();
+            call.push_back(ms_since(t));
+            const ElementwiseKernel c = fresh(3 * k + 2);
+            before = cache_stats().compile_ms;
+            t = Clock::now();
+            (void)c({large}, {s, -1});
+            s.synchronize();
+            whole_large.push_back(ms_since(t));
+            nvrtc_large.push_back(cache_stats().compile_ms - before);
+        }
+        Record r;
+        r.name = "ew_first_new";
+        r.dtype = "float32";
+        r.n = 1000;
+        r.ms = median(whole);
+        std::ostringstream note;
+        note << "median of 5 new kernels (parse, generate, NVRTC of the small variant, cache write, load, launch, sync), NVRTC's part "
+             << median(nvrtc) << " ms; by step, medians: program " << median(compile) << " ms, load " << median(load)
+             << " ms, then the call " << median(call) << " ms";
+        r.note = note.str();
+        Record big = r;
+        big.n = std::int64_t{1} << 20;
+        big.ms = median(whole_large);
+        big.variant = "2^20 elements (the contiguous variant: vector loads, unrolled)";
+        std::ostringstream big_note;
+        big_note << "median of 5 new kernels, first call on 2^20 float32; NVRTC's part " << median(nvrtc_large) << " ms";
+        big.note = big_note.str();
+        extra_records().push_back(big);
+        return r;
+    });
+    c.emplace_back("red_first_new", [=](const Stream& s) {
+        // Reductions no cache has seen, summed whole (the `full` strategy): the first call compiles
+        // the module of that strategy alone, loads it and launches (NVRTC started already).
+        const Array x = filled(DType::float32, {1000}, 1.5, s);
+        std::vector<double> whole, nvrtc;
+        for (int k = 0; k < 5; ++k) {
+            const ReductionKernel r("T x", "T y",
+                                    "x * " + std::to_string(getpid()) + ".0f + " + std::to_string(k) + "." +
+                                        std::to_string(std::time(nullptr) % 100000) + "f",
+                                    "a + b", "y = a", "0", "fresh_sum");
+            const double before = cache_stats().compile_ms;
+            const auto t = Clock::now();
+            (void)r({x}, ReduceOptions{std::nullopt, false, s});
+            s.synchronize();
+            whole.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+            nvrtc.push_back(cache_stats().compile_ms - before);
+        }
+        Record rec;
+        rec.name = "red_first_new";
+        rec.dtype = "float32";
+        rec.n = 1000;
+        rec.ms = median(whole);
+        std::ostringstream note;
+        note << "median of 5 new reductions of everything (parse, generate, NVRTC of one strategy, cache write, load, "
+                "launch, sync); NVRTC's part: "
+             << median(nvrtc) << " ms";
+        rec.note = note.str();
+        return rec;
+    });
+    c.emplace_back("ew_first_disk", [=](const Stream&) {
+        // Fresh processes (this program, --probe) whose kernel is on disk: the first call's time after
+        // CUDA has started, as the probe measures it.
+        Record r;
+        r.name = "ew_first_disk";
+        r.dtype = "float32";
+        r.n = 1000;
+        std::vector<double> ms;
+        for (int k = 0; k < 6; ++k) {
+            const std::string cmd = "'" + self + "' bench --probe";
+            FILE* p = popen(cmd.c_str(), "r");
+            if (!p) throw Error("cannot run " + cmd);
+            char line[256] = {};
+            const bool got = std::fgets(line, sizeof line, p) != nullptr;
+            pclose(p);
+            if (got && k > 0) ms.push_back(std::atof(line));  // the first run fills the cache
+        }
+        if (ms.empty()) throw Error("the probe printed nothing");
+        // The same, cut in steps (a kernel of its own, so the first run fills the cache).
+        std::vector<std::array<double, 4>> steps;
+        for (int k = 0; k < 4; ++k) {
+            const std::string cmd = "'" + self + "' bench --probe-phases";
+            FILE* p = popen(cmd.c_str(), "r");
+            if (!p) throw Error("cannot run " + cmd);
+            std::array<double, 4> v{};
+            const bool got = std::fscanf(p, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]) == 4;
+            pclose(p);
+            if (got && k > 0) steps.push_back(v);
+        }
+        std::sort(ms.begin(), ms.end());
+        r.ms = ms[ms.size() / 2];
+        std::ostringstream note;
+        note << "median of " << ms.size() << " fresh processes, kernel on disk; min " << ms.front() << " max " << ms.back()
+             << " ms; CUDA's own start excluded";
+        for (const auto& v : steps)
+            note << "; in steps: check " << v[0] << ", compile() from disk " << v[1] << ", load() " << v[2] << ", call " << v[3]
+                 << " ms";
+        r.note = note.str();
+        return r;
+    });
+}
+
+// --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
+int probe() {
+    Device::set_current(0);
+    const Stream s = Stream::legacy_default(Device::cuda(0));
+    std::vector<float> host(1000, 1.5f);
+    const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
+    s.synchronize();
+    const auto t0 = Clock::now();
+    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "probe_axpb");
+    (void)axpb({x, 2.0f, 1.0f}, {s, -1});
+    s.synchronize();
+    std::printf("%.4f\n", std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    return 0;
+}
+
+// --probe-phases: the same first call cut in steps, each the first of its kind in the process:
+// the front end (check), the small variant's program served from disk, its module loaded,
+// then the call.
+int probe_phases() {
+    Device::set_current(0);
+    const Stream s = Stream::legacy_default(Device::cuda(0));
+    std::vector<float> host(1000, 1.5f);
+    const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
+    s.synchronize();
+    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "probe_phases");
+    const TypeBinding types{{"T", DType::float32}};
+    auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+    // As a call binds (x, 2, 1, y): a and b passed by value, no input stored in another dtype.
+    const kjit::jit::ModuleVariant scalars{{false, true, true, false}, std::vector<std::optional<DType>>(4)};
+    auto t = Clock::now();
+    axpb.check(types);
+    const double check = ms_since(t);
+    // What the call below needs, as it gets it: the small variant's program (from disk), then
+    // loaded on the device.
+    t = Clock::now();
+    (void)jit::compile_elementwise_entry(axpb, types, scalars, "", jit::ElementwiseEntry::small32);
+    const double compile = ms_since(t);
+    t = Clock::now();
+    (void)jit::elementwise_variants(axpb, types, scalars, 0).function(jit::ElementwiseEntry::small32);
+    const double load = ms_since(t);
+    t = Clock::now();
+    (void)axpb({x, 2.0f, 1.0f}, {s, -1});
+    s.synchronize();
+    const double call = ms_since(t);
+    std::printf("%.4f %.4f %.4f %.4f\n", check, compile, load, call);
+    return 0;
+}
+
+}  // namespace kjit::cli::bench

@@ -1,0 +1,61 @@
+#include "tools/cli/bench_support.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace kjit::cli::bench {
+
+std::string today() {
+    char buf[32];
+    const std::time_t t = std::time(nullptr);
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+    return buf;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+double time_ms(const std::function<void()>& launch, const Stream& stream, int batch, int repeats) {
+    launch();  // warm: compiles, loads, touches the memory
+    stream.synchronize();
+    std::vector<double> per_call;
+    Event start, end;
+    for (int r = 0; r < repeats; ++r) {
+        start.record(stream);
+        for (int k = 0; k < batch; ++k) launch();
+        end.record(stream);
+        end.synchronize();
+        per_call.push_back(Event::elapsed_ms(start, end) / batch);
+    }
+    std::sort(per_call.begin(), per_call.end());
+    return per_call[per_call.size() / 2];
+}
+
+Array filled(DType t, const Shape& shape, double value, const Stream& s) {
+    const ElementwiseKernel fill("T v", "T y", "y = v", "bench_fill");
+    Array a = Array::empty(shape, t, Device::cuda(0), s);
+    fill.launch({Scalar(value).cast(t), a}, {s, -1});
+    return a;
+}
+
+Record bandwidth_case(const std::string& name, DType t, std::int64_t n, double bytes, const std::function<void()>& launch,
+                      const Stream& s, const std::string& note) {
+    Record r;
+    r.name = name;
+    r.dtype = std::string(t.name());
+    r.n = n;
+    r.bytes = bytes;
+    r.ms = time_ms(launch, s);
+    r.gbps = bytes / (*r.ms * 1e-3) / 1e9;
+    r.note = note;
+    return r;
+}
+
+std::vector<Record>& extra_records() {
+    static std::vector<Record> extra;
+    return extra;
+}
+
+}  // namespace kjit::cli::bench

@@ -1,0 +1,66 @@
+// What the cases of `kjit bench` share (tools/cli/bench_command.cpp runs them): the record a case
+// returns, timing with CUDA events, arrays filled on the GPU. The cases live in one file per group
+// (bench_elementwise.cpp, bench_first_calls.cpp, bench_reductions.cpp, bench_matmul.cpp).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kjit/kjit.hpp"
+
+namespace kjit::cli::bench {
+
+using Clock = std::chrono::steady_clock;
+
+struct Record {
+    std::string name;
+    std::string dtype;
+    std::int64_t n = 0;
+    double bytes = 0;
+    std::optional<double> gbps, us_per_call, ms;
+    std::string note, error;
+    std::string variant;  // a secondary measurement of the case (tools/bench/README.md)
+    std::optional<double> tflops;
+    std::string impl = "kjit";  // or "cublas": the raw library on the same shapes
+};
+
+using Case = std::function<Record(const Stream&)>;
+using Cases = std::vector<std::pair<std::string, Case>>;
+
+// Today's date (UTC), as records carry it.
+std::string today();
+
+// The middle value of `v` (the upper one of an even count).
+double median(std::vector<double> v);
+
+// Milliseconds per call of `launch` on `stream`: median over `repeats` batches of `batch` calls.
+double time_ms(const std::function<void()>& launch, const Stream& stream, int batch = 20, int repeats = 7);
+
+// A new device array of `shape` holding `value` everywhere.
+Array filled(DType t, const Shape& shape, double value, const Stream& s);
+
+// A bandwidth record: `launch` timed by time_ms(), `bytes` moved per call.
+Record bandwidth_case(const std::string& name, DType t, std::int64_t n, double bytes, const std::function<void()>& launch,
+                      const Stream& s, const std::string& note);
+
+// Records a case adds beside its own (raw cuBLAS beside kjit's matmul), printed after it.
+std::vector<Record>& extra_records();
+
+// The groups of cases, in the order the table lists them. `self`: this program's path (the
+// fresh-process cases start it again).
+void add_elementwise_cases(Cases& c);
+void add_first_call_cases(Cases& c, const std::string& self);
+void add_reduction_cases(Cases& c);
+void add_matmul_cases(Cases& c, std::vector<Record>& extra);
+
+// `kjit bench --probe` and `--probe-phases`: a fresh process's first call of a cached kernel,
+// whole and in steps; print milliseconds, return the exit status.
+int probe();
+int probe_phases();
+
+}  // namespace kjit::cli::bench
