@@ -476,6 +476,8 @@ Entry DiskStore::get_or_create(const std::string& key, const std::function<Entry
     const bool ok = write_locked(e, path);
     lock.unlock();
     if (ok && max_bytes_ > 0) prune_except(max_bytes_, path);
+    // Killed writers of other keys leave temporaries no later writer of theirs may remove.
+    if (ok) std::call_once(swept_, [this] { sweep_stale_temporaries(kStaleTemporaryAge); });
     return e;
 }
 

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -113,8 +114,11 @@ public:
     std::optional<std::string> read_alias(const std::string& alias) const;
 
     // Removes temporaries older than `older_than` whose key nobody is writing now (left by a
-    // killed writer); returns how many. Does nothing unless writable().
+    // killed writer); returns how many. Does nothing unless writable(). The first entry a store
+    // writes sweeps those older than kStaleTemporaryAge (one listing of the folder per store, paid
+    // after a compile, never by a cache hit); `kjit cache prune` sweeps them too.
     std::size_t sweep_stale_temporaries(std::chrono::seconds older_than);
+    static constexpr std::chrono::seconds kStaleTemporaryAge{3600};
 
 private:
     std::uint64_t prune_except(std::uint64_t max_bytes, const std::filesystem::path& keep);
@@ -129,6 +133,7 @@ private:
     unsigned file_mode_ = 0600;   // entries, temporaries and lock files
     unsigned shard_mode_ = 0700;  // shard folders
     std::atomic<std::uint64_t> tmp_counter_{0};
+    std::once_flag swept_;  // the sweep after this store's first write
 };
 
 namespace detail {

@@ -334,6 +334,30 @@ TEST_CASE("stale temporaries are swept by age, unless their key is being written
     CHECK_FALSE(fs::exists(tb));
 }
 
+TEST_CASE("a store's first write sweeps other keys' stale temporaries, once", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const std::string a = key_of(4), b = key_of(5), c = key_of(6);
+    const fs::path old_tmp = DiskStore(tmp.path(), true).entry_path(b).string() + ".tmp.99999.0";
+    const fs::path young_tmp = DiskStore(tmp.path(), true).entry_path(c).string() + ".tmp.99999.1";
+    put_file(old_tmp, {1, 2, 3});
+    put_file(young_tmp, {1, 2, 3});
+    const auto old = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) - 7200;
+    const timespec times[2] = {{old, 0}, {old, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, old_tmp.c_str(), times, 0) == 0);
+    DiskStore store(tmp.path(), true);
+    (void)store.read(a);  // a miss lists nothing
+    CHECK(fs::exists(old_tmp));
+    (void)store.get_or_create(a, [&] { return make_entry(a, 100); });
+    CHECK_FALSE(fs::exists(old_tmp));  // an hour old and nobody writing b
+    CHECK(fs::exists(young_tmp));      // may be a live write
+    // Once per store: a later stale temporary waits for the next store (process) or a prune.
+    put_file(old_tmp, {1, 2, 3});
+    REQUIRE(::utimensat(AT_FDCWD, old_tmp.c_str(), times, 0) == 0);
+    (void)store.get_or_create(c, [&] { return make_entry(c, 100); });
+    CHECK(fs::exists(old_tmp));
+    CHECK(DiskStore(tmp.path(), true).sweep_stale_temporaries(DiskStore::kStaleTemporaryAge) == 1);
+}
+
 TEST_CASE("every bit flip and truncation of a stored entry is detected on read", "[disk_store]") {
     kjit::test::TempDir tmp;
     DiskStore store(tmp.path(), true);

@@ -92,7 +92,9 @@ int cache_command(const std::string& action, const std::string& dir_flag, std::u
     }
     if (action == "prune") {
         const std::uint64_t removed = store.prune(max_bytes);
-        fmt::print("{}: removed {} bytes; {} bytes left\n", dir, removed, store.total_bytes());
+        const std::size_t stale = store.sweep_stale_temporaries(cache::DiskStore::kStaleTemporaryAge);
+        fmt::print("{}: removed {} bytes; {} bytes left; {} stale temporar{} removed\n", dir, removed, store.total_bytes(), stale,
+                   stale == 1 ? "y" : "ies");
         return 0;
     }
     if (action == "clear") {
