@@ -1,11 +1,13 @@
 #include "jit/program_lookup.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sys/stat.h>
 
 #include "cache/cache_key.hpp"
 #include "cache/kernel_cache.hpp"
@@ -13,6 +15,7 @@
 #include "jit/nvrtc_identity.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
 namespace kjit::jit {
@@ -23,6 +26,29 @@ const std::string& key_source(const CachedProgram& p) {
 }
 
 std::string spec_of(const CachedProgram& p) { return p.spec_json ? p.spec_json() : std::string(); }
+
+// KJIT_SAVE_SOURCE=1: every program about to be compiled is written to <writable
+// folder>/sources/<key>.cu first (so that a failing compile leaves it too), for reading what kjit
+// generated. Read at each compile, which costs nothing beside NVRTC.
+void save_source_if_asked(const std::string& dir, const std::string& key, const std::string& source) {
+    const char* e = std::getenv("KJIT_SAVE_SOURCE");
+    if (e == nullptr || std::string(e) != "1") return;
+    if (dir.empty()) {
+        detail::warn_once("save-source", "KJIT_SAVE_SOURCE=1 but there is no writable cache folder to save sources in");
+        return;
+    }
+    const std::string folder = dir + "/sources";
+    const std::string path = folder + "/" + key + ".cu";
+    ::mkdir(folder.c_str(), 0700);  // an existing folder is fine; any other failure shows at fopen
+    FILE* f = std::fopen(path.c_str(), "wb");
+    bool ok = f != nullptr && std::fwrite(source.data(), 1, source.size(), f) == source.size();
+    if (f != nullptr && std::fclose(f) != 0) ok = false;
+    if (!ok) {
+        detail::warn_once("save-source:" + folder, "KJIT_SAVE_SOURCE: cannot write " + path);
+        return;
+    }
+    detail::log(detail::LogLevel::info, "saved the source of " + key + " as " + path);
+}
 
 // The manifest entry when the cache records one, else nothing (made only then).
 std::string spec_to_record(const CachedProgram& p, const cache::KernelCache& c) {
@@ -75,6 +101,7 @@ std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const Arch
     r.arch = name;
     r.spec_json = spec_to_record(p, *kernel_cache);
     r.compile = [&] {
+        save_source_if_asked(kernel_cache->writable_dir(), r.key, p.request.source);
         const CompileResult result = compile_cuda(p.request);
         if (compile_ms) *compile_ms = result.compile_ms;
         if (log) *log = result.log;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cache/cache_key.hpp"
+#include "cache/disk_store.hpp"
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
 #include "jit/arch.hpp"
@@ -26,6 +27,7 @@
 
 using kjit::test::cache_in;
 using kjit::test::ProcessCacheGuard;
+namespace fs = std::filesystem;
 using kjit::DType;
 using kjit::cache::Entry;
 using kjit::cache::KernelCache;
@@ -320,6 +322,33 @@ TEST_CASE("the NVRTC a process would load is remembered beside the cache", "[ker
     CHECK_FALSE(with(record + "extra=1\n"));
     CHECK_FALSE(with("{\"environment\": 1"));
     CHECK_FALSE(kjit::jit::remembered_nvrtc("").has_value());
+}
+
+TEST_CASE("KJIT_SAVE_SOURCE=1 writes each compiled program's source beside the cache", "[kernel_cache][nvrtc]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir dir;
+    kjit::configure_cache(cache_in(dir.path()));
+    const kjit::ElementwiseKernel k("T x", "T y", "y = x * 7", "saved_source");
+    k.compile({{"T", DType::float32}}, "sm_90");
+    CHECK_FALSE(fs::exists(dir.path() / "sources"));  // not asked
+    ::setenv("KJIT_SAVE_SOURCE", "1", 1);
+    const kjit::ElementwiseKernel k2("T x", "T y", "y = x * 8", "saved_source");
+    try {
+        k2.compile({{"T", DType::float32}}, "sm_90");
+    } catch (...) {
+        ::unsetenv("KJIT_SAVE_SOURCE");
+        throw;
+    }
+    ::unsetenv("KJIT_SAVE_SOURCE");
+    std::vector<fs::path> saved;
+    for (const auto& e : fs::directory_iterator(dir.path() / "sources")) saved.push_back(e.path());
+    REQUIRE(saved.size() == 1);
+    CHECK(saved[0].extension() == ".cu");
+    std::ifstream in(saved[0]);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == k2.source({{"T", DType::float32}}));
+    // The folder is not a shard: the cache's listing and verification ignore it.
+    CHECK(kjit::cache::DiskStore(dir.path(), false).verify().empty());
 }
 
 TEST_CASE("cost of cache hits", "[.][cache_bench]") {
