@@ -144,21 +144,17 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     std::size_t input_bytes = 0;
     for (const Operand& o : operands)
         if (o.slot >= 0 && !params[o.param].is_output) input_bytes += stored(o.param).itemsize();
-    // KJIT_TUNE_TILE=64 tries the wider tile first, KJIT_TUNE_TILES_PER_STEP the number of tiles
-    // a block stages before computing (for measurements, docs/PERFORMANCE.md).
+    // 64 x 64 tiles where every input's tile fits in 40 KiB of static shared memory, else 32 x 32
+    // (measured on the H200 with each thread's loads issued together: 93% of copy against 83%;
+    // docs/PERFORMANCE.md). KJIT_TUNE_TILE=32 keeps the smaller tile, for measurements.
     const char* tune = std::getenv("KJIT_TUNE_TILE");
-    const int first_tile = tune != nullptr && std::string(tune) == "64" ? 64 : 32;
-    const char* tune_step = std::getenv("KJIT_TUNE_TILES_PER_STEP");
-    const int want_step = tune_step != nullptr ? std::max(1, std::min(4, std::atoi(tune_step))) : 1;
+    const int first_tile = tune != nullptr && std::string(tune) == "32" ? 32 : 64;
     for (const int tile : {first_tile, 32}) {
-        for (int step = want_step; step >= 1; step /= 2) {
-            const std::size_t bytes = input_bytes * static_cast<std::size_t>(step * tile * (tile + 1));
-            if (m.array_operands > 1 && bytes > 0 && bytes <= 40 * 1024 && m.tiled32.empty()) {
-                m.tiled32 = name + "_tiled32";
-                m.tiled_shared_bytes = bytes;
-                m.tile = tile;
-                m.tiles_per_step = step;
-            }
+        const std::size_t bytes = input_bytes * static_cast<std::size_t>(tile * (tile + 1));
+        if (m.array_operands > 1 && bytes > 0 && bytes <= 40 * 1024 && m.tiled32.empty()) {
+            m.tiled32 = name + "_tiled32";
+            m.tiled_shared_bytes = bytes;
+            m.tile = tile;
         }
     }
 
@@ -376,68 +372,79 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         }
 
         // Tiled: two dimensions where some inputs are transposed against the outputs (their first
-        // dimension is the contiguous one). Each block takes TILE x TILE tiles; transposed inputs are read
-        // along their contiguous dimension into shared memory, then every element is computed in the
-        // outputs' order, so that reads and writes stay coalesced.
+        // dimension is the contiguous one). Each block takes TILE x TILE tiles; transposed inputs are
+        // read along their contiguous dimension into shared memory, then every element is computed
+        // in the outputs' order, so that reads and writes stay coalesced. Each thread issues all of
+        // its loads of a step before using any (PER elements per operand), which is what brings the
+        // transposed read near the copy's speed (docs/PERFORMANCE.md).
         if (!m.tiled32.empty()) {
             s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
               << ">& layout) {\n";
-            s << "    constexpr int TILE = " << m.tile << ", P = " << m.tiles_per_step << ";\n";
+            // A thread works on one lane of the tile and every STEP-th line across it: its PER
+            // elements are at one base address plus multiples of a stride, which keeps registers
+            // few (computing every element's address apart took 191 registers, one block per SM).
+            s << "    constexpr int TILE = " << m.tile << ", STEP = 256 / TILE, PER = TILE / STEP;  // blockDim.x is 256\n";
+            std::vector<const Operand*> inputs;
             for (const Operand& o : operands)
-                if (o.slot >= 0 && !params[o.param].is_output)
-                    s << "    __shared__ " << cuda_type(stored(o.param)) << " tile_" << params[o.param].name << "[P][TILE][TILE + 1];\n";
+                if (o.slot >= 0 && !params[o.param].is_output) inputs.push_back(&o);
+            for (const Operand* o : inputs)
+                s << "    __shared__ " << cuda_type(stored(o->param)) << " tile_" << params[o->param].name << "[TILE][TILE + 1];\n";
             s << "    const int rows = static_cast<int>(layout.shape[0]), cols = static_cast<int>(layout.shape[1]);\n";
             s << "    const int tiles_across = (cols + TILE - 1) / TILE, tiles = ((rows + TILE - 1) / TILE) * tiles_across;\n";
-            s << "    const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE, ny = blockDim.x / TILE;\n";
-            for (const Operand& o : operands)
-                if (o.slot >= 0 && !params[o.param].is_output) {
-                    const std::string sl = std::to_string(o.slot);
-                    s << "    const bool staged_" << params[o.param].name << " = layout.strides[" << sl << "][0] == 1 && layout.strides["
-                      << sl << "][1] != 1;\n";
-                }
-            // P neighbouring tiles per step: all their loads are issued before the first sync.
-            s << "    for (int first = blockIdx.x * P; first < tiles; first += gridDim.x * P) {\n";
-            s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
-            s << "            const int t = first + h;\n";
-            s << "            if (t >= tiles) break;\n";
-            s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
-            for (const Operand& o : operands) {
-                if (o.slot < 0 || params[o.param].is_output) continue;
-                const std::string& pn = params[o.param].name;
-                const std::string sl = std::to_string(o.slot);
-                s << "            if (staged_" << pn << ")\n";
-                s << "#pragma unroll 4\n                for (int j = ty; j < TILE; j += ny) {\n";
-                s << "                    const int r = r0 + tx, c = c0 + j;\n";
-                s << "                    if (r < rows && c < cols) tile_" << pn << "[h][j][tx] = args." << pn << "[r * (int)layout.strides["
-                  << sl << "][0] + c * (int)layout.strides[" << sl << "][1]];\n";
-                s << "                }\n";
+            s << "    const int lane = threadIdx.x % TILE, band = threadIdx.x / TILE;\n";
+            auto stride = [&](const Operand& o, int d) {
+                return "(int)layout.strides[" + std::to_string(o.slot) + "][" + std::to_string(d) + "]";
+            };
+            for (const Operand* o : inputs)
+                s << "    const bool staged_" << params[o->param].name << " = " << stride(*o, 0) << " == 1 && " << stride(*o, 1) << " != 1;\n";
+            s << "    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {\n";
+            s << "        const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
+            // Staging: row r0 + lane, columns c0 + band + k * STEP (along the input's contiguous
+            // dimension across a warp); every load first, then the stores into the tile.
+            s << "        const int sr = r0 + lane;\n";
+            for (const Operand* o : inputs) {
+                const std::string& pn = params[o->param].name;
+                s << "        " << cuda_type(stored(o->param)) << " v_" << pn << "[PER];\n";
+                s << "        if (staged_" << pn << ") {\n";
+                s << "            const auto* base = args." << pn << " + sr * " << stride(*o, 0) << " + (c0 + band) * " << stride(*o, 1) << ";\n";
+                s << "#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
+                s << "                if (sr < rows && c0 + band + k * STEP < cols) v_" << pn << "[k] = base[k * STEP * " << stride(*o, 1) << "];\n";
+                s << "        }\n";
             }
-            s << "        }\n";
+            for (const Operand* o : inputs) {
+                const std::string& pn = params[o->param].name;
+                s << "        if (staged_" << pn << ") {\n#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
+                s << "                if (sr < rows && c0 + band + k * STEP < cols) tile_" << pn << "[band + k * STEP][lane] = v_" << pn << "[k];\n";
+                s << "        }\n";
+            }
             s << "        __syncthreads();\n";
-            s << "#pragma unroll\n        for (int h = 0; h < P; ++h) {\n";
-            s << "            const int t = first + h;\n";
-            s << "            if (t >= tiles) break;\n";
-            s << "            const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
-            s << "#pragma unroll 4\n            for (int j = ty; j < TILE; j += ny) {\n";
-            s << "                const int r = r0 + j, c = c0 + tx;\n";
-            s << "                if (r >= rows || c >= cols) continue;\n";
+            // Computing: column c0 + lane, rows r0 + band + k * STEP (the outputs' order across a
+            // warp); every input's values first, one loop per input and case (a select between the
+            // tile and memory would issue both loads), then the body and the stores.
+            s << "        const int cc = c0 + lane;\n";
+            for (const Operand* o : inputs) {
+                const std::string& pn = params[o->param].name;
+                s << "        if (staged_" << pn << ") {\n#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
+                s << "                if (r0 + band + k * STEP < rows && cc < cols) v_" << pn << "[k] = tile_" << pn << "[lane][band + k * STEP];\n";
+                s << "        } else {\n";
+                s << "            const auto* base = args." << pn << " + (r0 + band) * " << stride(*o, 0) << " + cc * " << stride(*o, 1) << ";\n";
+                s << "#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
+                s << "                if (r0 + band + k * STEP < rows && cc < cols) v_" << pn << "[k] = base[k * STEP * " << stride(*o, 0) << "];\n";
+                s << "        }\n";
+            }
+            s << "#pragma unroll\n        for (int k = 0; k < PER; ++k) {\n";
+            s << "            const int r = r0 + band + k * STEP;\n";
+            s << "            if (r >= rows || cc >= cols) continue;\n";
             std::vector<std::string> elements;
             for (const Operand& o : operands) {
-                const std::string arg = "args." + params[o.param].name;
-                if (o.slot < 0) {
-                    elements.push_back(arg);
-                    continue;
-                }
-                const std::string sl = std::to_string(o.slot);
-                const std::string direct = arg + "[r * (int)layout.strides[" + sl + "][0] + c * (int)layout.strides[" + sl + "][1]]";
-                if (params[o.param].is_output)
-                    elements.push_back(direct);
+                if (o.slot < 0)
+                    elements.push_back("args." + params[o.param].name);
+                else if (params[o.param].is_output)
+                    elements.push_back("args." + params[o.param].name + "[r * " + stride(o, 0) + " + cc * " + stride(o, 1) + "]");
                 else
-                    elements.push_back(as_param(o, "(staged_" + params[o.param].name + " ? tile_" + params[o.param].name +
-                                                       "[h][tx][j] : " + direct + ")"));
+                    elements.push_back(as_param(o, "v_" + params[o.param].name + "[k]"));
             }
-            s << "                " << call_body(elements, "r * cols + c") << "\n";
-            s << "            }\n";
+            s << "            " << call_body(elements, "r * cols + cc") << "\n";
             s << "        }\n";
             s << "        __syncthreads();\n";
             s << "    }\n}\n\n";

@@ -40,7 +40,6 @@ struct GeneratedModule {
     std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32, small32;
     std::size_t tiled_shared_bytes = 0;  // static shared memory of the tiled variant
     int tile = 32;              // the tiled variant's tiles are tile x tile elements
-    int tiles_per_step = 1;     // tiles a block of the tiled variant stages before computing
     int unroll = 4;             // vectors per thread per step of the contiguous variants
     int vector_width = 1;       // elements per vector load in the contiguous variants
     int array_operands = 0;     // operands of the strided Layout, in parameter order

@@ -298,8 +298,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                 break;
             case detail::Variant::tiled:
                 f = m.function(ElementwiseEntry::tiled32);
-                items = (((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) +
-                         m.tiles_per_step - 1) / m.tiles_per_step * kThreads;
+                items = ((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) * kThreads;
                 break;
             case detail::Variant::strided:
                 f = m.function(choice.index64 ? ElementwiseEntry::strided64 : ElementwiseEntry::strided32);

@@ -48,7 +48,6 @@ struct ElementwiseVariants {
     int vector_width = 1;
     int unroll = 4;
     int tile = 32;
-    int tiles_per_step = 1;
     bool has_rows = false;
     bool has_tiled = false;
     CUfunction function(ElementwiseEntry e) const { return loader->group(static_cast<std::size_t>(e))[0]; }

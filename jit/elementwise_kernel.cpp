@@ -226,7 +226,6 @@ KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBi
     km.vector_width = p.generated.vector_width;
     km.unroll = p.generated.unroll;
     km.tile = p.generated.tile;
-    km.tiles_per_step = p.generated.tiles_per_step;
     return km;
 }
 
@@ -265,7 +264,6 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
     v.vector_width = small.generated.vector_width;
     v.unroll = small.generated.unroll;
     v.tile = small.generated.tile;
-    v.tiles_per_step = small.generated.tiles_per_step;
     v.has_rows = !small.generated.rows32.empty();
     v.has_tiled = !small.generated.tiled32.empty();
     std::vector<std::vector<std::string>> groups(kElementwiseEntries);

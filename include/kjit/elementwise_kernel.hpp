@@ -79,7 +79,6 @@ struct KernelModule {
     int vector_width = 1;             // elements per vector load of the contiguous and rows variants
     int unroll = 1;                   // vectors per thread per step of the contiguous variants
     int tile = 32;                    // the tiled variant's tiles are tile x tile elements
-    int tiles_per_step = 1;           // tiles one block of the tiled variant takes at a time
     std::string arch;                 // what the loaded cubin was built for
     bool compiled_from_ptx = false;   // the driver compiled cached PTX for this GPU (and kjit cached the result)
 };
