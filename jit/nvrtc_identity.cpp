@@ -108,6 +108,7 @@ void remember_nvrtc(const std::string& cache_dir) {
         if (f == nullptr) return;
         const bool written = std::fwrite(record.data(), 1, record.size(), f) == record.size();
         if (std::fclose(f) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+        std::remove((cache_dir + "/nvrtc-identity.json").c_str());  // the JSON record of kjit before 2026-12-01
     } catch (const std::exception&) {
         // only a shortcut: without it the next process loads NVRTC to learn its version
     }
