@@ -66,7 +66,7 @@ void fail_parse(const SourceText& source, SourcePos pos, const std::string& mess
 }
 
 void fail_type(const SourceText& source, SourcePos pos, const std::string& message, const std::string& hint) {
-    throw TypeError(make_parse_error(source, pos, message, hint).what());
+    throw TypeError(make_parse_error(source, pos, message, hint).location());
 }
 
 namespace {

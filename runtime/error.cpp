@@ -38,12 +38,10 @@ std::string oom_detail(std::size_t requested, std::size_t free_bytes, std::size_
 ParseError::ParseError(std::string where, int line, int column, std::string message, std::string snippet,
                        std::string hint)
     : Error(parse_error_text(where, line, column, message, snippet, hint)),
-      where_(std::move(where)),
-      line_(line),
-      column_(column),
-      message_(std::move(message)),
-      snippet_(std::move(snippet)),
-      hint_(std::move(hint)) {}
+      at_{std::move(where), line, column, std::move(message), std::move(snippet), std::move(hint)} {}
+
+TypeError::TypeError(SourceLocation at)
+    : Error(parse_error_text(at.where, at.line, at.column, at.message, at.snippet, at.hint)), at_(std::move(at)) {}
 
 CompileError::CompileError(std::string message, std::string log, std::string source_excerpt)
     : Error(message + (log.empty() ? "" : "\nNVRTC log:\n" + log) +

@@ -155,6 +155,39 @@ TEST_CASE("type errors are TypeError, syntax errors ParseError", "[typecheck]") 
     CHECK_THROWS_AS(mod.check(f32), kjit::TypeError);
 }
 
+TEST_CASE("a type error in a kernel string says where, as a parse error does", "[typecheck]") {
+    try {
+        ElementwiseKernel("T x", "T y", "y = x;\ny = x % 2.5;").check(f32);
+        FAIL("no TypeError");
+    } catch (const kjit::TypeError& e) {
+        const kjit::SourceLocation& at = e.location();
+        CHECK(at.where == "op");
+        CHECK(at.line == 2);
+        CHECK(at.column == 7);
+        CHECK(at.message == "% needs integer operands, not float32 and float64");
+        CHECK(at.snippet == "y = x % 2.5;\n      ^");
+        CHECK(at.hint == "for floats use fmod(a, b)");
+        CHECK(std::string(e.what()).rfind("op:2:7: error: % needs integer operands", 0) == 0);
+    }
+    // A binding that leaves a placeholder unbound points at the parameter that needs it.
+    try {
+        ElementwiseKernel("T x", "T y", "y = x;").check({{"U", DType::float32}});
+        FAIL("no TypeError");
+    } catch (const kjit::TypeError& e) {
+        CHECK(e.location().where == "in");
+        CHECK(e.location().line == 1);
+        CHECK(e.location().column == 1);
+    }
+    // A type mistake made with no kernel string has no place.
+    try {
+        (void)DType::parse("floaty");
+        FAIL("no TypeError");
+    } catch (const kjit::TypeError& e) {
+        CHECK(e.location().line == 0);
+        CHECK(e.location().where.empty());
+    }
+}
+
 TEST_CASE("bindings: missing, unknown and malformed", "[typecheck]") {
     const ElementwiseKernel k("T x, U s", "T y", "y = x * s;", "k");
     CHECK(diagnostic(k, {{"T", DType::float32}}) ==

@@ -16,32 +16,46 @@ public:
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
-// A kernel string that does not parse: `where` names the string ("op", "in", "out"...),
-// line and column are 1-based, `snippet` is the source line with a caret under the column.
+// A place in a kernel string and what is wrong there: `where` names the string ("op", "in",
+// "out"...), line and column are 1-based, `snippet` is the source line with a caret under the
+// column.
+struct SourceLocation {
+    std::string where;
+    int line = 0;
+    int column = 0;
+    std::string message;
+    std::string snippet;
+    std::string hint;
+};
+
+// A kernel string that does not parse.
 class ParseError : public Error {
 public:
     ParseError(std::string where, int line, int column, std::string message, std::string snippet,
                std::string hint = {});
-    const std::string& where() const noexcept { return where_; }
-    int line() const noexcept { return line_; }
-    int column() const noexcept { return column_; }
-    const std::string& message() const noexcept { return message_; }
-    const std::string& snippet() const noexcept { return snippet_; }
-    const std::string& hint() const noexcept { return hint_; }
+    const std::string& where() const noexcept { return at_.where; }
+    int line() const noexcept { return at_.line; }
+    int column() const noexcept { return at_.column; }
+    const std::string& message() const noexcept { return at_.message; }
+    const std::string& snippet() const noexcept { return at_.snippet; }
+    const std::string& hint() const noexcept { return at_.hint; }
+    const SourceLocation& location() const noexcept { return at_; }
 
 private:
-    std::string where_;
-    int line_;
-    int column_;
-    std::string message_;
-    std::string snippet_;
-    std::string hint_;
+    SourceLocation at_;
 };
 
-// A well-formed kernel or call whose types do not fit (wrong dtype, write to an input...).
+// A well-formed kernel or call whose types do not fit (wrong dtype, write to an input...). A
+// mistake inside a kernel string has its place, and its text is formatted as a ParseError's;
+// location().line is 0 for the others (a call's arguments, a binding).
 class TypeError : public Error {
 public:
     using Error::Error;
+    explicit TypeError(SourceLocation at);
+    const SourceLocation& location() const noexcept { return at_; }
+
+private:
+    SourceLocation at_;
 };
 
 // Shapes that cannot be broadcast, reshaped or viewed as asked.
