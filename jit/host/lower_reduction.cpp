@@ -77,6 +77,11 @@ private:
     Value* element_at(Value* base, Value* index, DType t) {
         return b_.CreateGEP(b_.getInt8Ty(), base, b_.CreateMul(index, b_.getInt64(static_cast<std::int64_t>(t.itemsize()))));
     }
+    // The map's inputs in a lowered function: raw and scalar parameters loaded once into `map`,
+    // array inputs as operands (first element, stride) from the offset and stride arrays; with
+    // `in_step`, each array input's column step too, into `steps`.
+    std::vector<Operand> bind_inputs(ExpressionPiece& map, Value* args, Value* in_off, Value* in_stride,
+                                     Value* in_step = nullptr, std::vector<Value*>* steps = nullptr);
     // reduce(a, b) lowered at the builder's position.
     Val reduce(ExpressionPiece& red, const Val& a, const Val& x) {
         red.body.param_values[0] = a;
@@ -103,6 +108,32 @@ private:
     DType rt_;
 };
 
+std::vector<ReductionLowering::Operand> ReductionLowering::bind_inputs(ExpressionPiece& map, Value* args, Value* in_off,
+                                                                      Value* in_stride, Value* in_step,
+                                                                      std::vector<Value*>* steps) {
+    llvm::Type* ptr = b_.getPtrTy();
+    llvm::Type* i64 = b_.getInt64Ty();
+    std::vector<Operand> operands;
+    const CheckedKernel& mk = c_.map.kernel;
+    for (std::size_t p = 0; p + 1 < mk.params.size(); ++p) {
+        const DType t = *mk.param_types[p];
+        const std::size_t at = r_.args.slots[p].offset;
+        if (mk.params[p].raw) {
+            map.body.raw_data[p] = b_.CreateLoad(ptr, field(args, at));
+        } else if (p < r_.scalar.size() && r_.scalar[p]) {
+            map.body.param_values[p] = map.body.load(field(args, at), t);
+        } else {
+            const DType stored = p < r_.storage.size() && r_.storage[p] ? *r_.storage[p] : t;
+            const auto s = static_cast<std::uint64_t>(operands.size());
+            Value* first = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_off, s));
+            Value* base = element_at(b_.CreateLoad(ptr, field(args, at)), first, stored);
+            operands.push_back({p, stored, base, b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_stride, s))});
+            if (in_step != nullptr) steps->push_back(b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_step, s)));
+        }
+    }
+    return operands;
+}
+
 void ReductionLowering::fold(const std::string& symbol) {
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
@@ -120,24 +151,8 @@ void ReductionLowering::fold(const std::string& symbol) {
     ExpressionPiece map(b_, m_, c_.map, entry, rt_);
     ExpressionPiece red(b_, m_, c_.reduce, entry, rt_);
 
-    // Inputs: raw and scalar parameters once; array inputs as (first element, stride).
-    std::vector<Operand> operands;
+    const std::vector<Operand> operands = bind_inputs(map, args, in_off, in_stride);
     const CheckedKernel& mk = c_.map.kernel;
-    for (std::size_t p = 0; p + 1 < mk.params.size(); ++p) {
-        const DType t = *mk.param_types[p];
-        const std::size_t at = r_.args.slots[p].offset;
-        if (mk.params[p].raw) {
-            map.body.raw_data[p] = b_.CreateLoad(ptr, field(args, at));
-        } else if (p < r_.scalar.size() && r_.scalar[p]) {
-            map.body.param_values[p] = map.body.load(field(args, at), t);
-        } else {
-            const DType stored = p < r_.storage.size() && r_.storage[p] ? *r_.storage[p] : t;
-            const auto s = static_cast<std::int64_t>(operands.size());
-            Value* first = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_off, static_cast<std::uint64_t>(s)));
-            Value* base = element_at(b_.CreateLoad(ptr, field(args, at)), first, stored);
-            operands.push_back({p, stored, base, b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_stride, static_cast<std::uint64_t>(s)))});
-        }
-    }
     map.body.size_n = n;
     const std::size_t size = rt_.itemsize();
 
@@ -214,25 +229,9 @@ void ReductionLowering::fold_columns(const std::string& symbol) {
     b_.SetInsertPoint(entry);
     ExpressionPiece map(b_, m_, c_.map, entry, rt_);
     ExpressionPiece red(b_, m_, c_.reduce, entry, rt_);
-    std::vector<Operand> operands;
     std::vector<Value*> step;
+    const std::vector<Operand> operands = bind_inputs(map, args, in_off, in_stride, in_step, &step);
     const CheckedKernel& mk = c_.map.kernel;
-    for (std::size_t p = 0; p + 1 < mk.params.size(); ++p) {
-        const DType t = *mk.param_types[p];
-        const std::size_t at = r_.args.slots[p].offset;
-        if (mk.params[p].raw) {
-            map.body.raw_data[p] = b_.CreateLoad(ptr, field(args, at));
-        } else if (p < r_.scalar.size() && r_.scalar[p]) {
-            map.body.param_values[p] = map.body.load(field(args, at), t);
-        } else {
-            const DType stored = p < r_.storage.size() && r_.storage[p] ? *r_.storage[p] : t;
-            const auto s = static_cast<std::uint64_t>(operands.size());
-            Value* first = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_off, s));
-            Value* base = element_at(b_.CreateLoad(ptr, field(args, at)), first, stored);
-            operands.push_back({p, stored, base, b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_stride, s))});
-            step.push_back(b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, in_step, s)));
-        }
-    }
     map.body.size_n = n;
     const auto size = static_cast<std::int64_t>(rt_.itemsize());
     // Element e of every output w: its lane is e % lanes, at acc[(lane * width + w)] (so that the
