@@ -1,6 +1,7 @@
 #include "kjit/elementwise_kernel.hpp"
 
 #include <cctype>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -242,45 +243,45 @@ std::string entry_name(const jit::GeneratedModule& g, jit::ElementwiseEntry e) {
     }
     return {};
 }
-// The program of one variant, as calls compile it: the small variant generated on its own, the
-// others cut out of the whole module (they share its support code).
-jit::CachedProgram entry_program(const jit::CachedProgram& whole, const jit::EntryLines& lines, const std::vector<std::string>& keep,
-                                 const ElementwiseKernel& kernel, const TypeBinding& types, const jit::ModuleVariant& variant,
-                                 jit::ElementwiseEntry entry) {
-    if (entry == jit::ElementwiseEntry::small32) return prepare(kernel, types, variant, true).program;
-    return jit::program_with_entries(whole, lines, keep);
+// A kernel's variants for one binding: the small variant's generation (it knows every variant's
+// name and shape) and a maker of each variant's program, as calls compile them: the small variant
+// generated on its own, the others cut out of the whole module (they share its support code),
+// which is generated when one of them is first needed. The maker is not thread-safe (the loader
+// calls it under its lock).
+struct VariantPrograms {
+    Prepared small;
+    std::vector<std::vector<std::string>> groups;  // each entry's name, or none
+    std::function<jit::CachedProgram(std::size_t)> program_of;
+};
+
+VariantPrograms variant_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const jit::ModuleVariant& variant) {
+    VariantPrograms v{prepare(kernel, types, variant, true), std::vector<std::vector<std::string>>(jit::kElementwiseEntries), {}};
+    for (int e = 0; e < jit::kElementwiseEntries; ++e) {
+        const std::string name = entry_name(v.small.generated, static_cast<jit::ElementwiseEntry>(e));
+        if (!name.empty()) v.groups[static_cast<std::size_t>(e)] = {name};
+    }
+    auto whole = std::make_shared<std::optional<Prepared>>();
+    v.program_of = [small_program = v.small.program, whole, groups = v.groups, kernel, types, variant](std::size_t g) {
+        if (static_cast<jit::ElementwiseEntry>(g) == jit::ElementwiseEntry::small32) return small_program;
+        if (!*whole) *whole = prepare(kernel, types, variant);
+        return jit::program_with_entries((*whole)->program, (*whole)->generated.entry_lines, groups[g]);
+    };
+    return v;
 }
 
 }  // namespace
 
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {
-    // The small variant's own program first: its generation knows every variant's name and
-    // shape, and small calls need nothing else. The whole module, which the other variants are
-    // cut from, is generated when one of them is first needed (a first call on small arrays, from
-    // disk or not, checks and generates once).
-    Prepared small = prepare(kernel, types, variant, true);
+    // A first call on small arrays, from disk or not, checks and generates once.
+    VariantPrograms p = variant_programs(kernel, types, variant);
     ElementwiseVariants v;
-    v.vector_width = small.generated.vector_width;
-    v.unroll = small.generated.unroll;
-    v.tile = small.generated.tile;
-    v.has_rows = !small.generated.rows32.empty();
-    v.has_tiled = !small.generated.tiled32.empty();
-    std::vector<std::vector<std::string>> groups(kElementwiseEntries);
-    for (int e = 0; e < kElementwiseEntries; ++e) {
-        const std::string name = entry_name(small.generated, static_cast<ElementwiseEntry>(e));
-        if (!name.empty()) groups[static_cast<std::size_t>(e)] = {name};
-    }
-    std::string description = small.program.description;
-    // Called under the loader's lock (one group load at a time), so `whole` needs none of its own.
-    auto whole = std::make_shared<std::optional<Prepared>>();
-    v.loader = std::make_shared<LazyEntryPoints>(
-        [small_program = std::move(small.program), whole, groups, kernel, types, variant](std::size_t g) {
-            if (static_cast<ElementwiseEntry>(g) == ElementwiseEntry::small32) return small_program;
-            if (!*whole) *whole = prepare(kernel, types, variant);
-            return program_with_entries((*whole)->program, (*whole)->generated.entry_lines, groups[g]);
-        },
-        std::move(groups), std::move(description), ordinal);
+    v.vector_width = p.small.generated.vector_width;
+    v.unroll = p.small.generated.unroll;
+    v.tile = p.small.generated.tile;
+    v.has_rows = !p.small.generated.rows32.empty();
+    v.has_tiled = !p.small.generated.tiled32.empty();
+    v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program_of), std::move(p.groups), p.small.program.description, ordinal);
     return v;
 }
 
@@ -300,10 +301,9 @@ const char* jit::elementwise_entry_label(ElementwiseEntry entry) {
 
 jit::CompiledModules jit::compile_elementwise_entry(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                     const ModuleVariant& variant, const std::string& arch, ElementwiseEntry entry) {
-    const Prepared p = prepare(kernel, types, variant);
-    const std::string name = entry_name(p.generated, entry);
-    if (name.empty()) return {};
-    CachedProgram program = entry_program(p.program, p.generated.entry_lines, {name}, kernel, types, variant, entry);
+    const VariantPrograms p = variant_programs(kernel, types, variant);
+    if (p.groups[static_cast<std::size_t>(entry)].empty()) return {};
+    CachedProgram program = p.program_of(static_cast<std::size_t>(entry));
     const FoundProgram found = find_or_compile_program(program, arch);
     return {found.entry->meta.arch, found.compile_ms};
 }
