@@ -14,6 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "kjit/error.hpp"
 #include "runtime/detail/log.hpp"
 
@@ -28,6 +31,10 @@ constexpr std::string_view kTmpInfix = ".kjit.tmp.";
 constexpr std::string_view kLockSuffix = ".lock";
 constexpr std::string_view kAliasSuffix = ".alias";
 constexpr std::string_view kAliasTmpInfix = ".alias.tmp.";
+constexpr std::string_view kNoteSuffix = ".note";
+constexpr std::string_view kNoteTmpInfix = ".note.tmp.";
+// A note is a few lines; anything much bigger is not one.
+constexpr std::size_t kMaxNoteBytes = 64 * 1024;
 // No entry is anywhere near this (a cubin is at most tens of MB); a bigger file is damage or
 // something else, and reading it whole would be the huge allocation a corrupt cache must not cause.
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
@@ -191,7 +198,7 @@ std::int64_t last_used_ns(const struct stat& st) {
 }
 
 // What a file name in a shard is, and for which key.
-enum class FileKind { entry, temporary, lock, alias, alias_temporary, other };
+enum class FileKind { entry, temporary, lock, alias, alias_temporary, note, note_temporary, other };
 
 FileKind classify(const std::string& name, std::string& key) {
     if (name.size() < 32) return FileKind::other;
@@ -202,6 +209,8 @@ FileKind classify(const std::string& name, std::string& key) {
     if (rest == kLockSuffix) return FileKind::lock;
     if (rest == kAliasSuffix) return FileKind::alias;
     if (rest.starts_with(kAliasTmpInfix)) return FileKind::alias_temporary;
+    if (rest == kNoteSuffix) return FileKind::note;
+    if (rest.starts_with(kNoteTmpInfix)) return FileKind::note_temporary;
     if (rest.starts_with(kTmpInfix)) return FileKind::temporary;
     return FileKind::other;
 }
@@ -257,7 +266,7 @@ fs::path lock_path_of(const fs::path& entry_path, const std::string& key) {
 }
 
 // The problem with the entry file at `path`, or the entry. `st` receives the file's identity.
-std::optional<Entry> load(int fd, const fs::path& path, const std::string& key, struct stat& st,
+std::optional<Entry> load(int fd, const std::string& path, const std::string& key, struct stat& st,
                           std::string& problem) {
     if (::fstat(fd, &st) != 0) {
         problem = os_error("cannot stat", path);
@@ -343,30 +352,32 @@ fs::path DiskStore::entry_path(const std::string& key) const {
 }
 
 std::optional<Entry> DiskStore::read(const std::string& key) {
-    const fs::path path = entry_path(key);
+    if (!is_valid_key(key)) entry_path(key);  // throws its error
     if (!usable_) return std::nullopt;
+    // Spelled out rather than with std::filesystem::path: this is on a fresh process's first call.
+    const std::string path = dir_.native() + "/" + key.substr(0, 2) + "/" + key + std::string(kEntrySuffix);
     Fd fd = open_retry(path, O_RDONLY);
     if (!fd) {
         if (errno != ENOENT && errno != ENOTDIR)
-            kjit::detail::warn_once("cache-read:" + path.string(), os_error("cannot read cache entry", path));
+            kjit::detail::warn_once("cache-read:" + path, os_error("cannot read cache entry", path));
         return std::nullopt;
     }
     struct stat st {};
     std::string problem;
     auto entry = load(fd.get(), path, key, st, problem);
     if (!entry) {
-        std::string what = "damaged cache entry " + path.string() + ": " + problem;
+        std::string what = "damaged cache entry " + path + ": " + problem;
         if (writable_) {
             // Only if nobody is writing the key now (a writer replaces it anyway; this also covers
             // our own get_or_create, which reads again under the lock) and the path still names
             // the file we read, so that a good entry renamed in meanwhile is not the one removed.
-            EntryLock lock = lock_file(lock_path_of(path, key), file_mode_, Wait::try_only);
+            EntryLock lock = lock_file(lock_path_of(fs::path(path), key), file_mode_, Wait::try_only);
             struct stat now {};
             if (lock && ::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
                 ::unlink(path.c_str()) == 0)
                 what += "; removed";
         }
-        kjit::detail::warn_once("cache-damaged:" + path.string(), what);
+        kjit::detail::warn_once("cache-damaged:" + path, what);
         return std::nullopt;
     }
     if (writable_) {
@@ -538,7 +549,8 @@ std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& k
 void DiskStore::clear() {
     if (!writable_) return;
     for (const auto& f : shard_files(dir_)) {
-        if (f.kind == FileKind::entry || f.kind == FileKind::alias || f.kind == FileKind::alias_temporary) {
+        if (f.kind == FileKind::entry || f.kind == FileKind::alias || f.kind == FileKind::alias_temporary ||
+            f.kind == FileKind::note || f.kind == FileKind::note_temporary) {
             if (::unlink(f.path.c_str()) != 0 && errno != ENOENT)
                 kjit::detail::log(LogLevel::warn, os_error("cannot remove cache file", f.path));
             continue;
@@ -585,38 +597,79 @@ std::size_t DiskStore::remove_temporaries(const std::string& key, std::chrono::s
     return removed;
 }
 
+// <dir>/<aa>/<name><suffix> holding `bytes`, written to a temporary and renamed into place; a
+// failure is warned once per folder and `what`.
+bool DiskStore::write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes,
+                                 const char* what) {
+    const fs::path path = dir_ / name.substr(0, 2) / (name + std::string(suffix));
+    std::string error;
+    if (ensure_dir(path.parent_path(), dir_, shard_mode_, error)) {
+        const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
+                             std::to_string(tmp_counter_.fetch_add(1));
+        int err = 0;
+        error = write_file(tmp, std::vector<unsigned char>(bytes.begin(), bytes.end()), file_mode_, err);
+        if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = os_error("cannot rename into place", path);
+        if (error.empty()) return true;
+        ::unlink(tmp.c_str());
+    }
+    kjit::detail::warn_once(std::string("cache-") + what + ":" + dir_.string(), std::string("cannot store a cache ") + what + ": " + error);
+    return false;
+}
+
+// The bytes of <dir>/<aa>/<name><suffix> when it exists and holds at most `max_bytes`.
+std::optional<std::string> DiskStore::read_small_file(const std::string& name, std::string_view suffix,
+                                                      std::size_t max_bytes) const {
+    const std::string path = dir_.native() + "/" + name.substr(0, 2) + "/" + name + std::string(suffix);
+    Fd fd = open_retry(path, O_RDONLY);
+    if (!fd) return std::nullopt;
+    std::string bytes;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::nullopt;
+        if (n == 0) return bytes;
+        bytes.append(buffer, static_cast<std::size_t>(n));
+        if (bytes.size() > max_bytes) return std::nullopt;
+    }
+}
+
 bool DiskStore::write_alias(const std::string& alias, const std::string& key) {
     if (!writable_ || !is_valid_key(alias) || !is_valid_key(key)) return false;
-    const fs::path path = dir_ / alias.substr(0, 2) / (alias + std::string(kAliasSuffix));
-    std::string error;
-    if (!ensure_dir(path.parent_path(), dir_, shard_mode_, error)) {
-        kjit::detail::warn_once("cache-alias:" + dir_.string(), "cannot store a cache alias: " + error);
-        return false;
-    }
-    const fs::path tmp = path.string() + std::string(".tmp.") + std::to_string(::getpid()) + "." +
-                         std::to_string(tmp_counter_.fetch_add(1));
-    const std::vector<unsigned char> bytes(key.begin(), key.end());
-    int err = 0;
-    error = write_file(tmp, bytes, file_mode_, err);
-    if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = os_error("cannot rename into place", path);
-    if (!error.empty()) {
-        ::unlink(tmp.c_str());
-        kjit::detail::warn_once("cache-alias:" + dir_.string(), "cannot store a cache alias: " + error);
-        return false;
-    }
-    return true;
+    return write_small_file(alias, kAliasSuffix, key, "alias");
 }
 
 std::optional<std::string> DiskStore::read_alias(const std::string& alias) const {
     if (!usable_ || !is_valid_key(alias)) return std::nullopt;
-    const fs::path path = dir_ / alias.substr(0, 2) / (alias + std::string(kAliasSuffix));
-    Fd fd = open_retry(path, O_RDONLY);
-    if (!fd) return std::nullopt;
-    std::vector<unsigned char> bytes;
-    if (!read_all(fd.get(), bytes, 32)) return std::nullopt;
-    std::string key(bytes.begin(), bytes.end());
-    if (!is_valid_key(key)) return std::nullopt;  // damaged: a miss, never a wrong entry (the entry is verified too)
+    std::optional<std::string> key = read_small_file(alias, kAliasSuffix, 32);
+    if (!key || !is_valid_key(*key)) return std::nullopt;  // damaged: a miss, never a wrong entry (the entry is verified too)
     return key;
+}
+
+namespace {
+// A note's last line: "xxh3=" and 16 hex digits of XXH3-64 over the text before it.
+std::string note_check_line(std::string_view text) {
+    char line[32];
+    std::snprintf(line, sizeof line, "xxh3=%016llx\n", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+    return line;
+}
+constexpr std::size_t kNoteCheckLineBytes = 5 + 16 + 1;
+}  // namespace
+
+bool DiskStore::write_note(const std::string& name, const std::string& text) {
+    if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteBytes) return false;
+    return write_small_file(name, kNoteSuffix, text + note_check_line(text), "note");
+}
+
+std::optional<std::string> DiskStore::read_note(const std::string& name) const {
+    if (!usable_ || !is_valid_key(name)) return std::nullopt;
+    std::optional<std::string> bytes = read_small_file(name, kNoteSuffix, kMaxNoteBytes);
+    if (!bytes || bytes->size() < kNoteCheckLineBytes) return std::nullopt;
+    const std::size_t text_size = bytes->size() - kNoteCheckLineBytes;
+    const std::string_view text(bytes->data(), text_size);
+    if (std::string_view(*bytes).substr(text_size) != note_check_line(text)) return std::nullopt;  // damaged: none
+    bytes->resize(text_size);
+    return bytes;
 }
 
 }  // namespace kjit::cache

@@ -165,6 +165,17 @@ std::string KernelCache::writable_dir() const {
     return writable_ && writable_->writable() ? writable_->dir().string() : std::string();
 }
 
+std::optional<std::string> KernelCache::read_note(const std::string& name) const {
+    std::optional<std::string> note = writable_ ? writable_->read_note(name) : std::nullopt;
+    for (std::size_t k = 0; !note && k < read_only_.size(); ++k) note = read_only_[k]->read_note(name);
+    if (note) ++note_hits_;
+    return note;
+}
+
+bool KernelCache::write_note(const std::string& name, const std::string& text) {
+    return writable_ && writable_->write_note(name, text);
+}
+
 void KernelCache::store(const Entry& entry, const std::string& alias) {
     auto shared = std::make_shared<const Entry>(entry);
     for (const std::string& name : {entry.key, alias}) {
@@ -193,6 +204,7 @@ CacheStats KernelCache::stats() const {
     s.memory_misses = memory_misses_;
     s.compiles = compiles_;
     s.compile_ms = static_cast<double>(compile_us_.load()) / 1000.0;
+    s.note_hits = note_hits_;
     std::size_t layer = 0;
     if (writable_) {
         s.layers.push_back({writable_->dir().string(), writable_->writable(), layer_hits_[0], layer_misses_[0]});

@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +44,12 @@ public:
     // The writable folder when it can be written; empty otherwise.
     std::string writable_dir() const;
 
+    // The note stored under `name` (cache/disk_store.hpp) in the writable folder, else in the
+    // first read-only folder that has one; nothing when no folder has it or the disk is off.
+    std::optional<std::string> read_note(const std::string& name) const;
+    // Stores a note in the writable folder (false when there is none or writing failed).
+    bool write_note(const std::string& name, const std::string& text);
+
     // Stores an entry made outside a compile (a cubin the driver made from PTX) in the writable
     // folder and in memory, reachable by its key and by `alias`.
     void store(const Entry& entry, const std::string& alias);
@@ -70,6 +77,7 @@ private:
     std::array<Shard, kShards> shards_;
 
     std::atomic<std::uint64_t> memory_hits_{0}, memory_misses_{0}, compiles_{0}, compile_us_{0};
+    mutable std::atomic<std::uint64_t> note_hits_{0};
     std::unique_ptr<std::atomic<std::uint64_t>[]> layer_hits_, layer_misses_;  // writable first
 };
 

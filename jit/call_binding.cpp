@@ -8,16 +8,8 @@
 namespace kjit::jit {
 
 CallSignature call_signature(const ElementwiseKernel& kernel) {
-    KernelSources sources;
-    sources.in.text = kernel.in_params();
-    sources.out.text = kernel.out_params();
-    sources.body.text = kernel.operation();
     CallSignature sig;
-    sig.params = parse_param_lists(sources.in, sources.out);
-    Body body = parse_body(sources.body);
-    const CheckedKernel checked =
-        check_kernel(sig.params, body, sources, {}, scan_preamble(kernel.options().preamble));
-    sig.uses_index = checked.uses_i;
+    sig.params = parse_param_lists(SourceText{"in", kernel.in_params()}, SourceText{"out", kernel.out_params()});
     for (const Param& p : sig.params) {
         (p.is_output ? sig.outputs : sig.inputs)++;
         sig.has_raw = sig.has_raw || p.raw;

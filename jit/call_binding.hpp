@@ -21,11 +21,11 @@ struct CallSignature {
     std::vector<Param> params;   // inputs, then outputs
     int inputs = 0;
     int outputs = 0;
-    bool uses_index = false;     // the body reads `i`: elements must be visited in C order
     bool has_raw = false;
 };
 
-// Parses the parameter lists and checks the body without types.
+// Parses the parameter lists. The body is checked with the binding's types when a call plans
+// its launch (whether it reads `i` is known then), or was when a plan note was made.
 CallSignature call_signature(const ElementwiseKernel& kernel);
 
 // One argument as the binder sees it.

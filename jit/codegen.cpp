@@ -1,6 +1,7 @@
 #include "jit/codegen.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
@@ -88,15 +89,20 @@ int body_cost(const Stmt* s) {
     }
 }
 
+std::atomic<std::uint64_t> g_generations{0};
+
 // Bodies above this cost are compute-bound: they are neither unrolled nor inlined at every element
 // of a vector (a call instead), which keeps NVRTC's time and the cubin small.
 constexpr int kHeavyBody = 96;
 
 }  // namespace
 
+std::uint64_t elementwise_generations() noexcept { return g_generations.load(std::memory_order_relaxed); }
+
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
                                      const Binding& binding) {
     if (!kernel.complete) throw TypeError("kernel '" + spec.name + "': every type placeholder needs a type to generate code");
+    g_generations.fetch_add(1, std::memory_order_relaxed);
     const std::vector<Param>& params = kernel.params;
     const std::size_t np = params.size();
     std::vector<bool> scalar = spec.scalar;

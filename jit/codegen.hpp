@@ -6,6 +6,7 @@
 
 #include "jit/entry_points.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ bool definitely_assigned(const Body& body, int k);
 // from (its nodes carry the types).
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
                                      const Binding& binding);
+
+// How many times this process generated elementwise code: for tests of the paths that must not
+// (a call planned from a plan note, jit/plan_note.hpp).
+std::uint64_t elementwise_generations() noexcept;
 
 
 }  // namespace kjit::jit

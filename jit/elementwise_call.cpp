@@ -85,11 +85,13 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
                         " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
     if (on_host) {
         plan->host = host::compile_elementwise_on_host(kernel, plan->bound, plan->args);
+        plan->uses_index = plan->host.uses_index;
         return plan;
     }
     plan->needs.vector_width = plan->module.vector_width;
     plan->needs.has_rows = plan->module.has_rows;
     plan->needs.has_tiled = plan->module.has_tiled;
+    plan->uses_index = plan->module.uses_index;
     plan->sm_count = Device::cuda(ordinal).properties().sm_count;
     return plan;
 }
@@ -256,7 +258,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
 
     const std::int64_t n = layout.size;
     if (n > 0) {
-        detail::simplify(layout, !sig.uses_index && !sig.has_raw, plan->first_output_operand);
+        detail::simplify(layout, !plan->uses_index && !sig.has_raw, plan->first_output_operand);
     }
     if (n > 0 && on_host) {
         std::size_t slot = 0;

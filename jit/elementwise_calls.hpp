@@ -50,6 +50,7 @@ struct ElementwiseVariants {
     int tile = 32;
     bool has_rows = false;
     bool has_tiled = false;
+    bool uses_index = false;  // the body reads `i`
     CUfunction function(ElementwiseEntry e) const { return loader->group(static_cast<std::size_t>(e))[0]; }
 };
 
@@ -78,6 +79,7 @@ struct CallPlan {
     std::vector<int> operand_param;   // parameter of each array operand, in parameter order
     int first_output_operand = -1;
     int sm_count = 0;
+    bool uses_index = false;          // the body reads `i`: elements are visited in C order
     host::ElementwiseCode host;       // a plan for host arrays: compiled by the host back end
 };
 

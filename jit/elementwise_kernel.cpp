@@ -1,6 +1,7 @@
 #include "kjit/elementwise_kernel.hpp"
 
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "jit/program_lookup.hpp"
 #include "jit/manifest_fields.hpp"
 #include "jit/params.hpp"
+#include "jit/plan_note.hpp"
 #include "jit/parser.hpp"
 #include "jit/preamble.hpp"
 #include "jit/type_checker.hpp"
@@ -137,6 +139,7 @@ std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, cons
 struct Prepared {
     jit::GeneratedModule generated;
     jit::CachedProgram program;
+    bool uses_index = false;  // the body reads `i`
 };
 
 // `small_only`: the small variant's own program (jit/codegen.hpp), else the whole module.
@@ -145,7 +148,7 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
     jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage,
                                  small_only};
-    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}};
+    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}, c.kernel.uses_i};
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
@@ -271,17 +274,111 @@ VariantPrograms variant_programs(const ElementwiseKernel& kernel, const TypeBind
 
 }  // namespace
 
+namespace {
+
+// What the elementwise code generated for a binding depends on, for its plan note
+// (jit/plan_note.hpp): the kernel's strings and options, the binding, the module variant, and
+// the one setting that changes the generated code (KJIT_TUNE_TILE).
+std::vector<std::string> note_fields(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
+    std::vector<std::string> f{"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(), k.options().preamble,
+                               std::to_string(k.options().nvrtc_options.size())};
+    for (const std::string& o : k.options().nvrtc_options) f.push_back(o);
+    f.push_back(format_type_binding(types));
+    std::string scalar, storage;
+    for (const bool b : variant.scalar) scalar += b ? '1' : '0';
+    for (const auto& d : variant.storage) storage += std::string(d ? d->name() : "-") + ",";
+    f.push_back(scalar);
+    f.push_back(storage);
+    const char* tile = std::getenv("KJIT_TUNE_TILE");
+    f.push_back(tile != nullptr ? tile : "");
+    return f;
+}
+
+// The variants' launch shape and entry names as a plan note holds them, and back.
+jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::vector<std::vector<std::string>>& groups) {
+    jit::PlanNote::Values values{{"vector_width", std::to_string(v.vector_width)},
+                                 {"unroll", std::to_string(v.unroll)},
+                                 {"tile", std::to_string(v.tile)},
+                                 {"rows", v.has_rows ? "1" : "0"},
+                                 {"tiled", v.has_tiled ? "1" : "0"},
+                                 {"uses_index", v.uses_index ? "1" : "0"}};
+    for (int e = 0; e < jit::kElementwiseEntries; ++e)
+        if (!groups[static_cast<std::size_t>(e)].empty())
+            values["entry." + std::string(jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e)))] =
+                groups[static_cast<std::size_t>(e)][0];
+    return values;
+}
+
+bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v, std::vector<std::vector<std::string>>& groups) {
+    auto number = [&](const char* name, int& out, int low, int high) {
+        const auto it = values.find(name);
+        if (it == values.end() || it->second.empty() || it->second.size() > 4) return false;
+        int n = 0;
+        for (const char c : it->second) {
+            if (c < '0' || c > '9') return false;
+            n = n * 10 + (c - '0');
+        }
+        out = n;
+        return n >= low && n <= high;
+    };
+    int rows = 0, tiled = 0, uses_index = 0;
+    if (!number("vector_width", v.vector_width, 1, 16) || !number("unroll", v.unroll, 1, 64) || !number("tile", v.tile, 1, 1024) ||
+        !number("rows", rows, 0, 1) || !number("tiled", tiled, 0, 1) || !number("uses_index", uses_index, 0, 1))
+        return false;
+    v.has_rows = rows == 1;
+    v.has_tiled = tiled == 1;
+    v.uses_index = uses_index == 1;
+    groups.assign(jit::kElementwiseEntries, {});
+    std::size_t entries = 0;
+    for (int e = 0; e < jit::kElementwiseEntries; ++e) {
+        const auto it = values.find("entry." + std::string(jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e))));
+        if (it == values.end()) continue;
+        groups[static_cast<std::size_t>(e)] = {it->second};
+        ++entries;
+    }
+    // Every variant a call may pick must be there: the small, contiguous and strided ones always,
+    // rows and tiled when said so; and nothing else in the note.
+    using E = jit::ElementwiseEntry;
+    for (const E e : {E::small32, E::contiguous32, E::contiguous64, E::strided32, E::strided64})
+        if (groups[static_cast<std::size_t>(e)].empty()) return false;
+    if (v.has_rows == groups[static_cast<std::size_t>(E::rows32)].empty()) return false;
+    if (v.has_tiled == groups[static_cast<std::size_t>(E::tiled32)].empty()) return false;
+    return entries + 6 == values.size();
+}
+
+}  // namespace
+
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {
+    const DeviceProperties props = Device::cuda(ordinal).properties();
+    auto note = std::make_shared<PlanNote>(note_fields(kernel, types, variant), props.cc_major * 10 + props.cc_minor,
+                                           static_cast<std::size_t>(kElementwiseEntries),
+                                           [kernel, types, variant] { return spec_json(kernel, types, variant); });
+    ElementwiseVariants v;
+    std::vector<std::vector<std::string>> groups;
+    if (note->noted_values() && from_note(*note->noted_values(), v, groups)) {
+        // A noted plan: nothing is checked or generated unless a variant the note has no key for
+        // is needed.
+        auto made = std::make_shared<std::optional<VariantPrograms>>();
+        auto program_of = [made, kernel, types, variant](std::size_t g) {
+            if (!*made) *made = variant_programs(kernel, types, variant);
+            return (*made)->program_of(g);
+        };
+        const std::string description = "kernel '" + kernel.name() + "' (" + format_type_binding(types) + ")";
+        v.loader = std::make_shared<LazyEntryPoints>(std::move(program_of), std::move(groups), description, ordinal, std::move(note));
+        return v;
+    }
     // A first call on small arrays, from disk or not, checks and generates once.
     VariantPrograms p = variant_programs(kernel, types, variant);
-    ElementwiseVariants v;
     v.vector_width = p.small.generated.vector_width;
     v.unroll = p.small.generated.unroll;
     v.tile = p.small.generated.tile;
     v.has_rows = !p.small.generated.rows32.empty();
     v.has_tiled = !p.small.generated.tiled32.empty();
-    v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program_of), std::move(p.groups), p.small.program.description, ordinal);
+    v.uses_index = p.small.uses_index;
+    note->set_values(note_values(v, p.groups));
+    v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program_of), std::move(p.groups), p.small.program.description, ordinal,
+                                                 std::move(note));
     return v;
 }
 

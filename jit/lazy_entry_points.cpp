@@ -17,8 +17,12 @@ LazyEntryPoints::LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vec
           whole.description, ordinal) {}
 
 LazyEntryPoints::LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, std::vector<std::vector<std::string>> groups,
-                                 std::string description, int ordinal)
-    : program_of_(std::move(program_of)), groups_(std::move(groups)), description_(std::move(description)), ordinal_(ordinal) {
+                                 std::string description, int ordinal, std::shared_ptr<PlanNote> note)
+    : program_of_(std::move(program_of)),
+      groups_(std::move(groups)),
+      description_(std::move(description)),
+      ordinal_(ordinal),
+      note_(std::move(note)) {
     if (groups_.size() > kMaxGroups) throw Error("LazyEntryPoints: too many groups");
     for (const auto& g : groups_)
         if (g.size() > kMaxPerGroup) throw Error("LazyEntryPoints: too many entry points in a group");
@@ -30,11 +34,25 @@ const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::gr
     // One loader at a time per kernel and device: concurrent first calls of a group load it once.
     std::lock_guard lock(mutex_);
     if (ready_[g].load(std::memory_order_relaxed)) return functions_[g];
+    auto take = [&](std::shared_ptr<kjit::detail::LoadedModule> module) {
+        for (std::size_t k = 0; k < groups_[g].size(); ++k) functions_[g][k] = module->function(groups_[g][k]);
+        modules_[g] = std::move(module);
+        ready_[g].store(true, std::memory_order_release);
+    };
+    if (note_) {
+        if (std::shared_ptr<kjit::detail::LoadedModule> module = note_->find(g, ordinal_)) {
+            try {
+                take(std::move(module));
+                return functions_[g];
+            } catch (const CudaError&) {
+                // The noted entry lacks a function the note named: a wrong note; the long way.
+            }
+        }
+    }
     CachedProgram program = program_of_(g);
     const LoadedProgram loaded = load_program(program, ordinal_);
-    for (std::size_t k = 0; k < groups_[g].size(); ++k) functions_[g][k] = loaded.module->function(groups_[g][k]);
-    modules_[g] = loaded.module;
-    ready_[g].store(true, std::memory_order_release);
+    take(loaded.module);
+    if (note_ && !loaded.compiled_from_ptx) note_->loaded(g, loaded.entry->key);
     return functions_[g];
 }
 

@@ -15,6 +15,7 @@
 #include <cuda.h>
 
 #include "jit/entry_points.hpp"
+#include "jit/plan_note.hpp"
 #include "jit/program_lookup.hpp"
 
 namespace kjit::jit {
@@ -39,8 +40,10 @@ public:
     // The same with each group's program made by `program_of(g)` (a generator that writes a
     // group's program on its own rather than cutting it out of the whole); `description` names
     // the kernel in errors.
+    // With `note` (jit/plan_note.hpp), a group the note knows is loaded from the cache entry it
+    // names, without making its program; a group loaded the long way is noted.
     LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, std::vector<std::vector<std::string>> groups,
-                    std::string description, int ordinal);
+                    std::string description, int ordinal, std::shared_ptr<PlanNote> note = nullptr);
 
     // Group g's kernels on the device, in the group's order: compiled or found and loaded on the
     // first request (concurrent first requests load once), then one atomic load.
@@ -51,10 +54,11 @@ private:
     const std::vector<std::vector<std::string>> groups_;
     const std::string description_;
     const int ordinal_;
+    const std::shared_ptr<PlanNote> note_;  // used under mutex_
     std::mutex mutex_;
     std::array<std::atomic<bool>, kMaxGroups> ready_{};
     std::array<std::array<CUfunction, kMaxPerGroup>, kMaxGroups> functions_{};
-    std::array<std::shared_ptr<detail::LoadedModule>, kMaxGroups> modules_{};
+    std::array<std::shared_ptr<kjit::detail::LoadedModule>, kMaxGroups> modules_{};
 };
 
 }  // namespace kjit::jit

@@ -1,7 +1,9 @@
 #include "jit/nvrtc_identity.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,11 +61,15 @@ std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     if (cache_dir.empty()) return std::nullopt;
     std::string text;
     {
-        FILE* f = std::fopen((cache_dir + "/" + kRecordName).c_str(), "rb");
-        if (f == nullptr) return std::nullopt;
+        // open/read rather than stdio: read before a fresh process's first cached call.
+        const int fd = ::open((cache_dir + "/" + kRecordName).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return std::nullopt;
         char buf[4096];
-        for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
-        std::fclose(f);
+        ssize_t got;
+        while ((got = ::read(fd, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
+            if (got > 0) text.append(buf, static_cast<std::size_t>(got));
+        ::close(fd);
+        if (got < 0) return std::nullopt;
     }
     // Format line, environment and file lines (compared with what they are now), version, archs.
     const std::string head = std::string(kFormat) + "\n";

@@ -141,6 +141,17 @@ void remember_nvrtc_once(const std::string& dir) {
     remember_nvrtc(dir);
 }
 
+// The NVRTC identity recorded in `dir` (jit/nvrtc_identity.hpp), read once per folder and process:
+// the record describes files that do not change under a running process.
+std::optional<NvrtcIdentity> remembered_nvrtc_once(const std::string& dir) {
+    static std::mutex mutex;
+    static std::map<std::string, std::optional<NvrtcIdentity>> records;
+    std::lock_guard lock(mutex);
+    auto it = records.find(dir);
+    if (it == records.end()) it = records.emplace(dir, remembered_nvrtc(dir)).first;
+    return it->second;
+}
+
 // A cache hit that does not load NVRTC (6-7 ms): when NVRTC is not loaded yet and the writable
 // folder remembers which NVRTC this process would load, the key is computed from that record and
 // looked up without compiling. Null on a miss (the caller then loads NVRTC as usual).
@@ -152,17 +163,7 @@ std::shared_ptr<const cache::Entry> find_without_loading_nvrtc(CachedProgram& p,
         remember_nvrtc_once(dir);
         return nullptr;
     }
-    // Read once per folder and process: the record describes files that do not change under a
-    // running process.
-    static std::mutex mutex;
-    static std::map<std::string, std::optional<NvrtcIdentity>> records;
-    std::optional<NvrtcIdentity> id;
-    {
-        std::lock_guard lock(mutex);
-        auto it = records.find(dir);
-        if (it == records.end()) it = records.emplace(dir, remembered_nvrtc(dir)).first;
-        id = it->second;
-    }
+    const std::optional<NvrtcIdentity> id = remembered_nvrtc_once(dir);
     if (!id) return nullptr;
     p.request.target = choose_target(arch, id->supported_archs, device_cc);
     const std::vector<std::string> options = compile_options(p.request);
@@ -187,6 +188,26 @@ FoundProgram find_or_compile_program(CachedProgram& p, const std::string& arch) 
         remember_nvrtc_once(cache::process_cache()->writable_dir());
     }
     return found;
+}
+
+std::optional<ProgramKeying> program_keying(int device_cc) {
+    if (detail::nvrtc_loaded())
+        return ProgramKeying{choose_target("", nvrtc_supported_archs(), device_cc).name(), nvrtc_version_key()};
+    const std::optional<NvrtcIdentity> id = remembered_nvrtc_once(cache::process_cache()->writable_dir());
+    if (!id) return std::nullopt;
+    return ProgramKeying{choose_target("", id->supported_archs, device_cc).name(), id->version_key};
+}
+
+std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::string& key, int ordinal, int device_cc,
+                                                          const std::string& arch,
+                                                          const std::function<std::string()>& spec_json) {
+    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    const std::string spec = kernel_cache->settings().record.empty() || !spec_json ? std::string() : spec_json();
+    const std::shared_ptr<const cache::Entry> entry = kernel_cache->find_key(key, spec, arch);
+    if (!entry || entry->cubin.empty() || !detail::cubin_runs_on(entry->meta.arch, device_cc)) return nullptr;
+    return detail::ModuleRegistry::process().get(entry->key, ordinal, [&] {
+        return detail::load_module({entry->meta.arch, entry->cubin, entry->ptx}, ordinal, nullptr);
+    });
 }
 
 LoadedProgram load_program(CachedProgram& p, int ordinal) {

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cache/entry.hpp"
@@ -47,7 +48,7 @@ FoundProgram find_or_compile_program(CachedProgram& program, const std::string& 
 
 struct LoadedProgram {
     std::shared_ptr<const cache::Entry> entry;
-    std::shared_ptr<detail::LoadedModule> module;  // loaded once per entry and device in the process
+    std::shared_ptr<kjit::detail::LoadedModule> module;  // loaded once per entry and device in the process
     std::string arch;                              // what the loaded cubin was built for
     bool compiled_from_ptx = false;                // the driver compiled cached PTX for this GPU
 };
@@ -55,5 +56,21 @@ struct LoadedProgram {
 // The program loaded on device `ordinal`: the cubin for its architecture, from a cache or compiled
 // now, else cached PTX of an older architecture compiled by the driver (and that cubin cached).
 LoadedProgram load_program(CachedProgram& program, int ordinal);
+
+// What keys a call's programs on a GPU of compute capability `device_cc` now: the target it
+// compiles for ("sm_90") and NVRTC's version key. Known without loading NVRTC from the identity
+// recorded beside the writable folder; nothing when NVRTC is not loaded and no record holds.
+struct ProgramKeying {
+    std::string target;
+    std::string nvrtc_version;
+};
+std::optional<ProgramKeying> program_keying(int device_cc);
+
+// The module of the cache entry `key`, loaded on device `ordinal` (of compute capability
+// `device_cc`) when a cache layer has it with a cubin that runs there; null otherwise (it never
+// compiles). `spec_json` makes the manifest entry when the cache records one (`arch` with it).
+std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::string& key, int ordinal, int device_cc,
+                                                          const std::string& arch,
+                                                          const std::function<std::string()>& spec_json);
 
 }  // namespace kjit::jit

@@ -14,28 +14,12 @@
 using kjit::jit::ArchSpec;
 using kjit::jit::ArchTarget;
 
+using kjit::test::ScopedEnv;
+
 namespace {
 
 // NVRTC 13.0's list, out of order on purpose.
 const std::vector<int> nvrtc13 = {90, 75, 80, 86, 87, 88, 89, 100, 103, 110, 120, 121};
-
-// Sets (or unsets, for null) an environment variable for the scope, then restores it.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        if (value != nullptr) setenv(name, value, 1);
-        else unsetenv(name);
-    }
-    ~ScopedEnv() {
-        if (old_) setenv(name_.c_str(), old_->c_str(), 1);
-        else unsetenv(name_.c_str());
-    }
-
-private:
-    std::string name_;
-    std::optional<std::string> old_;
-};
 
 std::string error_text(const std::string& arch) {
     try {

@@ -43,6 +43,9 @@ struct CacheStats {
     std::vector<CacheLayerStats> layers;  // the writable folder first, then the read-only ones
     std::uint64_t compiles = 0;           // NVRTC runs
     double compile_ms = 0;                // their total time
+    // Plan notes found on disk: first calls in this process that loaded a cached kernel without
+    // checking it or generating its code (docs/CACHE.md, "Plan notes").
+    std::uint64_t note_hits = 0;
 };
 
 // Counters since the process started (or since configure_cache()).

@@ -43,6 +43,7 @@ struct ElementwiseRequest {
 struct ElementwiseCode {
     ChunkFn contiguous = nullptr;  // every array operand walks memory with element stride 1
     ChunkFn strided = nullptr;     // any layout (any number of dimensions, any strides)
+    bool uses_index = false;       // the body reads `i` (set by the caller, not the back end)
 };
 
 // One reduction kernel for one binding (jit/reduction_kernel.cpp checked its pieces). Partial

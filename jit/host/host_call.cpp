@@ -53,7 +53,9 @@ ElementwiseCode compile_elementwise_on_host(const ElementwiseKernel& kernel, con
     request.scalar = bound.scalar;
     request.storage = bound.storage;
     request.args = args;
-    return backend.compile_elementwise(request);
+    ElementwiseCode code = backend.compile_elementwise(request);
+    code.uses_index = checked.uses_i;
+    return code;
 }
 
 void run_elementwise_on_host(const ElementwiseCode& code, const unsigned char* args, const detail::CallLayout& layout, std::int64_t n) {

@@ -1,0 +1,278 @@
+// Plan notes (jit/plan_note.hpp): their text, their files, and a fresh process's first call that
+// loads a cached kernel through one without checking it or generating its code.
+#include "test_support.hpp"
+
+#include <fstream>
+
+#include "cache/disk_store.hpp"
+#include "cache/manifest.hpp"
+#include "fake_driver.hpp"
+#include "gpu_data.hpp"
+#include "jit/codegen.hpp"
+#include "jit/plan_note.hpp"
+#include "kjit/cache.hpp"
+#include "kjit/elementwise_kernel.hpp"
+#include "kjit/stream.hpp"
+#include "runtime/detail/driver.hpp"
+
+using kjit::DType;
+using kjit::test::cache_in;
+using kjit::test::ProcessCacheGuard;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kKeyA = "0123456789abcdef0123456789abcdef";
+const std::string kKeyB = "fedcba9876543210fedcba9876543210";
+
+std::vector<fs::path> files_ending(const fs::path& dir, const std::string& suffix) {
+    std::vector<fs::path> out;
+    for (const auto& f : fs::recursive_directory_iterator(dir))
+        if (f.path().string().ends_with(suffix)) out.push_back(f.path());
+    return out;
+}
+
+std::string read_bytes(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+}  // namespace
+
+TEST_CASE("a plan note's text round-trips, and any other text reads as no note", "[plan_note]") {
+    const kjit::jit::PlanNote::Values values{{"vector_width", "4"}, {"entry.small32", "k_small32"}};
+    const std::vector<std::string> keys{"", kKeyA, "", kKeyB};
+    const std::string text = kjit::jit::format_plan_note(values, keys);
+    kjit::jit::PlanNote::Values v;
+    std::vector<std::string> k;
+    REQUIRE(kjit::jit::parse_plan_note(text, 4, v, k));
+    CHECK(v == values);
+    CHECK(k == keys);
+
+    // Values that cannot be written on one line make no note at all.
+    CHECK(kjit::jit::format_plan_note({{"a", "x\ny"}}, {}).empty());
+    CHECK(kjit::jit::format_plan_note({{"a=b", "x"}}, {}).empty());
+
+    for (const std::string& bad : {std::string(), std::string("kjit-plan-note 2\n"), text.substr(0, text.size() - 1),
+                                  text + "key.1=" + kKeyB + "\n", text + "key.4=" + kKeyB + "\n", text + "key.x=" + kKeyB + "\n",
+                                  text + "key.2=" + kKeyA.substr(1) + "\n", text + "value.vector_width=8\n", text + "other=1\n",
+                                  text + "key.99999999999999999999999=" + kKeyA + "\n", text + "novalue\n"}) {
+        INFO(bad);
+        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, v, k));
+    }
+    // A changed byte or a cut: never a crash, and what does read is a well-formed note (damage
+    // itself is the note file's checksum's to catch, cache/disk_store.hpp).
+    auto well_formed = [&](const std::string& s) {
+        if (!kjit::jit::parse_plan_note(s, 4, v, k)) return;
+        kjit::jit::PlanNote::Values v2;
+        std::vector<std::string> k2;
+        CHECK(kjit::jit::parse_plan_note(kjit::jit::format_plan_note(v, k), 4, v2, k2));
+        CHECK(v2 == v);
+        CHECK(k2 == k);
+    };
+    std::mt19937_64& rng = kjit::test::rng();
+    for (int trial = 0; trial < 2000; ++trial) {
+        std::string s = text;
+        s[rng() % s.size()] = static_cast<char>(rng() % 256);
+        well_formed(s);
+    }
+    for (std::size_t cut = 0; cut < text.size(); ++cut) well_formed(text.substr(0, cut));
+}
+
+TEST_CASE("notes round-trip through a folder, damaged ones read as none, clear removes them", "[disk_store]") {
+    const kjit::test::TempDir dir;
+    kjit::cache::DiskStore store(dir.path() / "c", true);
+    CHECK_FALSE(store.read_note(kKeyA));
+    REQUIRE(store.write_note(kKeyA, "line one\nline two\n"));
+    CHECK(store.read_note(kKeyA) == std::optional<std::string>("line one\nline two\n"));
+    CHECK_FALSE(store.write_note("not-a-key", "x"));
+    CHECK_FALSE(store.read_note("../escape/0123456789abcdef012345"));
+
+    // Every byte changed, and every cut: read as no note, never as other text.
+    const fs::path file = dir.path() / "c" / kKeyA.substr(0, 2) / (kKeyA + ".note");
+    REQUIRE(fs::exists(file));
+    const std::string good = read_bytes(file);
+    for (std::size_t at = 0; at < good.size(); ++at) {
+        std::string bad = good;
+        bad[at] = static_cast<char>(bad[at] ^ 0x20);
+        write_bytes(file, bad);
+        INFO("byte " << at);
+        CHECK_FALSE(store.read_note(kKeyA));
+    }
+    for (std::size_t cut = 0; cut < good.size(); ++cut) {
+        write_bytes(file, good.substr(0, cut));
+        CHECK_FALSE(store.read_note(kKeyA));
+    }
+    write_bytes(file, good);
+    CHECK(store.read_note(kKeyA));
+
+    // A read-only store reads notes and writes none; list() counts entries only; clear() removes notes.
+    kjit::cache::DiskStore read_only(dir.path() / "c", false);
+    CHECK(read_only.read_note(kKeyA));
+    CHECK_FALSE(read_only.write_note(kKeyB, "x\n"));
+    CHECK(store.list().empty());
+    store.clear();
+    CHECK_FALSE(fs::exists(file));
+    CHECK_FALSE(store.read_note(kKeyA));
+}
+
+namespace {
+
+// A process, as far as the kernel cache is concerned: its own cache object on `dir` (so nothing
+// in memory from before), on the pretend sm_90 driver.
+struct PretendProcess {
+    kjit::Array x, y;
+    explicit PretendProcess(const fs::path& dir, const std::string& record = {}) {
+        kjit::CacheSettings s = cache_in(dir);
+        s.record = record;
+        kjit::configure_cache(s);
+        x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+        y = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    }
+    // A new kernel object (nothing of an earlier one's plans), called once.
+    void call(const std::string& name = "noted") {
+        const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", name);
+        k.launch({x, 2.0f, 1.0f, y});
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a first call through a plan note loads the cached kernel without checking or generating it",
+          "[kernel_cache][nvrtc]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    const fs::path dir = work.path() / "cache";
+    {
+        PretendProcess first(dir);
+        first.call();
+        CHECK(kjit::cache_stats().compiles == 1);
+        CHECK(kjit::cache_stats().note_hits == 0);
+    }
+    REQUIRE(files_ending(dir, ".note").size() == 1);
+    const fs::path note = files_ending(dir, ".note")[0];
+    const int launches = kjit::test::fake_state().launches;
+
+    SECTION("a later process finds the note") {
+        PretendProcess later(dir);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::test::fake_state().launches == launches + 1);
+        CHECK(kjit::test::fake_state().last_grid_x == 4);  // the small variant: 1000 elements, 256 a block
+        // A variant the note has no key for yet is generated then, and noted.
+        const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "noted");
+        const kjit::Array big_x = kjit::Array::empty({1 << 20}, DType::float32, kjit::Device::cuda(0));
+        const kjit::Array big_y = kjit::Array::empty({1 << 20}, DType::float32, kjit::Device::cuda(0));
+        k.launch({big_x, 2.0f, 1.0f, big_y});
+        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::cache_stats().compiles == 1);
+        PretendProcess third(dir);
+        const std::uint64_t before_third = kjit::jit::elementwise_generations();
+        const kjit::ElementwiseKernel k3("T x, T a, T b", "T y", "y = a * x + b", "noted");
+        k3.launch({big_x, 2.0f, 1.0f, big_y});
+        k3.launch({third.x, 2.0f, 1.0f, third.y});
+        CHECK(kjit::jit::elementwise_generations() == before_third);
+        CHECK(kjit::cache_stats().compiles == 0);
+    }
+    SECTION("a damaged note is no note: the long way, from the cache, and the note written again") {
+        std::string bytes = read_bytes(note);
+        bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);
+        write_bytes(note, bytes);
+        PretendProcess later(dir);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::cache_stats().note_hits == 0);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::test::fake_state().launches == launches + 1);
+        PretendProcess again(dir);
+        again.call();
+        CHECK(kjit::cache_stats().note_hits == 1);
+    }
+    SECTION("a note whose entry is gone sends the call the long way, which compiles it again") {
+        for (const fs::path& e : files_ending(dir, ".kjit")) fs::remove(e);
+        PretendProcess later(dir);
+        later.call();
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::cache_stats().compiles == 1);
+        CHECK(kjit::test::fake_state().launches == launches + 1);
+        PretendProcess again(dir);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        again.call();
+        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::cache_stats().compiles == 0);
+    }
+    SECTION("another kernel name, or another KJIT_TUNE_TILE, is another note") {
+        PretendProcess later(dir);
+        later.call("noted_other");
+        CHECK(kjit::cache_stats().note_hits == 0);
+        const kjit::test::ScopedEnv tile("KJIT_TUNE_TILE", "32");
+        PretendProcess third(dir);
+        third.call();
+        CHECK(kjit::cache_stats().note_hits == 0);
+    }
+    SECTION("under KJIT_CACHE_RECORD a noted call is recorded too") {
+        const fs::path manifest = work.path() / "manifest.json";
+        PretendProcess later(dir, manifest.string());
+        later.call();
+        CHECK(kjit::cache_stats().note_hits == 1);
+        const nlohmann::json recorded = kjit::cache::read_manifest(manifest);
+        REQUIRE(recorded["kernels"].size() == 1);
+        CHECK(recorded["kernels"][0]["name"] == "noted");
+    }
+}
+
+TEST_CASE("a kernel loaded through its plan note computes what the host does", "[gpu][plan_note]") {
+    KJIT_REQUIRE_GPU();
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    // The small variant, then the vectorised one: each first through the long way, then through the note.
+    for (const std::int64_t n : {std::int64_t{1000}, std::int64_t{1} << 20}) {
+        INFO("n = " << n);
+        const kjit::test::DeviceData x = kjit::test::random_device(DType::float64, {n});
+        for (int process = 0; process < 2; ++process) {
+            INFO("process " << process);
+            kjit::configure_cache(cache_in(work.path()));  // a fresh cache object: only the disk remembers
+            const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "noted_gpu");
+            const kjit::Array y = kjit::test::poisoned(DType::float64, {n});
+            k.launch({x.device, 2.5, -1.25, y});
+            CHECK(kjit::test::mismatches(y, [&](std::size_t i) {
+                      return 2.5 * kjit::test::element_value(x.host, DType::float64, i) - 1.25;
+                  }, 1e-15) == 0);
+            CHECK(kjit::cache_stats().note_hits == static_cast<std::uint64_t>(process));
+        }
+    }
+}
+
+TEST_CASE("a noted kernel that reads i still visits elements in C order", "[gpu][plan_note]") {
+    KJIT_REQUIRE_GPU();
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    // A transposed input would be walked in memory order if its dimensions were merged or swapped;
+    // `i` must stay the C-order index of the call's shape whether the plan came from a note or not.
+    const std::int64_t rows = 300, cols = 70;
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float32, {cols, rows});
+    const kjit::Array xt = x.device.transpose();  // rows x cols, strides (1, rows)
+    for (int process = 0; process < 2; ++process) {
+        INFO("process " << process);
+        kjit::configure_cache(cache_in(work.path()));
+        const kjit::ElementwiseKernel k("T x", "float64 y", "y = x + i", "noted_index");
+        const kjit::Array y = kjit::test::poisoned(DType::float64, {rows, cols});
+        k.launch({xt, y});
+        CHECK(kjit::test::mismatches(y, [&](std::size_t f) {
+                  const std::size_t r = f / static_cast<std::size_t>(cols), c = f % static_cast<std::size_t>(cols);
+                  return kjit::test::element_value(x.host, DType::float32, c * static_cast<std::size_t>(rows) + r) +
+                         static_cast<double>(f);
+              }, 1e-6) == 0);
+        CHECK(kjit::cache_stats().note_hits == static_cast<std::uint64_t>(process));
+    }
+}
