@@ -247,8 +247,10 @@ TEST_CASE("a kernel loaded through its plan note computes what the host does", "
             k.launch({x.device, 2.5, -1.25, y});
             CHECK(kjit::test::mismatches(y, [&](std::size_t i) {
                       return 2.5 * kjit::test::element_value(x.host, DType::float64, i) - 1.25;
-                  }, 1e-15) == 0);
-            CHECK(kjit::cache_stats().note_hits == static_cast<std::uint64_t>(process));
+                  }, 1e-14, 1e-14) == 0);  // the GPU may fuse the multiply-add
+            // The large size's first process finds the note the small one made (without a key
+            // for the vectorised variant yet, which it then compiles and notes).
+            CHECK(kjit::cache_stats().note_hits == (process == 1 || n > 1000 ? 1u : 0u));
         }
     }
 }
