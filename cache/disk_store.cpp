@@ -413,7 +413,8 @@ namespace {
 
 // Writes `bytes` to the new file `tmp`, fsynced and closed; "" or what went wrong. `err`
 // receives the errno of the failure.
-std::string write_file(const fs::path& tmp, const std::vector<unsigned char>& bytes, mode_t mode, int& err) {
+std::string write_file(const fs::path& tmp, const std::vector<unsigned char>& bytes, mode_t mode, int& err,
+                       bool durable = true) {
     Fd fd = open_retry(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
     if (!fd) return err = errno, os_error("cannot create", tmp);
     if (::fchmod(fd.get(), mode) != 0)  // the umask must not decide who can read it
@@ -422,7 +423,7 @@ std::string write_file(const fs::path& tmp, const std::vector<unsigned char>& by
     if (!write_all(fd.get(), bytes.data(), half)) return err = errno, os_error("cannot write", tmp);
     if (write_pause_hook()) write_pause_hook()(tmp);
     if (!write_all(fd.get(), bytes.data() + half, bytes.size() - half)) return err = errno, os_error("cannot write", tmp);
-    if (::fsync(fd.get()) != 0) return err = errno, os_error("cannot fsync", tmp);
+    if (durable && ::fsync(fd.get()) != 0) return err = errno, os_error("cannot fsync", tmp);
     // close() reports write-back errors of some file systems (NFS): checked, not left to ~Fd.
     if (::close(fd.release()) != 0) return err = errno, os_error("cannot close", tmp);
     return {};
@@ -597,17 +598,17 @@ std::size_t DiskStore::remove_temporaries(const std::string& key, std::chrono::s
     return removed;
 }
 
-// <dir>/<aa>/<name><suffix> holding `bytes`, written to a temporary and renamed into place; a
-// failure is warned once per folder and `what`.
+// <dir>/<aa>/<name><suffix> holding `bytes`, written to a temporary and renamed into place (fsynced
+// first when `durable`); a failure is warned once per folder and `what`.
 bool DiskStore::write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes,
-                                 const char* what) {
+                                 const char* what, bool durable) {
     const fs::path path = dir_ / name.substr(0, 2) / (name + std::string(suffix));
     std::string error;
     if (ensure_dir(path.parent_path(), dir_, shard_mode_, error)) {
         const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
                              std::to_string(tmp_counter_.fetch_add(1));
         int err = 0;
-        error = write_file(tmp, std::vector<unsigned char>(bytes.begin(), bytes.end()), file_mode_, err);
+        error = write_file(tmp, std::vector<unsigned char>(bytes.begin(), bytes.end()), file_mode_, err, durable);
         if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = os_error("cannot rename into place", path);
         if (error.empty()) return true;
         ::unlink(tmp.c_str());
@@ -636,7 +637,7 @@ std::optional<std::string> DiskStore::read_small_file(const std::string& name, s
 
 bool DiskStore::write_alias(const std::string& alias, const std::string& key) {
     if (!writable_ || !is_valid_key(alias) || !is_valid_key(key)) return false;
-    return write_small_file(alias, kAliasSuffix, key, "alias");
+    return write_small_file(alias, kAliasSuffix, key, "alias", true);
 }
 
 std::optional<std::string> DiskStore::read_alias(const std::string& alias) const {
@@ -658,7 +659,8 @@ constexpr std::size_t kNoteCheckLineBytes = 5 + 16 + 1;
 
 bool DiskStore::write_note(const std::string& name, const std::string& text) {
     if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteBytes) return false;
-    return write_small_file(name, kNoteSuffix, text + note_check_line(text), "note");
+    // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line.
+    return write_small_file(name, kNoteSuffix, text + note_check_line(text), "note", false);
 }
 
 std::optional<std::string> DiskStore::read_note(const std::string& name) const {

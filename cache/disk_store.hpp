@@ -115,7 +115,7 @@ public:
     std::optional<std::string> read_alias(const std::string& alias) const;
 
     // Notes: <dir>/<aa>/<name>.note holds a short text that lets a process skip work on a later
-    // hit (jit/front_records.hpp). Written atomically like aliases, with an XXH3 line of their
+    // hit (jit/plan_note.hpp). Written atomically like aliases (but not fsynced), with an XXH3 line of their
     // own that read_note() checks (a damaged note reads as none, never as other text); clear()
     // removes them. `name` is a key (32 lowercase hex characters).
     bool write_note(const std::string& name, const std::string& text);
@@ -130,7 +130,8 @@ public:
 
 private:
     std::uint64_t prune_except(std::uint64_t max_bytes, const std::filesystem::path& keep);
-    bool write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes, const char* what);
+    bool write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes, const char* what,
+                          bool durable);
     std::optional<std::string> read_small_file(const std::string& name, std::string_view suffix, std::size_t max_bytes) const;
     bool write_locked(const Entry& e, const std::filesystem::path& path);
     std::size_t remove_temporaries(const std::string& key, std::chrono::seconds older_than, bool lock_each);
