@@ -1,6 +1,7 @@
 #include "kjit/elementwise_kernel.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -135,6 +136,11 @@ std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, cons
     return e.dump();
 }
 
+// "kernel 'axpb' (T=float32)", for errors.
+std::string describe(const ElementwiseKernel& k, const TypeBinding& types) {
+    return "kernel '" + k.name() + "' (" + format_type_binding(types) + ")";
+}
+
 // A kernel for one binding, ready to be looked up: its generated module and what the cache needs.
 struct Prepared {
     jit::GeneratedModule generated;
@@ -159,7 +165,7 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     prog.spec_json = [k, types, variant] { return spec_json(k, types, variant); };
     prog.kernel_name = k.name();
     prog.types = kjit::format_type_binding(types);
-    prog.description = "kernel '" + k.name() + "' (" + prog.types + ")";
+    prog.description = describe(k, types);
     return p;
 }
 
@@ -312,14 +318,10 @@ jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::
 bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v, std::vector<std::vector<std::string>>& groups) {
     auto number = [&](const char* name, int& out, int low, int high) {
         const auto it = values.find(name);
-        if (it == values.end() || it->second.empty() || it->second.size() > 4) return false;
-        int n = 0;
-        for (const char c : it->second) {
-            if (c < '0' || c > '9') return false;
-            n = n * 10 + (c - '0');
-        }
-        out = n;
-        return n >= low && n <= high;
+        if (it == values.end()) return false;
+        const char* end = it->second.data() + it->second.size();
+        const auto [at, error] = std::from_chars(it->second.data(), end, out);
+        return error == std::errc() && at == end && out >= low && out <= high;
     };
     int rows = 0, tiled = 0, uses_index = 0;
     if (!number("vector_width", v.vector_width, 1, 16) || !number("unroll", v.unroll, 1, 64) || !number("tile", v.tile, 1, 1024) ||
@@ -364,8 +366,8 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
             if (!*made) *made = variant_programs(kernel, types, variant);
             return (*made)->program_of(g);
         };
-        const std::string description = "kernel '" + kernel.name() + "' (" + format_type_binding(types) + ")";
-        v.loader = std::make_shared<LazyEntryPoints>(std::move(program_of), std::move(groups), description, ordinal, std::move(note));
+        v.loader = std::make_shared<LazyEntryPoints>(std::move(program_of), std::move(groups), describe(kernel, types), ordinal,
+                                                     std::move(note));
         return v;
     }
     // A first call on small arrays, from disk or not, checks and generates once.
