@@ -198,6 +198,10 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     int cost = 0;
     for (const StmtPtr& st : body.statements) cost += body_cost(st.get());
     const bool heavy = cost > kHeavyBody;
+    // KJIT_TUNE_UNROLL=N: N vectors per thread in the contiguous variants, for measurements
+    // (docs/PERFORMANCE.md); part of the plan note's name, as the source changes with it.
+    if (const char* tune_unroll = std::getenv("KJIT_TUNE_UNROLL"); tune_unroll != nullptr && std::atoi(tune_unroll) > 0)
+        m.unroll = std::min(std::atoi(tune_unroll), 16);
     if (heavy) m.unroll = 1;
     s << "namespace kjit_body {\n";
     s << (heavy ? "__device__ __noinline__ void " : "__device__ __forceinline__ void ") << name << "(" << join(body_params, ", ") << ") {\n";
@@ -290,8 +294,9 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     if (!spec.small_only) {
         // Contiguous: every array operand is C-contiguous over the same n elements and aligned to
         // V elements. Each thread takes U vectors a grid apart at once (all loads issued before any
-        // use, so that enough bytes are in flight to saturate memory), then single vectors, then a
-        // scalar tail.
+        // use), then single vectors, then a scalar tail. U = 1 (one 16-byte vector per thread, one
+        // block per 256 vectors) measured best on the H200 for every bandwidth case, 1-3.5% above
+        // U = 4 (docs/PERFORMANCE.md); KJIT_TUNE_UNROLL sets U for measurements.
         s << "template <class Index>\n__device__ __forceinline__ void " << name << "_contiguous(const " << args_type
           << "& args) {\n";
         s << "    constexpr int V = " << V << ", U = " << m.unroll << ";\n";

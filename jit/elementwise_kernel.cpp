@@ -284,7 +284,7 @@ namespace {
 
 // What the elementwise code generated for a binding depends on, for its plan note
 // (jit/plan_note.hpp): the kernel's strings and options, the binding, the module variant, and
-// the one setting that changes the generated code (KJIT_TUNE_TILE).
+// the settings that change the generated code (KJIT_TUNE_TILE, KJIT_TUNE_UNROLL).
 std::vector<std::string> note_fields(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
     std::vector<std::string> f{"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(), k.options().preamble,
                                std::to_string(k.options().nvrtc_options.size())};
@@ -297,6 +297,8 @@ std::vector<std::string> note_fields(const ElementwiseKernel& k, const TypeBindi
     f.push_back(storage);
     const char* tile = std::getenv("KJIT_TUNE_TILE");
     f.push_back(tile != nullptr ? tile : "");
+    const char* unroll = std::getenv("KJIT_TUNE_UNROLL");
+    f.push_back(unroll != nullptr ? unroll : "");
     return f;
 }
 
