@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <thread>
+#include <sys/resource.h>
 
 #include "cache/cache_key.hpp"
 #include "cache/disk_store.hpp"
@@ -461,6 +462,52 @@ TEST_CASE("phases of a fresh process's first cached call", "[.][cache_bench_phas
 
 namespace {
 
+// KJIT_BENCH_TRACE_DRIVER=1: the real driver with every entry timed, so that a fresh process's
+// first call shows which driver calls it makes and what each costs (tracer_calls).
+struct TracedCall {
+    const char* name;
+    double us;
+};
+std::vector<TracedCall>& tracer_calls() {
+    static std::vector<TracedCall> calls;
+    return calls;
+}
+kjit::detail::DriverApi& tracer_real() {
+    static kjit::detail::DriverApi api = kjit::detail::real_driver_api();
+    return api;
+}
+template <auto Member, class Fn>
+struct Tracer;
+template <auto Member, class R, class... A>
+struct Tracer<Member, R (*)(A...)> {
+    inline static const char* name = nullptr;
+    static R call(A... a) {
+        const auto t = std::chrono::steady_clock::now();
+        const R r = (tracer_real().*Member)(a...);
+        tracer_calls().push_back({name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count()});
+        return r;
+    }
+};
+kjit::detail::DriverApi traced_driver() {
+    kjit::detail::DriverApi api = tracer_real();
+    tracer_calls().reserve(4096);
+#define KJIT_TRACE_ENTRY(entry, version)                                                               \
+    if (api.entry != nullptr) {                                                                        \
+        using T = Tracer<&kjit::detail::DriverApi::entry, decltype(kjit::detail::DriverApi::entry)>;   \
+        T::name = #entry;                                                                              \
+        api.entry = &T::call;                                                                          \
+    }
+    KJIT_DRIVER_FUNCTIONS(KJIT_TRACE_ENTRY)
+#undef KJIT_TRACE_ENTRY
+    return api;
+}
+std::string traced_since(std::size_t first) {
+    std::ostringstream s;
+    for (std::size_t k = first; k < tracer_calls().size(); ++k)
+        s << (k == first ? "" : ", ") << tracer_calls()[k].name << " " << tracer_calls()[k].us;
+    return s.str();
+}
+
 // What the fresh-process benches below set up before any clock: the cache in
 // KJIT_BENCH_CACHE_DIR, CUDA started (a pretend driver when there is no GPU), two arrays of 1000
 // float32.
@@ -471,7 +518,14 @@ struct FreshProcess {
     FreshProcess() {
         const char* dir = std::getenv("KJIT_BENCH_CACHE_DIR");
         REQUIRE(dir != nullptr);
-        if (kjit::Device::count() == 0) fake.emplace(kjit::test::make_fake_launching_driver(), 1);
+        // KJIT_BENCH_PRETEND_DRIVER=1 on a GPU machine times kjit's own part of the first call
+        // on that machine's processor (the real driver's calls left out).
+        const char* pretend = std::getenv("KJIT_BENCH_PRETEND_DRIVER");
+        const char* trace = std::getenv("KJIT_BENCH_TRACE_DRIVER");
+        if (kjit::Device::count() == 0 || (pretend != nullptr && std::string(pretend) == "1"))
+            fake.emplace(kjit::test::make_fake_launching_driver(), 1);
+        else if (trace != nullptr && std::string(trace) == "1")
+            fake.emplace(traced_driver(), kjit::Device::count());
         (void)kjit::Device::current().properties();
         kjit::configure_cache(cache_in(dir));
         x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
@@ -521,10 +575,18 @@ TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][
 TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_bench_probe]") {
     using clock = std::chrono::steady_clock;
     const FreshProcess fresh;
+    auto minor_faults = [] {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        return u.ru_minflt;
+    };
+    const long faults = minor_faults();
+    const std::size_t traced = tracer_calls().size();
     const auto t = clock::now();
     const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "fresh_probe");
     k.launch({fresh.x, 2.0f, 1.0f, fresh.y});
     kjit::Stream::current().synchronize();
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
-    WARN((kjit::cache_stats().compiles > 0 ? "filled the cache; run again to measure. " : "") << "first call " << us << " us");
+    WARN((kjit::cache_stats().compiles > 0 ? "filled the cache; run again to measure. " : "") << "first call " << us << " us, "
+         << minor_faults() - faults << " minor page faults; driver calls (us): " << traced_since(traced));
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "jit/elementwise_calls.hpp"
@@ -115,15 +116,18 @@ void add_first_call_cases(Cases& c, const std::string& self) {
         r.name = "ew_first_disk";
         r.dtype = "float32";
         r.n = 1000;
-        std::vector<double> ms;
+        std::vector<double> ms, faults;
         for (int k = 0; k < 6; ++k) {
             const std::string cmd = "'" + self + "' bench --probe";
             FILE* p = popen(cmd.c_str(), "r");
             if (!p) throw Error("cannot run " + cmd);
-            char line[256] = {};
-            const bool got = std::fgets(line, sizeof line, p) != nullptr;
+            double v[2] = {};
+            const bool got = std::fscanf(p, "%lf %lf", &v[0], &v[1]) == 2;
             pclose(p);
-            if (got && k > 0) ms.push_back(std::atof(line));  // the first run fills the cache
+            if (got && k > 0) {  // the first run fills the cache
+                ms.push_back(v[0]);
+                faults.push_back(v[1]);
+            }
         }
         if (ms.empty()) throw Error("the probe printed nothing");
         // The same, cut in steps (a kernel of its own, so the first run fills the cache).
@@ -141,7 +145,7 @@ void add_first_call_cases(Cases& c, const std::string& self) {
         r.ms = ms[ms.size() / 2];
         std::ostringstream note;
         note << "median of " << ms.size() << " fresh processes, kernel on disk; min " << ms.front() << " max " << ms.back()
-             << " ms; CUDA's own start excluded";
+             << " ms; CUDA's own start excluded; page faults in the call (median) " << median(faults);
         for (const auto& v : steps)
             note << "; in steps: check " << v[0] << ", compile() from disk " << v[1] << ", load() " << v[2] << ", call " << v[3]
                  << " ms";
@@ -150,18 +154,30 @@ void add_first_call_cases(Cases& c, const std::string& self) {
     });
 }
 
+namespace {
+long minor_page_faults() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+}  // namespace
+
 // --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
+// Prints its milliseconds and the minor page faults it took (first-touched code and memory: the
+// part of a fresh process's first call that costs most where page faults are dear).
 int probe() {
     Device::set_current(0);
     const Stream s = Stream::legacy_default(Device::cuda(0));
     std::vector<float> host(1000, 1.5f);
     const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
     s.synchronize();
+    const long faults = minor_page_faults();
     const auto t0 = Clock::now();
     const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "probe_axpb");
     (void)axpb({x, 2.0f, 1.0f}, {s, -1});
     s.synchronize();
-    std::printf("%.4f\n", std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    std::printf("%.4f %ld\n", ms, minor_page_faults() - faults);
     return 0;
 }
 
