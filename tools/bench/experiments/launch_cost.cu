@@ -1,6 +1,6 @@
 // A stand-alone measure of the driver's host cost per launch for issue 5's `ew_host_1k` (host time
 // per call of a 1000-element kernel): the same empty kernel launched 10000 times then one sync,
-// varying what a launch carries (no parameter, one 40-byte struct as kjit's small variant takes,
+// varying what a launch carries (no parameter, one 48-byte struct as kjit's small variant takes,
 // five scalars, the struct plus a 392-byte layout, the struct through `extra`) and the stream
 // (legacy default, per-thread default, created blocking and non-blocking), and a 1000-element
 // axpb kernel through cuLaunchKernel as kjit launches it. Built here (nvcc -O3 -arch=sm_90 -lcuda),
