@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <memory>
+#include <optional>
 #include <tuple>
 #include <system_error>
 #include <utility>
@@ -152,20 +154,20 @@ bool write_all(int fd, const unsigned char* data, std::size_t size) {
 }
 
 // Reads `size` bytes (or up to end of file, if it is shorter than fstat said) from the start.
-bool read_all(int fd, std::vector<unsigned char>& out, std::size_t size) {
-    out.resize(size);
+// Reads up to `size` bytes from the start of `fd` into `out`; how many it read (less at an early
+// end of file), or nothing on an error.
+std::optional<std::size_t> read_all(int fd, unsigned char* out, std::size_t size) {
     std::size_t done = 0;
     while (done < size) {
-        const ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
+        const ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(done));
         if (n < 0) {
             if (errno == EINTR) continue;
-            return false;
+            return std::nullopt;
         }
         if (n == 0) break;
         done += static_cast<std::size_t>(n);
     }
-    out.resize(done);
-    return true;
+    return done;
 }
 
 // Makes a rename or a new name in `dir` durable; the entry is already visible without it.
@@ -280,12 +282,16 @@ std::optional<Entry> load(int fd, const std::string& path, const std::string& ke
         problem = "too large: " + std::to_string(st.st_size) + " bytes";
         return std::nullopt;
     }
-    std::vector<unsigned char> bytes;
-    if (!read_all(fd, bytes, static_cast<std::size_t>(st.st_size))) {
+    // Not zeroed first (a vector would be): the read overwrites it, and a fresh process's first
+    // cached call reads an entry.
+    const auto size = static_cast<std::size_t>(st.st_size);
+    const std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
+    const std::optional<std::size_t> got = read_all(fd, bytes.get(), size);
+    if (!got) {
         problem = os_error("cannot read", path);
         return std::nullopt;
     }
-    return parse_entry(bytes, key, problem);
+    return parse_entry(std::span<const unsigned char>(bytes.get(), *got), key, problem);
 }
 
 }  // namespace

@@ -41,24 +41,88 @@ void append(std::vector<unsigned char>& out, const void* data, std::size_t size)
 
 std::uint64_t checksum(std::span<const unsigned char> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
-std::string metadata_json(const EntryMetadata& meta) {
-    Json lowered = Json::array();
-    for (const auto& [name, mangled] : meta.lowered_names) lowered.push_back(Json::array({name, mangled}));
-    const Json j = {{"kernel_name", meta.kernel_name}, {"types", meta.types},
-                    {"arch", meta.arch},               {"nvrtc_version", meta.nvrtc_version},
-                    {"created_unix", meta.created_unix}, {"lowered_names", std::move(lowered)},
-                    {"spec_json", meta.spec_json}};
-    try {
-        // strict: a string that is not UTF-8 is an error rather than silently replaced, so what
-        // is read back is always exactly what was written.
-        return j.dump(-1, ' ', false, Json::error_handler_t::strict);
-    } catch (const Json::exception& e) {
-        throw CacheError("cannot store the cache entry's metadata (kernel '" + meta.kernel_name +
-                         "'): " + e.what());
-    }
+// Version 2 metadata (cache/entry.hpp): fields in a fixed order, strings length-prefixed.
+void put_string(std::vector<unsigned char>& out, const std::string& s, const EntryMetadata& meta) {
+    if (s.size() > 0xffffffffu)
+        throw CacheError("cannot store the cache entry's metadata (kernel '" + meta.kernel_name.substr(0, 64) +
+                         "'): a field of " + std::to_string(s.size()) + " bytes");
+    put_le(out, s.size(), 4);
+    append(out, s.data(), s.size());
 }
 
-// Reads one required string field; false (and `problem` set) when it is missing or not a string.
+std::vector<unsigned char> metadata_fields(const EntryMetadata& meta) {
+    std::vector<unsigned char> out;
+    for (const std::string* s : {&meta.kernel_name, &meta.types, &meta.arch, &meta.nvrtc_version}) put_string(out, *s, meta);
+    put_le(out, static_cast<std::uint64_t>(meta.created_unix), 8);
+    if (meta.lowered_names.size() > 0xffffffffu) throw CacheError("cannot store the cache entry's metadata: too many lowered names");
+    put_le(out, meta.lowered_names.size(), 4);
+    for (const auto& [name, lowered] : meta.lowered_names) {
+        put_string(out, name, meta);
+        put_string(out, lowered, meta);
+    }
+    put_string(out, meta.spec_json, meta);
+    return out;
+}
+
+// Reads version 2 metadata: every field whole, in order, and nothing after the last.
+class FieldReader {
+public:
+    explicit FieldReader(std::span<const unsigned char> bytes) : bytes_(bytes) {}
+    bool integer(int size, std::uint64_t& value) {
+        if (bytes_.size() - at_ < static_cast<std::size_t>(size)) return false;
+        value = get_le(bytes_, at_, size);
+        at_ += static_cast<std::size_t>(size);
+        return true;
+    }
+    bool string(std::string& out) {
+        std::uint64_t n = 0;
+        if (!integer(4, n) || n > bytes_.size() - at_) return false;
+        out.assign(reinterpret_cast<const char*>(bytes_.data() + at_), static_cast<std::size_t>(n));
+        at_ += static_cast<std::size_t>(n);
+        return true;
+    }
+    std::size_t left() const { return bytes_.size() - at_; }
+
+private:
+    std::span<const unsigned char> bytes_;
+    std::size_t at_ = 0;
+};
+
+std::optional<EntryMetadata> parse_metadata_fields(std::span<const unsigned char> bytes, std::string& problem) {
+    FieldReader r(bytes);
+    EntryMetadata meta;
+    std::uint64_t created = 0, lowered = 0;
+    if (!r.string(meta.kernel_name) || !r.string(meta.types) || !r.string(meta.arch) || !r.string(meta.nvrtc_version) ||
+        !r.integer(8, created) || !r.integer(4, lowered)) {
+        problem = "malformed metadata: a field runs past the end of the section";
+        return std::nullopt;
+    }
+    meta.created_unix = static_cast<std::int64_t>(created);
+    // Each lowered name takes at least 8 bytes, so a damaged count cannot make this reserve more
+    // than the section holds.
+    if (lowered > r.left() / 8) {
+        problem = "malformed metadata: " + std::to_string(lowered) + " lowered names in " + std::to_string(r.left()) + " bytes";
+        return std::nullopt;
+    }
+    meta.lowered_names.resize(static_cast<std::size_t>(lowered));
+    for (auto& [name, mangled] : meta.lowered_names)
+        if (!r.string(name) || !r.string(mangled)) {
+            problem = "malformed metadata: a lowered name runs past the end of the section";
+            return std::nullopt;
+        }
+    if (!r.string(meta.spec_json)) {
+        problem = "malformed metadata: a field runs past the end of the section";
+        return std::nullopt;
+    }
+    if (r.left() != 0) {
+        problem = "malformed metadata: " + std::to_string(r.left()) + " bytes after the last field";
+        return std::nullopt;
+    }
+    return meta;
+}
+
+// Version 1 metadata, a JSON object, still read. One required string field; false (and
+// `problem` set) when it is missing or not a string.
 bool read_string(const Json& j, const char* field, std::string& out, std::string& problem) {
     const auto it = j.find(field);
     if (it == j.end() || !it->is_string()) {
@@ -85,7 +149,7 @@ bool read_lowered_names(const Json& j, EntryMetadata& meta, std::string& problem
     return true;
 }
 
-std::optional<EntryMetadata> parse_metadata(std::string_view text, std::string& problem) {
+std::optional<EntryMetadata> parse_json_metadata(std::string_view text, std::string& problem) {
     try {
         const Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
         if (!j.is_object()) {
@@ -142,9 +206,9 @@ bool check_preamble(std::span<const unsigned char> bytes, std::string& problem) 
         return false;
     }
     const auto version = static_cast<std::uint32_t>(get_le(bytes, kVersionOffset, 4));
-    if (version != kEntryFormatVersion) {
-        problem = "unsupported format version " + std::to_string(version) + " (this kjit reads version " +
-                  std::to_string(kEntryFormatVersion) + ")";
+    if (version != kEntryFormatVersion && version != kJsonEntryFormatVersion) {
+        problem = "unsupported format version " + std::to_string(version) + " (this kjit reads versions " +
+                  std::to_string(kJsonEntryFormatVersion) + " and " + std::to_string(kEntryFormatVersion) + ")";
         return false;
     }
     if (bytes.size() < kHeaderSize + kChecksumSize) {
@@ -165,7 +229,7 @@ bool is_valid_key(std::string_view key) noexcept {
 }
 
 std::vector<unsigned char> serialize_entry(const Entry& entry) {
-    const std::string meta = metadata_json(entry.meta);
+    const std::vector<unsigned char> meta = metadata_fields(entry.meta);
     std::vector<unsigned char> out;
     out.reserve(kHeaderSize + entry.key.size() + meta.size() + entry.cubin.size() + entry.ptx.size() + kChecksumSize);
     append(out, kEntryMagic.data(), kMagicSize);
@@ -212,7 +276,9 @@ std::optional<Entry> parse_entry(std::span<const unsigned char> bytes, std::stri
         problem = "key differs from expected: the file holds " + entry.key + ", expected " + std::string(expected_key);
         return std::nullopt;
     }
-    auto parsed = parse_metadata(std::string_view(reinterpret_cast<const char*>(meta.data()), meta.size()), problem);
+    const bool json = get_le(bytes, kVersionOffset, 4) == kJsonEntryFormatVersion;
+    auto parsed = json ? parse_json_metadata(std::string_view(reinterpret_cast<const char*>(meta.data()), meta.size()), problem)
+                       : parse_metadata_fields(meta, problem);
     if (!parsed) return std::nullopt;
     entry.meta = std::move(*parsed);
     entry.cubin.assign(cubin.begin(), cubin.end());

@@ -10,9 +10,14 @@
 //       20     8  metadata length (u64)
 //       28     8  cubin length (u64)
 //       36     8  ptx length (u64)
-//       44     …  key bytes (32 lowercase hex chars), metadata (a JSON object, UTF-8),
-//                 cubin bytes, PTX text, one after the other with no padding
+//       44     …  key bytes (32 lowercase hex chars), metadata, cubin bytes, PTX text, one
+//                 after the other with no padding
 //   end - 8    8  XXH3-64 (seed 0) of every byte before it
+// The metadata of version 2 (what kjit writes) is its fields in a fixed order, each string a u32
+// length then its bytes: kernel_name, types, arch, nvrtc_version, then created_unix (i64), the
+// number of lowered names (u32) and each name expression and lowered name (strings), then
+// spec_json. Version 1 held the same fields as a JSON object; kjit still reads it, so that caches
+// written by an earlier kjit (a shipped read-only one too) keep serving.
 // The lengths must add up to the file size exactly, so trailing garbage is an error as well as
 // truncation. A reader checks magic, version, lengths, checksum, key and metadata in that order
 // and never allocates more than the file it was given.
@@ -29,14 +34,16 @@
 namespace kjit::cache {
 
 // Bumped whenever the layout above or the meaning of a metadata field changes; a file with
-// another version is reported as unsupported, never guessed at.
-inline constexpr std::uint32_t kEntryFormatVersion = 1;
+// another version than these two is reported as unsupported, never guessed at. Version 2 holds
+// its metadata in plain length-prefixed fields: a fresh process's first cached call reads one
+// entry, and parsing its JSON metadata was a fifth of that call's instructions (docs/PERFORMANCE.md).
+inline constexpr std::uint32_t kEntryFormatVersion = 2;
+inline constexpr std::uint32_t kJsonEntryFormatVersion = 1;  // metadata as JSON: read, no longer written
 
 // The 8 bytes every entry file starts with.
 inline constexpr std::string_view kEntryMagic = "KJITCACH";
 
-// Who made an entry and from what. Stored as JSON in the metadata section, so a reader can show
-// it without understanding the binary parts.
+// Who made an entry and from what (the metadata section).
 struct EntryMetadata {
     std::string kernel_name;
     std::string types;          // the dtype binding, e.g. "T=float32,U=int64"
@@ -62,8 +69,8 @@ struct Entry {
 // uses this to keep a key from naming a path outside its folder.
 bool is_valid_key(std::string_view key) noexcept;
 
-// The bytes of an entry file. Throws kjit::CacheError when a metadata string is not valid UTF-8
-// (JSON cannot hold it, and storing it altered would break the round trip).
+// The bytes of an entry file (the current format version). Throws kjit::CacheError when a
+// metadata string is longer than a u32 length can say.
 std::vector<unsigned char> serialize_entry(const Entry& entry);
 
 // The entry stored in `bytes`, or nullopt with `problem` saying exactly what is wrong: too short,

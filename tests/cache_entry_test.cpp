@@ -38,9 +38,10 @@ void put_le(std::vector<unsigned char>& out, std::uint64_t v, int bytes) {
 }
 
 // An entry file built here from the documented layout, independently of serialize_entry, so
-// that the reader can be given well-checksummed files with exactly one thing wrong.
+// that the reader can be given well-checksummed files with exactly one thing wrong. The metadata
+// is given as its bytes: JSON for version 1 (the default here), fields for version 2.
 std::vector<unsigned char> build(const std::string& key, const std::string& meta, const std::string& cubin,
-                                 const std::string& ptx, std::uint32_t version = kjit::cache::kEntryFormatVersion) {
+                                 const std::string& ptx, std::uint32_t version = kjit::cache::kJsonEntryFormatVersion) {
     std::vector<unsigned char> out(kjit::cache::kEntryMagic.begin(), kjit::cache::kEntryMagic.end());
     put_le(out, version, 4);
     for (const std::string* s : {&key, &meta, &cubin, &ptx}) put_le(out, s->size(), 8);
@@ -51,6 +52,21 @@ std::vector<unsigned char> build(const std::string& key, const std::string& meta
 
 const std::string kMeta =
     R"({"kernel_name":"k","types":"","arch":"sm_90","nvrtc_version":"12.8","created_unix":5,"lowered_names":[],"spec_json":""})";
+
+// Version 2 metadata written from the documented layout: u32-prefixed strings, the creation time
+// (i64), the count of lowered names (u32) and their pairs, the manifest entry.
+std::string field(const std::string& s) {
+    std::vector<unsigned char> out;
+    put_le(out, s.size(), 4);
+    return std::string(out.begin(), out.end()) + s;
+}
+std::string integer(std::uint64_t v, int bytes) {
+    std::vector<unsigned char> out;
+    put_le(out, v, bytes);
+    return std::string(out.begin(), out.end());
+}
+const std::string kFields = field("k") + field("") + field("sm_90") + field("12.8") + integer(5, 8) + integer(1, 4) +
+                            field("k<int>") + field("_Z1kIiEvv") + field("{}");
 
 std::string problem_of(const std::vector<unsigned char>& bytes, std::string_view key = kKey) {
     std::string problem;
@@ -94,9 +110,32 @@ TEST_CASE("serialized bytes follow the documented layout", "[cache_entry]") {
     CHECK(44 + u64(12) + u64(20) + u64(28) + u64(36) + 8 == bytes.size());
     CHECK(std::string(bytes.begin() + 44, bytes.begin() + 76) == kKey);
     CHECK(u64(bytes.size() - 8) == XXH3_64bits(bytes.data(), bytes.size() - 8));
-    // The reader accepts a file built from the layout alone.
+    // The reader accepts a file built from the layout alone, in either version.
     std::string problem;
     CHECK(parse_entry(build(kKey, kMeta, "cubin", "ptx"), kKey, problem).has_value());
+    const auto v2 = parse_entry(build(kKey, kFields, "cubin", "ptx", kjit::cache::kEntryFormatVersion), kKey, problem);
+    REQUIRE(v2.has_value());
+    CHECK(v2->meta.kernel_name == "k");
+    CHECK(v2->meta.arch == "sm_90");
+    CHECK(v2->meta.created_unix == 5);
+    CHECK(v2->meta.lowered_names == std::vector<std::pair<std::string, std::string>>{{"k<int>", "_Z1kIiEvv"}});
+    CHECK(v2->meta.spec_json == "{}");
+    // And what serialize_entry writes is version 2, metadata as documented.
+    Entry small = make_entry(3, 2);
+    small.meta = v2->meta;
+    const auto written = serialize_entry(small);
+    CHECK(std::string(written.begin() + 76, written.begin() + 76 + static_cast<std::ptrdiff_t>(kFields.size())) == kFields);
+}
+
+TEST_CASE("entries written by an earlier kjit (JSON metadata, version 1) are still read", "[cache_entry]") {
+    std::string problem;
+    const auto e = parse_entry(build(kKey, kMeta, "cubin", "ptx"), kKey, problem);
+    REQUIRE(e.has_value());
+    CHECK(problem.empty());
+    CHECK(e->meta.arch == "sm_90");
+    CHECK(e->meta.created_unix == 5);
+    CHECK(std::string(e->cubin.begin(), e->cubin.end()) == "cubin");
+    CHECK(e->ptx == "ptx");
 }
 
 TEST_CASE("every single-bit flip of an entry is detected", "[cache_entry]") {
@@ -130,8 +169,11 @@ TEST_CASE("each kind of damage is reported as what it is", "[cache_entry]") {
     CHECK(problem_of(bytes).starts_with("bad magic"));
 
     // A future version with a valid checksum: unsupported, whatever follows.
-    CHECK(problem_of(build(kKey, kMeta, "c", "p", 2)) == "unsupported format version 2 (this kjit reads version 1)");
+    CHECK(problem_of(build(kKey, kMeta, "c", "p", 3)) == "unsupported format version 3 (this kjit reads versions 1 and 2)");
     CHECK(problem_of(build(kKey, kMeta, "c", "p", 0)).starts_with("unsupported format version 0"));
+    // JSON metadata in a version 2 file, and fields in a version 1 file, are malformed.
+    CHECK(problem_of(build(kKey, kMeta, "c", "p", 2)).starts_with("malformed metadata"));
+    CHECK(problem_of(build(kKey, kFields, "c", "p", 1)) == "malformed metadata: not valid JSON");
 
     bytes = build(kKey, kMeta, "c", "p");
     bytes[bytes.size() - 1] ^= 0x80;
@@ -173,10 +215,26 @@ TEST_CASE("corrupt lengths cannot overflow or allocate", "[cache_entry]") {
     CHECK(problem_of(wrap).starts_with("sizes do not add up"));
 }
 
-TEST_CASE("metadata that JSON cannot hold is refused when serializing", "[cache_entry]") {
+TEST_CASE("version 2 metadata: any bytes round-trip, and every damaged field is named", "[cache_entry]") {
     Entry e = make_entry();
-    e.meta.kernel_name = std::string("bad\xff\xfe", 5);
-    CHECK_THROWS_AS(serialize_entry(e), kjit::CacheError);
+    e.meta.kernel_name = std::string("bad\xff\xfe\0\n", 7);  // not UTF-8 (JSON could not hold it)
+    e.meta.created_unix = -1;
+    std::string problem;
+    CHECK(parse_entry(serialize_entry(e), kKey, problem) == e);
+
+    const std::uint32_t v2 = kjit::cache::kEntryFormatVersion;
+    // Every cut of the metadata section (the other sections' lengths still adding up).
+    for (std::size_t n = 0; n < kFields.size(); ++n) {
+        INFO("metadata cut to " << n << " of " << kFields.size() << " bytes");
+        CHECK(problem_of(build(kKey, kFields.substr(0, n), "c", "p", v2)).starts_with("malformed metadata"));
+    }
+    CHECK(problem_of(build(kKey, kFields + "x", "c", "p", v2)) == "malformed metadata: 1 bytes after the last field");
+    // A string length past the end, and a count of lowered names the section cannot hold.
+    std::string meta = kFields;
+    meta[0] = '\x7f';
+    CHECK(problem_of(build(kKey, meta, "c", "p", v2)) == "malformed metadata: a field runs past the end of the section");
+    meta = field("k") + field("") + field("sm_90") + field("12.8") + integer(5, 8) + integer(0xffffffffu, 4) + field("{}");
+    CHECK(problem_of(build(kKey, meta, "c", "p", v2)).starts_with("malformed metadata: 4294967295 lowered names"));
 }
 
 TEST_CASE("random garbage and random damage never crash and never parse", "[cache_entry]") {
