@@ -41,9 +41,9 @@ void Device::set_current(int ordinal) {
     t_current_device = ordinal;
 }
 
-DeviceProperties Device::properties() const {
-    const int ord = require_cuda(*this, "Device::properties()");
-    detail::Driver& drv = detail::driver();
+namespace {
+// What Device::properties() reports, asked of the driver once per device (Driver::properties).
+DeviceProperties query_properties(detail::Driver& drv, int ord) {
     CUdevice dev{};
     KJIT_CU_CHECK(drv.cuDeviceGet(&dev, ord));
     DeviceProperties p;
@@ -65,6 +65,12 @@ DeviceProperties Device::properties() const {
     KJIT_CU_CHECK(drv.cuDeviceGetPCIBusId(bus, sizeof bus - 1, dev));
     p.pci_bus_id = bus;
     return p;
+}
+}  // namespace
+
+DeviceProperties Device::properties() const {
+    const int ord = require_cuda(*this, "Device::properties()");
+    return detail::driver().properties(ord, &query_properties);
 }
 
 std::pair<std::size_t, std::size_t> Device::memory_info() const {

@@ -1,8 +1,10 @@
 // Devices: identity, properties, current device per thread.
 #include "test_support.hpp"
 
+#include <cstring>
 #include <thread>
 
+#include "fake_driver.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
 
@@ -49,4 +51,30 @@ TEST_CASE("the current device is per thread", "[gpu][device]") {
     std::thread t([&] { seen_in_thread = Device::current().ordinal(); });
     t.join();
     CHECK(seen_in_thread == 0);
+}
+
+TEST_CASE("device properties are asked of the driver once per device", "[device]") {
+    static int name_calls;
+    name_calls = 0;
+    kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
+    api.cuDeviceGetName = [](char* name, int len, CUdevice) {
+        ++name_calls;
+        std::strncpy(name, "Counted GPU", static_cast<std::size_t>(len));
+        return CUDA_SUCCESS;
+    };
+    {
+        kjit::detail::ScopedDriverOverride fake(api, 1);
+        for (int k = 0; k < 3; ++k) {
+            const kjit::DeviceProperties p = Device::cuda(0).properties();
+            CHECK(p.name == "Counted GPU");
+            CHECK(p.arch() == "sm_90");
+            CHECK(p.sm_count == 132);
+        }
+        CHECK(name_calls == 1);
+        CHECK_THROWS(Device::cuda(1).properties());  // no such device: nothing kept
+    }
+    // Another driver (here a fresh fake) asks again.
+    kjit::detail::ScopedDriverOverride again(api, 1);
+    CHECK(Device::cuda(0).properties().name == "Counted GPU");
+    CHECK(name_calls == 2);
 }

@@ -163,6 +163,18 @@ CUmemoryPool Driver::memory_pool(int ordinal) {
     return pool;
 }
 
+const DeviceProperties& Driver::properties(int ordinal, PropertiesQuery query) {
+    check_ordinal(ordinal);
+    if (const DeviceProperties* p = properties_[ordinal].load(std::memory_order_acquire)) return *p;
+    auto fresh = std::make_unique<const DeviceProperties>(query(*this, ordinal));  // may throw: nothing kept then
+    std::lock_guard lock(mutex_);
+    if (const DeviceProperties* p = properties_[ordinal].load(std::memory_order_relaxed)) return *p;
+    const DeviceProperties* p = fresh.get();
+    kept_properties_.push_back(std::move(fresh));
+    properties_[ordinal].store(p, std::memory_order_release);
+    return *p;
+}
+
 Driver& driver() {
     std::string why;
     if (Driver* d = active_driver(&why)) return *d;

@@ -9,8 +9,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <cuda.h>
+
+#include "kjit/device.hpp"
 
 namespace kjit::detail {
 
@@ -64,6 +67,11 @@ public:
     void make_current(int ordinal);
     // kjit's stream-ordered memory pool for the device (created on first use).
     CUmemoryPool memory_pool(int ordinal);
+    // The device's properties, asked of `query` the first time and kept: they do not change while
+    // a process runs, and asking again (a name, a bus id, six attributes) cost a fresh process's
+    // first call about 20 us on the H200 host each time a plan or a load wanted one number.
+    using PropertiesQuery = DeviceProperties (*)(Driver&, int ordinal);
+    const DeviceProperties& properties(int ordinal, PropertiesQuery query);
 
 private:
     void check_ordinal(int ordinal) const;
@@ -73,6 +81,8 @@ private:
     std::mutex mutex_;  // only for first uses; warm lookups read the atomics
     std::array<std::atomic<CUcontext>, kMaxDevices> contexts_{};
     std::array<std::atomic<CUmemoryPool>, kMaxDevices> pools_{};
+    std::array<std::atomic<const DeviceProperties*>, kMaxDevices> properties_{};
+    std::vector<std::unique_ptr<const DeviceProperties>> kept_properties_;  // what properties_ points at
 };
 
 // The process's driver, loaded and initialised on first use. Throws NoDeviceError saying what is
