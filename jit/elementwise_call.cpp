@@ -6,6 +6,7 @@
 
 #include "jit/elementwise_calls.hpp"
 #include "jit/host/host_call.hpp"
+#include "jit/made_arrays.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/device_copy.hpp"
@@ -19,7 +20,9 @@ constexpr unsigned kThreads = 256;  // the generated kernels' __launch_bounds__
 
 // The argument struct and strided layout being prepared on this thread: cuLaunchKernel copies
 // them, so one buffer per thread serves every launch. Allocated on a thread's first call (17 KB
-// would otherwise be part of every thread's static TLS block, libraries' threads included).
+// would otherwise be part of every thread's static TLS block, libraries' threads included), and
+// not zeroed: each launch writes what it passes, and zeroing 17 KB was a tenth of the
+// instructions of a fresh process's first call (and page faults).
 struct LaunchBuffers {
     alignas(16) unsigned char args[4096];
     alignas(16) unsigned char layout[detail::layout_struct_size(detail::kMaxCallOperands)];
@@ -27,7 +30,7 @@ struct LaunchBuffers {
 };
 LaunchBuffers& launch_buffers() {
     thread_local std::unique_ptr<LaunchBuffers> buffers;
-    if (!buffers) buffers = std::make_unique<LaunchBuffers>();
+    if (!buffers) buffers = std::make_unique_for_overwrite<LaunchBuffers>();
     return *buffers;
 }
 
@@ -158,9 +161,9 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                                   : (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
 
     // Arrays kjit makes for this call: outputs not given, and copies of inputs that overlap an output.
-    std::array<std::optional<Array>, kMaxCallParams> made;
+    MadeArrays made;
     auto array_of = [&](std::size_t k) -> const Array* {
-        if (made[k]) return &*made[k];
+        if (const Array* a = made.find(k)) return a;
         return k < count ? &args[k].array() : nullptr;
     };
     const int operands = static_cast<int>(plan->operand_param.size());
@@ -220,7 +223,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     if (count < np) {
         const Shape shape(layout.shape, layout.shape + layout.ndim);
         for (std::size_t k = count; k < np; ++k)
-            made[k] = Array::empty(shape, plan->bound.param_types[k], on_host ? Device::cpu() : Device::cuda(ordinal), stream);
+            made.set(k, Array::empty(shape, plan->bound.param_types[k], on_host ? Device::cpu() : Device::cuda(ordinal), stream));
     }
     if (operands > 0) lay_out(true);
 
@@ -252,7 +255,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     if (copies) {
         // The copies are kernel calls themselves (they reuse this thread's layout buffer).
         for (std::size_t k = 0; k < nin; ++k)
-            if (must_copy[k]) made[k] = copy_kernel()({args[k].array()}, CallOptions{stream, -1})[0];
+            if (must_copy[k]) made.set(k, copy_kernel()({args[k].array()}, CallOptions{stream, -1})[0]);
         lay_out(true);
     }
 

@@ -57,7 +57,11 @@ int find_build_id(dl_phdr_info* info, std::size_t, void* data) {
             if (desc + note->n_descsz > end) break;
             if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
                 std::string_view(reinterpret_cast<const char*>(name), 3) == "GNU") {
-                for (std::size_t k = 0; k < note->n_descsz; ++k) search->hex += fmt::format("{:02x}", desc[k]);
+                static constexpr char kDigits[] = "0123456789abcdef";
+                for (std::size_t k = 0; k < note->n_descsz; ++k) {
+                    search->hex += kDigits[desc[k] >> 4];
+                    search->hex += kDigits[desc[k] & 15];
+                }
                 return 1;
             }
             p = desc + align4(note->n_descsz);

@@ -10,6 +10,7 @@
 
 #include "jit/host/host_call.hpp"
 #include "jit/host/host_reduction.hpp"
+#include "jit/made_arrays.hpp"
 #include "jit/params.hpp"
 #include "jit/reduction_calls.hpp"
 #include "kjit/error.hpp"
@@ -52,7 +53,7 @@ struct LaunchBuffers {
 };
 LaunchBuffers& launch_buffers() {
     thread_local std::unique_ptr<LaunchBuffers> buffers;
-    if (!buffers) buffers = std::make_unique<LaunchBuffers>();
+    if (!buffers) buffers = std::make_unique_for_overwrite<LaunchBuffers>();  // each call writes what it passes
     return *buffers;
 }
 
@@ -184,8 +185,11 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     const Stream stream = on_host ? Stream::current() : (options.stream ? *options.stream : Stream::current()).for_device(device);
 
     // The array inputs, broadcast together: the shape being reduced.
-    std::array<std::optional<Array>, kMaxCallParams> made;  // copies of inputs, outputs allocated here
-    auto array_of = [&](std::size_t k) -> const Array& { return made[k] ? *made[k] : args[k].array(); };
+    MadeArrays made;  // copies of inputs, outputs allocated here
+    auto array_of = [&](std::size_t k) -> const Array& {
+        const Array* a = made.find(k);
+        return a != nullptr ? *a : args[k].array();
+    };
     const int ni = static_cast<int>(plan->operand_param.size());
     if (ni == 0) throw ShapeError(kernel_prefix(kernel) + "needs an input passed as an array (not raw, not a scalar): it gives the shape reduced");
     LaunchBuffers& buffers = launch_buffers();
@@ -253,7 +257,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
                                  " but reducing " + shape_to_string(shape) + " over axes " + axes_text(axes) +
                                  (options.keepdims ? " with keepdims" : "") + " gives " + shape_to_string(out_shape));
         } else {
-            made[k] = Array::empty(out_shape, plan->bound.param_types[k], device, stream);
+            made.set(k, Array::empty(out_shape, plan->bound.param_types[k], device, stream));
         }
     }
 
@@ -284,7 +288,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
             }
             const detail::DeviceCopy copy = detail::device_copy();
             if (copy == nullptr) throw Error(kernel_prefix(kernel) + "no copy kernel registered");
-            made[p] = copy(args[p].array(), args[p].array().dtype(), stream);
+            made.set(p, copy(args[p].array(), args[p].array().dtype(), stream));
             copied = true;
         }
     }
@@ -325,7 +329,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     const auto finish = [&] {
         for (std::size_t k = 0; k < np; ++k) {
             if (k < count && !args[k].is_array()) continue;
-            if (k >= count || made[k]) array_of(k).record_stream(stream);
+            if (k >= count || made.find(k) != nullptr) array_of(k).record_stream(stream);
             else if (args[k].array().buffer()->kind() == Buffer::Kind::device_pool) args[k].array().buffer()->record_stream(stream);
         }
         if (offsets_made) offsets.record_stream(stream);

@@ -126,7 +126,10 @@ TEST_CASE("host time of a warm call on a pretend driver", "[.][call_bench]") {
     const Array x = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
     const Array y = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
     axpb.launch({x, 2.0f, 1.0f, y});
-    const int calls = 1000000;
+    // KJIT_BENCH_CALLS=N: another count (callgrind's instructions per call are the difference of
+    // two counts over the difference of their calls).
+    const char* count = std::getenv("KJIT_BENCH_CALLS");
+    const int calls = count != nullptr && std::atoi(count) > 0 ? std::atoi(count) : 1000000;
     const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < calls; ++k) axpb.launch({x, 2.0f, 1.0f, y});
     const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / calls;
