@@ -5,7 +5,10 @@
 // which is where a runtime's own first-call work goes beyond the driver's. Built here:
 //   nvcc -O2 -o first_call_floor first_call_floor.cpp -lcuda
 //   nvcc -cubin -arch=sm_90 -o axpb.cubin axpb_kernel.cu
-// run on the H200 in several fresh processes:  first_call_floor axpb.cubin
+// run on the H200 in several fresh processes:  first_call_floor axpb.cubin [--memset-first]
+// Before the clock the process starts CUDA and copies its input to the device (as kjit's and
+// CuPy's probes do); --memset-first also runs a cuMemsetD32, which launches one of the driver's
+// own kernels: the first module load of a context costs far more without one before it.
 #include <cuda.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -81,10 +84,14 @@ int main(int argc, char** argv) {
     CUdeviceptr x, y;
     CU(cuMemAlloc(&x, 4000));
     CU(cuMemAlloc(&y, 4000));
-    CU(cuMemsetD32(x, 0x3f800000u, 1000));
+    const bool memset_first = argc > 2 && std::strcmp(argv[2], "--memset-first") == 0;
+    std::vector<float> ones(1000, 1.0f);
+    if (memset_first) CU(cuMemsetD32(x, 0x3f800000u, 1000));
+    else CU(cuMemcpyHtoD(x, ones.data(), 4000));
     CU(cuCtxSynchronize());
 
-    std::printf("the driver's floor for a cached kernel's first call (%s):\n", argv[1]);
+    std::printf("the driver's floor for a cached kernel's first call (%s, %s before):\n", argv[1],
+                memset_first ? "a cuMemsetD32" : "a host-to-device copy");
     const auto t0 = Clock::now();
     Step s;
     const std::vector<char> cubin = read_file(argv[1]);
