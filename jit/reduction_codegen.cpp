@@ -211,9 +211,11 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     const std::string ops_type = name + "_ops";
     s << "struct " << ops_type << " {\n";
     s << "    typedef " << r << " value_type;\n";
-    s << "    static constexpr bool has_identity = " << (c.has_identity ? "true" : "false") << ";\n";
-    s << "    static constexpr int inputs = " << m.array_inputs << ", in_slots = " << in_slots << ", outputs = " << m.outputs
-      << ";\n";
+    // Enumerators, not static constexpr members, which -default-device makes device variables
+    // (templates/elementwise.cuh says what those cost a module's load).
+    s << "    enum : bool { has_identity = " << (c.has_identity ? "true" : "false") << " };\n";
+    s << "    enum : int { inputs = " << m.array_inputs << ", in_slots = " << in_slots << ", outputs = " << m.outputs
+      << " };\n";
     {
         std::vector<std::string> a;
         int slot = 0;
@@ -238,7 +240,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
             if (is_array_input(k)) widest = std::max(widest, stored(k).itemsize());
         const int V = widest == 0 ? 1 : static_cast<int>(std::max<std::size_t>(1, 16 / widest));
         m.vector_width = V;
-        s << "    static constexpr int vector = " << V << ";\n";
+        s << "    enum : int { vector = " << V << " };\n";
         std::vector<std::string> tests, a;
         int slot = 0;
         for (int k : inputs) {

@@ -42,9 +42,10 @@ __device__ __forceinline__ ArgValue<T> arg_first(const ArgValue<T>& a, const Arg
 template <class T, bool Max, class Args>
 struct ArgOps {
     typedef ArgValue<T> value_type;
-    static constexpr bool has_identity = true;
-    static constexpr int inputs = 1, in_slots = 1, outputs = 1;
-    static constexpr int vector = sizeof(T) >= 16 ? 1 : 16 / static_cast<int>(sizeof(T));
+    // Enumerators, not static members: those would be device variables (elementwise.cuh).
+    enum : bool { has_identity = true };
+    enum : int { inputs = 1, in_slots = 1, outputs = 1 };
+    enum : int { vector = sizeof(T) >= 16 ? 1 : 16 / static_cast<int>(sizeof(T)) };
 
     static __device__ __forceinline__ value_type reduce(const value_type& a, const value_type& b) { return arg_first<Max>(a, b); }
 

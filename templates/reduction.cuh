@@ -76,7 +76,7 @@
 
 namespace kjit {
 
-constexpr int reduce_unroll = KJIT_REDUCE_UNROLL;
+enum : int { reduce_unroll = KJIT_REDUCE_UNROLL };  // an enumerator, not a variable (elementwise.cuh)
 
 // Shapes and strides (in elements) of a reduction: the kept dimensions (one output element each)
 // first, then the reduced dimensions, both after the host merged and ordered them.

@@ -183,9 +183,9 @@ TEST_CASE("the generated reduction shows the user's pieces and its entry points"
         CHECK_THAT(src, Contains(std::string("extern \"C\" __global__ void __launch_bounds__(512) ") + e));
     CHECK_THAT(src, Contains("has_identity = true"));
     // Vector loads: 16 bytes of the widest input (here float32), none for 16-byte elements.
-    CHECK_THAT(src, Contains("static constexpr int vector = 4;") && Contains("kjit::load<vector>(args.x + off[0])"));
+    CHECK_THAT(src, Contains("enum : int { vector = 4 };") && Contains("kjit::load<vector>(args.x + off[0])"));
     CHECK_THAT(ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "c").source({{"T", DType::complex128}}),
-               Contains("static constexpr int vector = 1;"));
+               Contains("enum : int { vector = 1 };"));
     CHECK_THAT(src, !Contains("cuda_fp16.h"));
     // No identity: the kernels track which partial results hold a value.
     const std::string none = ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", "", "mx").source({{"T", DType::float16}});
