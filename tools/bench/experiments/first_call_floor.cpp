@@ -5,10 +5,13 @@
 // which is where a runtime's own first-call work goes beyond the driver's. Built here:
 //   nvcc -O2 -o first_call_floor first_call_floor.cpp -lcuda
 //   nvcc -cubin -arch=sm_90 -o axpb.cubin axpb_kernel.cu
-// run on the H200 in several fresh processes:  first_call_floor axpb.cubin [--memset-first]
+// run on the H200 in several fresh processes:
+//   first_call_floor FILE.cubin [--memset-first] [--pool] [--function NAME]
 // Before the clock the process starts CUDA and copies its input to the device (as kjit's and
-// CuPy's probes do); --memset-first also runs a cuMemsetD32, which launches one of the driver's
-// own kernels: the first module load of a context costs far more without one before it.
+// CuPy's probes do). --memset-first runs a cuMemsetD32 instead (one of the driver's own kernels);
+// --pool takes the arrays from a stream-ordered memory pool made as kjit makes its own, instead
+// of cuMemAlloc; --function names the kernel to load (default axpb_small, axpb_kernel.cu's), so
+// that a cubin kjit wrote (its Args struct is the same) can be loaded too.
 #include <cuda.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -81,17 +84,37 @@ int main(int argc, char** argv) {
     CUcontext ctx;
     CU(cuDevicePrimaryCtxRetain(&ctx, dev));
     CU(cuCtxSetCurrent(ctx));
+    bool memset_first = false, pool = false;
+    const char* function = "axpb_small";
+    for (int a = 2; a < argc; ++a) {
+        if (std::strcmp(argv[a], "--memset-first") == 0) memset_first = true;
+        else if (std::strcmp(argv[a], "--pool") == 0) pool = true;
+        else if (std::strcmp(argv[a], "--function") == 0 && a + 1 < argc) function = argv[++a];
+    }
     CUdeviceptr x, y;
-    CU(cuMemAlloc(&x, 4000));
-    CU(cuMemAlloc(&y, 4000));
-    const bool memset_first = argc > 2 && std::strcmp(argv[2], "--memset-first") == 0;
+    if (pool) {
+        CUmemPoolProps props{};
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = 0;
+        CUmemoryPool mp = nullptr;
+        CU(cuMemPoolCreate(&mp, &props));
+        cuuint64_t keep_all = ~cuuint64_t{0};
+        CU(cuMemPoolSetAttribute(mp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all));
+        CU(cuMemAllocFromPoolAsync(&x, 4000, mp, nullptr));
+        CU(cuMemAllocFromPoolAsync(&y, 4000, mp, nullptr));
+    } else {
+        CU(cuMemAlloc(&x, 4000));
+        CU(cuMemAlloc(&y, 4000));
+    }
     std::vector<float> ones(1000, 1.0f);
     if (memset_first) CU(cuMemsetD32(x, 0x3f800000u, 1000));
     else CU(cuMemcpyHtoD(x, ones.data(), 4000));
     CU(cuCtxSynchronize());
 
-    std::printf("the driver's floor for a cached kernel's first call (%s, %s before):\n", argv[1],
-                memset_first ? "a cuMemsetD32" : "a host-to-device copy");
+    std::printf("the driver's floor for a cached kernel's first call (%s, %s before, %s):\n", argv[1],
+                memset_first ? "a cuMemsetD32" : "a host-to-device copy", pool ? "a memory pool" : "cuMemAlloc");
     const auto t0 = Clock::now();
     Step s;
     const std::vector<char> cubin = read_file(argv[1]);
@@ -101,7 +124,7 @@ int main(int argc, char** argv) {
     CU(cuModuleLoadData(&mod, cubin.data()));
     s.report("cuModuleLoadData");
     CUfunction f;
-    CU(cuModuleGetFunction(&f, mod, "axpb_small"));
+    CU(cuModuleGetFunction(&f, mod, function));
     s.report("cuModuleGetFunction");
     struct Args { CUdeviceptr x; float a, b; CUdeviceptr y; long long n, pad; } args{x, 2.0f, 1.0f, y, 1000, 0};
     void* params[] = {&args};
