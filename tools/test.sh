@@ -20,8 +20,22 @@ echo "== CPU tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 cmake -S . -B "$build_dir-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKJIT_SANITIZERS=address,undefined \
   -DKJIT_BUILD_CLI=OFF -DKJIT_INSTALL=OFF
 cmake --build "$build_dir-asan" -j "$jobs" --target kjit_tests
-ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
-  "$build_dir-asan/tests/kjit_tests" "~[gpu]~[nvrtc]~[.]"
+# LeakSanitizer's own stop-the-world tracer sometimes crashes at exit after every test passed
+# ("Tracer caught signal 11", google/sanitizers#1353; seen once here, 2026-12-01): then no leak
+# check ran, so the run is made once more. Any other failure fails at once.
+asan_log="$build_dir-asan/cpu-tests.log"
+for attempt in 1 2; do
+  status=0
+  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
+    "$build_dir-asan/tests/kjit_tests" "~[gpu]~[nvrtc]~[.]" 2>&1 | tee "$asan_log" || status=$?
+  [ "$status" -eq 0 ] && break
+  if [ "$attempt" -eq 1 ] && grep -q "^All tests passed" "$asan_log" && grep -q "Tracer caught signal" "$asan_log" &&
+     grep -q "LeakSanitizer has encountered a fatal error" "$asan_log"; then
+    echo "== LeakSanitizer's tracer crashed after every test passed; running the sanitizer tests once more"
+    continue
+  fi
+  exit "$status"
+done
 
 echo "== parser fuzzer"
 tools/fuzz.sh "$build_dir-fuzz" "${KJIT_FUZZ_SECONDS:-60}"
