@@ -153,9 +153,8 @@ bool write_all(int fd, const unsigned char* data, std::size_t size) {
     return true;
 }
 
-// Reads `size` bytes (or up to end of file, if it is shorter than fstat said) from the start.
-// Reads up to `size` bytes from the start of `fd` into `out`; how many it read (less at an early
-// end of file), or nothing on an error.
+// Reads up to `size` bytes from the start of `fd` into `out`; how many it read (fewer when the
+// file is shorter than fstat said), or nothing on an error.
 std::optional<std::size_t> read_all(int fd, unsigned char* out, std::size_t size) {
     std::size_t done = 0;
     while (done < size) {
