@@ -655,8 +655,9 @@ std::optional<std::string> DiskStore::read_alias(const std::string& alias) const
 namespace {
 // A note's last line: "xxh3=" and 16 hex digits of XXH3-64 over the text before it.
 std::string note_check_line(std::string_view text) {
-    char line[32];
-    std::snprintf(line, sizeof line, "xxh3=%016llx\n", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+    std::uint64_t h = XXH3_64bits(text.data(), text.size());
+    std::string line = "xxh3=0000000000000000\n";
+    for (int k = 20; k >= 5; --k, h >>= 4) line[static_cast<std::size_t>(k)] = "0123456789abcdef"[h & 15];
     return line;
 }
 constexpr std::size_t kNoteCheckLineBytes = 5 + 16 + 1;

@@ -22,7 +22,9 @@ std::string supported_text(const std::vector<int>& sorted) {
 
 }  // namespace
 
-std::string ArchTarget::name() const { return fmt::format("{}_{}", ptx_only ? "compute" : "sm", compiled); }
+// Without fmt: a fresh process's first cached call names its target, and fmt's formatting code
+// would be touched for that alone.
+std::string ArchTarget::name() const { return (ptx_only ? "compute_" : "sm_") + std::to_string(compiled); }
 
 ArchSpec parse_arch(std::string_view text, std::string_view where) {
     const auto fail = [&](std::string_view why) -> ArchSpec {

@@ -312,17 +312,17 @@ jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::
                                  {"uses_index", v.uses_index ? "1" : "0"}};
     for (int e = 0; e < jit::kElementwiseEntries; ++e)
         if (!groups[static_cast<std::size_t>(e)].empty())
-            values["entry." + std::string(jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e)))] =
-                groups[static_cast<std::size_t>(e)][0];
+            values.emplace_back("entry." + std::string(jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e))),
+                                groups[static_cast<std::size_t>(e)][0]);
     return values;
 }
 
 bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v, std::vector<std::vector<std::string>>& groups) {
-    auto number = [&](const char* name, int& out, int low, int high) {
-        const auto it = values.find(name);
-        if (it == values.end()) return false;
-        const char* end = it->second.data() + it->second.size();
-        const auto [at, error] = std::from_chars(it->second.data(), end, out);
+    auto number = [&](std::string_view name, int& out, int low, int high) {
+        const std::string* value = jit::find_value(values, name);
+        if (value == nullptr) return false;
+        const char* end = value->data() + value->size();
+        const auto [at, error] = std::from_chars(value->data(), end, out);
         return error == std::errc() && at == end && out >= low && out <= high;
     };
     int rows = 0, tiled = 0, uses_index = 0;
@@ -335,9 +335,12 @@ bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v,
     groups.assign(jit::kElementwiseEntries, {});
     std::size_t entries = 0;
     for (int e = 0; e < jit::kElementwiseEntries; ++e) {
-        const auto it = values.find("entry." + std::string(jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e))));
-        if (it == values.end()) continue;
-        groups[static_cast<std::size_t>(e)] = {it->second};
+        const std::string_view label = jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e));
+        const std::string* name = nullptr;
+        for (const auto& [n, value] : values)
+            if (n.size() == 6 + label.size() && n.starts_with("entry.") && n.ends_with(label)) name = &value;
+        if (name == nullptr) continue;
+        groups[static_cast<std::size_t>(e)] = {*name};
         ++entries;
     }
     // Every variant a call may pick must be there: the small, contiguous and strided ones always,

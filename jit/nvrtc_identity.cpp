@@ -1,6 +1,9 @@
 #include "jit/nvrtc_identity.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <string_view>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -19,38 +22,54 @@ namespace {
 // parsing it is part of what that call costs.
 constexpr const char* kRecordName = "nvrtc-identity";
 constexpr const char* kFormat = "kjit-nvrtc-identity 1";
+constexpr std::string_view kFormatLine = "kjit-nvrtc-identity 1\n";
 
 // What decides which libnvrtc the loader opens (runtime/detail/nvrtc.cpp).
 constexpr const char* kEnvironment[] = {"KJIT_NVRTC_LIBRARY", "LD_LIBRARY_PATH", "CUDA_PATH", "CUDA_HOME"};
 
+// One `name=value` line, appended in place (no temporaries: this runs on a fresh process's first
+// cached call, where each distinct piece of code touched costs cache misses).
+void add_line(std::string& out, std::string_view name, std::string_view value) {
+    out.append(name);
+    out.push_back('=');
+    out.append(value);
+    out.push_back('\n');
+}
+template <class Int>
+void add_number(std::string& out, std::string_view name, Int value) {
+    char digits[24];
+    const auto r = std::to_chars(digits, digits + sizeof digits, value);
+    add_line(out, name, std::string_view(digits, static_cast<std::size_t>(r.ptr - digits)));
+}
+
 // The fields that must match now for the record to hold: the environment, then the library
 // file's identity (a replaced or rebuilt library changes at least one of size, mtime, inode).
 // Empty when the file cannot be seen or a value could not be written on one line.
-std::string identity_lines(const std::string& library) {
+std::string identity_lines(std::string_view library) {
     std::string out;
+    out.reserve(512);
     for (const char* var : kEnvironment) {
         const char* v = std::getenv(var);
-        out += std::string(var) + "=" + (v != nullptr ? v : "") + "\n";
+        add_line(out, var, v != nullptr ? v : "");
     }
     struct stat st {};
-    if (library.empty() || ::stat(library.c_str(), &st) != 0) return {};
-    out += "path=" + library + "\n";
-    out += "size=" + std::to_string(static_cast<std::uint64_t>(st.st_size)) + "\n";
-    out += "mtime_ns=" + std::to_string(static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) + "\n";
-    out += "inode=" + std::to_string(static_cast<std::uint64_t>(st.st_ino)) + "\n";
+    if (library.empty() || ::stat(std::string(library).c_str(), &st) != 0) return {};
+    add_line(out, "path", library);
+    add_number(out, "size", static_cast<std::uint64_t>(st.st_size));
+    add_number(out, "mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+    add_number(out, "inode", static_cast<std::uint64_t>(st.st_ino));
     // A value holding a line break would be read back as two lines: no record then.
-    std::size_t lines = 0;
-    for (char c : out) lines += c == '\n';
-    return lines == std::size(kEnvironment) + 4 ? out : std::string();
+    if (static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) != std::size(kEnvironment) + 4) return {};
+    return out;
 }
 
 // The value of line `name=` starting at `pos`, and `pos` moved past it; nothing if the line is
 // not that field.
-std::optional<std::string> field(const std::string& text, std::size_t& pos, const std::string& name) {
-    if (text.compare(pos, name.size() + 1, name + "=") != 0) return std::nullopt;
+std::optional<std::string_view> field(std::string_view text, std::size_t& pos, std::string_view name) {
+    if (text.substr(pos, name.size()) != name || text.substr(pos + name.size(), 1) != "=") return std::nullopt;
     const std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) return std::nullopt;
-    std::string value = text.substr(pos + name.size() + 1, end - pos - name.size() - 1);
+    if (end == std::string_view::npos) return std::nullopt;
+    const std::string_view value = text.substr(pos + name.size() + 1, end - pos - name.size() - 1);
     pos = end + 1;
     return value;
 }
@@ -72,27 +91,28 @@ std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
         if (got < 0) return std::nullopt;
     }
     // Format line, environment and file lines (compared with what they are now), version, archs.
-    const std::string head = std::string(kFormat) + "\n";
-    if (text.compare(0, head.size(), head) != 0) return std::nullopt;
+    const std::string_view head = kFormatLine;
+    if (std::string_view(text).substr(0, head.size()) != head) return std::nullopt;
     std::size_t pos = head.size();
     for (const char* var : kEnvironment)
         if (!field(text, pos, var)) return std::nullopt;
-    const std::optional<std::string> path = field(text, pos, "path");
+    const std::optional<std::string_view> path = field(text, pos, "path");
     if (!path) return std::nullopt;
     const std::string now = identity_lines(*path);
     if (now.empty() || text.compare(head.size(), now.size(), now) != 0) return std::nullopt;
     pos = head.size() + now.size();
-    const std::optional<std::string> version = field(text, pos, "version_key");
-    const std::optional<std::string> archs = field(text, pos, "archs");
+    const std::optional<std::string_view> version = field(text, pos, "version_key");
+    const std::optional<std::string_view> archs = field(text, pos, "archs");
     if (!version || !archs || version->empty() || pos != text.size()) return std::nullopt;
-    NvrtcIdentity id{*version, {}};
-    for (std::size_t at = 0; at < archs->size();) {
-        char* end = nullptr;
-        const long v = std::strtol(archs->c_str() + at, &end, 10);
-        if (end == archs->c_str() + at || v <= 0) return std::nullopt;  // a damaged record is no record
-        id.supported_archs.push_back(static_cast<int>(v));
-        at = static_cast<std::size_t>(end - archs->c_str());
-        if (at < archs->size() && (*archs)[at++] != ',') return std::nullopt;
+    NvrtcIdentity id{std::string(*version), {}};
+    for (const char *at = archs->data(), *end = at + archs->size(); at != end;) {
+        int v = 0;
+        const auto r = std::from_chars(at, end, v);
+        if (r.ec != std::errc() || v <= 0) return std::nullopt;  // a damaged record is no record
+        id.supported_archs.push_back(v);
+        at = r.ptr;
+        if (at != end && *at++ != ',') return std::nullopt;
+        if (at == end && archs->back() == ',') return std::nullopt;
     }
     if (id.supported_archs.empty()) return std::nullopt;
     return id;

@@ -47,7 +47,8 @@ bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Valu
         if (eq == std::string_view::npos) return false;
         const std::string_view name = line.substr(0, eq), value = line.substr(eq + 1);
         if (name.starts_with("value.") && name.size() > 6) {
-            if (!values.emplace(std::string(name.substr(6)), std::string(value)).second) return false;
+            if (find_value(values, name.substr(6)) != nullptr) return false;
+            values.emplace_back(name.substr(6), value);
         } else if (name.starts_with("key.") && name.size() > 4) {
             std::size_t g = 0;
             for (const char c : name.substr(4)) {
@@ -63,6 +64,12 @@ bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Valu
     return true;
 }
 
+const std::string* find_value(const PlanNote::Values& values, std::string_view name) {
+    for (const auto& [n, v] : values)
+        if (n == name) return &v;
+    return nullptr;
+}
+
 PlanNote::PlanNote(std::vector<std::string> source_fields, int device_cc, std::size_t groups,
                    std::function<std::string()> spec_json)
     : source_fields_(std::move(source_fields)), device_cc_(device_cc), spec_json_(std::move(spec_json)), keys_(groups) {
@@ -72,7 +79,7 @@ PlanNote::PlanNote(std::vector<std::string> source_fields, int device_cc, std::s
     Values values;
     std::vector<std::string> keys;
     if (text && parse_plan_note(*text, groups, values, keys)) {
-        noted_ = values;
+        noted_ = true;
         values_ = std::move(values);
         keys_ = std::move(keys);
     }

@@ -14,10 +14,11 @@
 
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/detail/module.hpp"
@@ -26,7 +27,9 @@ namespace kjit::jit {
 
 class PlanNote {
 public:
-    using Values = std::map<std::string, std::string>;
+    // (name, value) pairs in the order noted: a handful, so a flat list (a fresh process's first
+    // call reads them, where every map node allocated and every piece of code touched counts).
+    using Values = std::vector<std::pair<std::string, std::string>>;
 
     // The note of the programs generated from `source_fields` (each string that decides the
     // generated code, `kind` first: "elementwise", the strings, the binding...) for a GPU of
@@ -36,10 +39,13 @@ public:
     PlanNote(std::vector<std::string> source_fields, int device_cc, std::size_t groups,
              std::function<std::string()> spec_json);
 
-    // The plan's values as noted, when a note was found.
-    const std::optional<Values>& noted_values() const { return noted_; }
+    // The plan's values as noted, when a note was found; null otherwise.
+    const Values* noted_values() const { return noted_ ? &*values_ : nullptr; }
     // What the long way learnt: noted with the keys of the groups loaded from now on.
-    void set_values(Values values) { values_ = std::move(values); }
+    void set_values(Values values) {
+        values_ = std::move(values);
+        noted_ = false;
+    }
 
     // Group g's module, loaded from the entry the note names; null when the note has no key for
     // it or no cache layer has that entry with a cubin for this GPU.
@@ -57,7 +63,7 @@ private:
     std::function<std::string()> spec_json_;
     std::string name_;
     std::string target_;
-    std::optional<Values> noted_;
+    bool noted_ = false;
     std::optional<Values> values_;
     std::vector<std::string> keys_;  // per group, empty when not known
 };
@@ -66,5 +72,7 @@ private:
 // "key.<group>=<key>" lines. A text that is not exactly that reads as no note. Exposed for tests.
 std::string format_plan_note(const PlanNote::Values& values, const std::vector<std::string>& keys);
 bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Values& values, std::vector<std::string>& keys);
+// The value named `name` in `values`, or null.
+const std::string* find_value(const PlanNote::Values& values, std::string_view name);
 
 }  // namespace kjit::jit
