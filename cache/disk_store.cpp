@@ -74,12 +74,16 @@ private:
     int fd_;
 };
 
-Fd open_retry(const fs::path& path, int flags, mode_t mode = 0) {
+// Takes a C string: the reads of a fresh process's first cached call pass a std::string, which
+// an fs::path parameter would copy and split into components first.
+Fd open_retry(const char* path, int flags, mode_t mode = 0) {
     int fd;
-    do fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    do fd = ::open(path, flags | O_CLOEXEC, mode);
     while (fd < 0 && errno == EINTR);
     return Fd(fd);
 }
+Fd open_retry(const std::string& path, int flags, mode_t mode = 0) { return open_retry(path.c_str(), flags, mode); }
+Fd open_retry(const fs::path& path, int flags, mode_t mode = 0) { return open_retry(path.c_str(), flags, mode); }
 
 // An exclusive flock on <key>.lock. The holder unlinks the file before unlocking, so lock files
 // do not pile up; someone who opened the old file and was waiting on it then sees that the path

@@ -46,6 +46,11 @@ std::shared_ptr<KernelCache> process_cache() {
     return g_process;
 }
 
+void forget_process_cache() {
+    std::lock_guard lock(g_process_mutex);
+    g_process.reset();
+}
+
 KernelCache::KernelCache(const CacheSettings& settings) : settings_(settings) {
     if (settings_.disk && !settings_.dir.empty())
         writable_ = std::make_unique<DiskStore>(settings_.dir, /*writable=*/true, settings_.max_bytes);

@@ -105,6 +105,7 @@ std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     const std::optional<std::string_view> archs = field(text, pos, "archs");
     if (!version || !archs || version->empty() || pos != text.size()) return std::nullopt;
     NvrtcIdentity id{std::string(*version), {}};
+    id.supported_archs.reserve(static_cast<std::size_t>(std::count(archs->begin(), archs->end(), ',')) + 1);
     for (const char *at = archs->data(), *end = at + archs->size(); at != end;) {
         int v = 0;
         const auto r = std::from_chars(at, end, v);

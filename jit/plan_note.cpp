@@ -1,5 +1,6 @@
 #include "jit/plan_note.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "cache/cache_key.hpp"
@@ -38,6 +39,7 @@ bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Valu
     values.clear();
     keys.assign(groups, {});
     if (text.compare(0, kHeader.size(), kHeader) != 0) return false;
+    values.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
     for (std::size_t at = kHeader.size(); at < text.size();) {
         const std::size_t end = text.find('\n', at);
         if (end == std::string::npos) return false;
