@@ -39,17 +39,7 @@ void add_field(XXH3_state_t* state, std::string_view field) {
     XXH3_128bits_update(state, field.data(), field.size());
 }
 
-std::string hex(XXH128_hash_t h) {
-    static const char* const digits = "0123456789abcdef";
-    std::string s(32, '0');
-    for (int k = 0; k < 16; ++k) {
-        const std::uint64_t word = k < 8 ? h.high64 : h.low64;
-        const unsigned byte = static_cast<unsigned>(word >> (8 * (7 - (k % 8)))) & 0xffu;
-        s[2 * k] = digits[byte >> 4];
-        s[2 * k + 1] = digits[byte & 15];
-    }
-    return s;
-}
+std::string hex(XXH128_hash_t h) { return hex16(h.high64) + hex16(h.low64); }
 
 std::string key_of(std::string_view kind, std::string_view source, const std::vector<std::string>& options,
                    std::string_view arch, std::string_view nvrtc_version) {
@@ -107,6 +97,12 @@ std::string make_fields_key(std::string_view kind, const std::vector<std::string
     const XXH128_hash_t h = XXH3_128bits_digest(state);
     XXH3_freeState(state);
     return hex(h);
+}
+
+std::string hex16(std::uint64_t value) {
+    std::string s(16, '0');
+    for (int k = 15; k >= 0; --k, value >>= 4) s[static_cast<std::size_t>(k)] = "0123456789abcdef"[value & 15];
+    return s;
 }
 
 bool is_key(std::string_view text) {

@@ -33,4 +33,7 @@ std::string make_fields_key(std::string_view kind, const std::vector<std::string
 // Whether `text` looks like a key (32 lowercase hex digits).
 bool is_key(std::string_view text);
 
+// `value` as 16 lowercase hex digits, most significant first (keys are two of them).
+std::string hex16(std::uint64_t value);
+
 }  // namespace kjit::cache

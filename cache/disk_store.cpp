@@ -19,6 +19,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "cache/cache_key.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/log.hpp"
 
@@ -74,7 +75,7 @@ private:
     int fd_;
 };
 
-// Takes a C string: the reads of a fresh process's first cached call pass a std::string, which
+// Takes a C string: the reads of a fresh process's first cached call hold a std::string, which
 // an fs::path parameter would copy and split into components first.
 Fd open_retry(const char* path, int flags, mode_t mode = 0) {
     int fd;
@@ -82,8 +83,6 @@ Fd open_retry(const char* path, int flags, mode_t mode = 0) {
     while (fd < 0 && errno == EINTR);
     return Fd(fd);
 }
-Fd open_retry(const std::string& path, int flags, mode_t mode = 0) { return open_retry(path.c_str(), flags, mode); }
-Fd open_retry(const fs::path& path, int flags, mode_t mode = 0) { return open_retry(path.c_str(), flags, mode); }
 
 // An exclusive flock on <key>.lock. The holder unlinks the file before unlocking, so lock files
 // do not pile up; someone who opened the old file and was waiting on it then sees that the path
@@ -121,7 +120,7 @@ enum class Wait { block, try_only };
 // The lock, or an empty one: held by someone else (try_only) or an error (set in `error`).
 EntryLock lock_file(const fs::path& path, mode_t mode, Wait wait, std::string* error = nullptr) {
     for (;;) {
-        Fd fd = open_retry(path, O_RDWR | O_CREAT, mode);
+        Fd fd = open_retry(path.c_str(), O_RDWR | O_CREAT, mode);
         if (!fd) {
             if (error) *error = os_error("cannot open lock file", path);
             return {};
@@ -175,7 +174,7 @@ std::optional<std::size_t> read_all(int fd, unsigned char* out, std::size_t size
 
 // Makes a rename or a new name in `dir` durable; the entry is already visible without it.
 void fsync_dir(const fs::path& dir) {
-    Fd fd = open_retry(dir, O_RDONLY | O_DIRECTORY);
+    Fd fd = open_retry(dir.c_str(), O_RDONLY | O_DIRECTORY);
     if (!fd || ::fsync(fd.get()) != 0)
         kjit::detail::warn_once("cache-fsync-dir:" + dir.string(), os_error("cannot fsync cache folder", dir));
 }
@@ -365,7 +364,7 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
     if (!usable_) return std::nullopt;
     // Spelled out rather than with std::filesystem::path: this is on a fresh process's first call.
     const std::string path = dir_.native() + "/" + key.substr(0, 2) + "/" + key + std::string(kEntrySuffix);
-    Fd fd = open_retry(path, O_RDONLY);
+    Fd fd = open_retry(path.c_str(), O_RDONLY);
     if (!fd) {
         if (errno != ENOENT && errno != ENOTDIR)
             kjit::detail::warn_once("cache-read:" + path, os_error("cannot read cache entry", path));
@@ -424,7 +423,7 @@ namespace {
 // receives the errno of the failure.
 std::string write_file(const fs::path& tmp, const std::vector<unsigned char>& bytes, mode_t mode, int& err,
                        bool durable = true) {
-    Fd fd = open_retry(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
+    Fd fd = open_retry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
     if (!fd) return err = errno, os_error("cannot create", tmp);
     if (::fchmod(fd.get(), mode) != 0)  // the umask must not decide who can read it
         return err = errno, os_error("cannot set the mode of", tmp);
@@ -517,7 +516,7 @@ std::uint64_t DiskStore::total_bytes() const {
 std::vector<std::pair<fs::path, std::string>> DiskStore::verify() const {
     std::vector<std::pair<fs::path, std::string>> damaged;
     for (const auto& item : list()) {
-        Fd fd = open_retry(item.path, O_RDONLY);
+        Fd fd = open_retry(item.path.c_str(), O_RDONLY);
         if (!fd) {
             if (errno != ENOENT) damaged.emplace_back(item.path, os_error("cannot open", item.path));
             continue;  // removed meanwhile
@@ -630,7 +629,7 @@ bool DiskStore::write_small_file(const std::string& name, std::string_view suffi
 std::optional<std::string> DiskStore::read_small_file(const std::string& name, std::string_view suffix,
                                                       std::size_t max_bytes) const {
     const std::string path = dir_.native() + "/" + name.substr(0, 2) + "/" + name + std::string(suffix);
-    Fd fd = open_retry(path, O_RDONLY);
+    Fd fd = open_retry(path.c_str(), O_RDONLY);
     if (!fd) return std::nullopt;
     std::string bytes;
     char buffer[4096];
@@ -659,10 +658,7 @@ std::optional<std::string> DiskStore::read_alias(const std::string& alias) const
 namespace {
 // A note's last line: "xxh3=" and 16 hex digits of XXH3-64 over the text before it.
 std::string note_check_line(std::string_view text) {
-    std::uint64_t h = XXH3_64bits(text.data(), text.size());
-    std::string line = "xxh3=0000000000000000\n";
-    for (int k = 20; k >= 5; --k, h >>= 4) line[static_cast<std::size_t>(k)] = "0123456789abcdef"[h & 15];
-    return line;
+    return "xxh3=" + hex16(XXH3_64bits(text.data(), text.size())) + "\n";
 }
 constexpr std::size_t kNoteCheckLineBytes = 5 + 16 + 1;
 }  // namespace

@@ -335,10 +335,8 @@ bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v,
     groups.assign(jit::kElementwiseEntries, {});
     std::size_t entries = 0;
     for (int e = 0; e < jit::kElementwiseEntries; ++e) {
-        const std::string_view label = jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e));
-        const std::string* name = nullptr;
-        for (const auto& [n, value] : values)
-            if (n.size() == 6 + label.size() && n.starts_with("entry.") && n.ends_with(label)) name = &value;
+        const std::string* name =
+            jit::find_value(values, jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e)), "entry.");
         if (name == nullptr) continue;
         groups[static_cast<std::size_t>(e)] = {*name};
         ++entries;

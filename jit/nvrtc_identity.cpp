@@ -21,7 +21,6 @@ namespace {
 // lines rather than JSON: a fresh process reads this file before its first cached call, and
 // parsing it is part of what that call costs.
 constexpr const char* kRecordName = "nvrtc-identity";
-constexpr const char* kFormat = "kjit-nvrtc-identity 1";
 constexpr std::string_view kFormatLine = "kjit-nvrtc-identity 1\n";
 
 // What decides which libnvrtc the loader opens (runtime/detail/nvrtc.cpp).
@@ -103,19 +102,19 @@ std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     pos = head.size() + now.size();
     const std::optional<std::string_view> version = field(text, pos, "version_key");
     const std::optional<std::string_view> archs = field(text, pos, "archs");
-    if (!version || !archs || version->empty() || pos != text.size()) return std::nullopt;
+    // A damaged record is no record: an empty list, or one ending in a comma, among the rest.
+    if (!version || !archs || version->empty() || archs->empty() || archs->back() == ',' || pos != text.size())
+        return std::nullopt;
     NvrtcIdentity id{std::string(*version), {}};
     id.supported_archs.reserve(static_cast<std::size_t>(std::count(archs->begin(), archs->end(), ',')) + 1);
     for (const char *at = archs->data(), *end = at + archs->size(); at != end;) {
         int v = 0;
         const auto r = std::from_chars(at, end, v);
-        if (r.ec != std::errc() || v <= 0) return std::nullopt;  // a damaged record is no record
+        if (r.ec != std::errc() || v <= 0) return std::nullopt;
         id.supported_archs.push_back(v);
         at = r.ptr;
         if (at != end && *at++ != ',') return std::nullopt;
-        if (at == end && archs->back() == ',') return std::nullopt;
     }
-    if (id.supported_archs.empty()) return std::nullopt;
     return id;
 }
 
@@ -128,7 +127,7 @@ void remember_nvrtc(const std::string& cache_dir) {
         if (identity.empty() || version.find('\n') != std::string::npos) return;
         std::string archs;
         for (const int a : nvrtc_supported_archs()) archs += (archs.empty() ? "" : ",") + std::to_string(a);
-        const std::string record = std::string(kFormat) + "\n" + identity + "version_key=" + version + "\narchs=" + archs + "\n";
+        const std::string record = std::string(kFormatLine) + identity + "version_key=" + version + "\narchs=" + archs + "\n";
         const std::string path = cache_dir + "/" + kRecordName;
         const std::string tmp = path + ".tmp." + std::to_string(::getpid());
         FILE* f = std::fopen(tmp.c_str(), "wb");

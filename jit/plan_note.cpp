@@ -66,9 +66,9 @@ bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Valu
     return true;
 }
 
-const std::string* find_value(const PlanNote::Values& values, std::string_view name) {
+const std::string* find_value(const PlanNote::Values& values, std::string_view name, std::string_view prefix) {
     for (const auto& [n, v] : values)
-        if (n == name) return &v;
+        if (n.size() == prefix.size() + name.size() && n.starts_with(prefix) && n.ends_with(name)) return &v;
     return nullptr;
 }
 

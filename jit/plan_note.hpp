@@ -72,7 +72,7 @@ private:
 // "key.<group>=<key>" lines. A text that is not exactly that reads as no note. Exposed for tests.
 std::string format_plan_note(const PlanNote::Values& values, const std::vector<std::string>& keys);
 bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Values& values, std::vector<std::string>& keys);
-// The value named `name` in `values`, or null.
-const std::string* find_value(const PlanNote::Values& values, std::string_view name);
+// The value named `prefix` + `name` in `values`, or null.
+const std::string* find_value(const PlanNote::Values& values, std::string_view name, std::string_view prefix = {});
 
 }  // namespace kjit::jit
