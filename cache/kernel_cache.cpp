@@ -67,25 +67,25 @@ KernelCache::Shard& KernelCache::shard_of(const std::string& key) {
 
 std::shared_ptr<const Entry> KernelCache::get(const Request& request) {
     Shard& shard = shard_of(request.key);
-    std::promise<std::shared_ptr<const Entry>> promise;
+    auto slot = std::make_shared<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>();
     {
         std::unique_lock lock(shard.mutex);
         if (auto it = shard.entries.find(request.key); it != shard.entries.end()) {
-            const Future found = it->second;
+            const Slot found = it->second;
             lock.unlock();
             ++memory_hits_;
-            return found.get();  // waits while another thread compiles it; rethrows its failure
+            return found->get();  // waits while another thread compiles it; rethrows its failure
         }
-        shard.entries.emplace(request.key, promise.get_future().share());
+        shard.entries.emplace(request.key, slot);
     }
     ++memory_misses_;
     record(request.spec_json, request.arch);
     try {
         std::shared_ptr<const Entry> entry = load_or_compile(request);
-        promise.set_value(entry);
+        slot->set(entry);
         return entry;
     } catch (...) {
-        promise.set_exception(std::current_exception());
+        slot->fail(std::current_exception());
         std::lock_guard lock(shard.mutex);
         shard.entries.erase(request.key);  // not remembered: the next call tries again
         throw;
@@ -127,10 +127,12 @@ std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_
                                                const std::string& arch) {
     Shard& shard = shard_of(name);
     {
-        std::lock_guard lock(shard.mutex);
+        std::unique_lock lock(shard.mutex);
         if (auto it = shard.entries.find(name); it != shard.entries.end()) {
             ++memory_hits_;
-            return it->second.get();
+            const Slot found = it->second;
+            lock.unlock();
+            return found->get();
         }
     }
     ++memory_misses_;
@@ -144,10 +146,8 @@ std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_
                 ++layer_hits_[layer];
                 record(spec_json, arch);
                 auto entry = std::make_shared<const Entry>(std::move(*e));
-                std::promise<std::shared_ptr<const Entry>> p;
-                p.set_value(entry);
                 std::lock_guard lock(shard.mutex);
-                shard.entries.emplace(name, p.get_future().share());
+                shard.entries.emplace(name, std::make_shared<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>(entry));
                 return entry;
             }
         }
@@ -173,9 +173,10 @@ std::string KernelCache::writable_dir() const {
 std::optional<std::string> KernelCache::read_note(const std::string& name) const {
     std::optional<std::string> note = writable_ ? writable_->read_note(name) : std::nullopt;
     for (std::size_t k = 0; !note && k < read_only_.size(); ++k) note = read_only_[k]->read_note(name);
-    if (note) ++note_hits_;
     return note;
 }
+
+void KernelCache::count_note_hit() { ++note_hits_; }
 
 bool KernelCache::write_note(const std::string& name, const std::string& text) {
     return writable_ && writable_->write_note(name, text);
@@ -184,11 +185,9 @@ bool KernelCache::write_note(const std::string& name, const std::string& text) {
 void KernelCache::store(const Entry& entry, const std::string& alias) {
     auto shared = std::make_shared<const Entry>(entry);
     for (const std::string& name : {entry.key, alias}) {
-        std::promise<std::shared_ptr<const Entry>> p;
-        p.set_value(shared);
         Shard& shard = shard_of(name);
         std::lock_guard lock(shard.mutex);
-        shard.entries[name] = p.get_future().share();
+        shard.entries[name] = std::make_shared<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>(shared);
     }
     if (writable_ && writable_->write(entry)) writable_->write_alias(alias, entry.key);
 }

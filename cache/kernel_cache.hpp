@@ -6,7 +6,6 @@
 #include <array>
 #include <atomic>
 #include <functional>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "cache/disk_store.hpp"
 #include "cache/entry.hpp"
 #include "kjit/cache.hpp"
+#include "runtime/detail/once_value.hpp"
 
 namespace kjit::cache {
 
@@ -49,6 +49,8 @@ public:
     std::optional<std::string> read_note(const std::string& name) const;
     // Stores a note in the writable folder (false when there is none or writing failed).
     bool write_note(const std::string& name, const std::string& text);
+    // A note read was taken (its plan and keys used): counted in cache_stats().note_hits.
+    void count_note_hit();
 
     // Stores an entry made outside a compile (a cubin the driver made from PTX) in the writable
     // folder and in memory, reachable by its key and by `alias`.
@@ -57,10 +59,10 @@ public:
     CacheStats stats() const;
 
 private:
-    using Future = std::shared_future<std::shared_ptr<const Entry>>;
+    using Slot = std::shared_ptr<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>;
     struct Shard {
         std::mutex mutex;
-        std::unordered_map<std::string, Future> entries;
+        std::unordered_map<std::string, Slot> entries;
     };
     // A warm lookup locks one of many shards (by key), never one lock for the whole process.
     static constexpr std::size_t kShards = 64;

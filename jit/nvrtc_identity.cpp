@@ -26,54 +26,78 @@ constexpr std::string_view kFormatLine = "kjit-nvrtc-identity 1\n";
 // What decides which libnvrtc the loader opens (runtime/detail/nvrtc.cpp).
 constexpr const char* kEnvironment[] = {"KJIT_NVRTC_LIBRARY", "LD_LIBRARY_PATH", "CUDA_PATH", "CUDA_HOME"};
 
-// One `name=value` line, appended in place (no temporaries: this runs on a fresh process's first
-// cached call, where each distinct piece of code touched costs cache misses).
-void add_line(std::string& out, std::string_view name, std::string_view value) {
+// One `<prefix><name>=value` line, appended in place (no temporaries: this runs on a fresh
+// process's first cached call, where each distinct piece of code touched costs cache misses).
+void add_line(std::string& out, std::string_view prefix, std::string_view name, std::string_view value) {
+    out.append(prefix);
     out.append(name);
     out.push_back('=');
     out.append(value);
     out.push_back('\n');
 }
 template <class Int>
-void add_number(std::string& out, std::string_view name, Int value) {
+void add_number(std::string& out, std::string_view prefix, std::string_view name, Int value) {
     char digits[24];
     const auto r = std::to_chars(digits, digits + sizeof digits, value);
-    add_line(out, name, std::string_view(digits, static_cast<std::size_t>(r.ptr - digits)));
+    add_line(out, prefix, name, std::string_view(digits, static_cast<std::size_t>(r.ptr - digits)));
 }
 
-// The fields that must match now for the record to hold: the environment, then the library
-// file's identity (a replaced or rebuilt library changes at least one of size, mtime, inode).
-// Empty when the file cannot be seen or a value could not be written on one line.
-std::string identity_lines(std::string_view library) {
+// The value of line `<prefix><name>=` starting at `pos`, and `pos` moved past it; nothing if the
+// line is not that field.
+std::optional<std::string_view> field(std::string_view text, std::size_t& pos, std::string_view prefix,
+                                      std::string_view name) {
+    if (text.substr(pos, prefix.size()) != prefix || text.substr(pos + prefix.size(), name.size()) != name ||
+        text.substr(pos + prefix.size() + name.size(), 1) != "=")
+        return std::nullopt;
+    const std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) return std::nullopt;
+    const std::size_t value_at = pos + prefix.size() + name.size() + 1;
+    pos = end + 1;
+    return text.substr(value_at, end - value_at);
+}
+
+}  // namespace
+
+std::string nvrtc_identity_lines(std::string_view library, std::string_view prefix) {
     std::string out;
     out.reserve(512);
     for (const char* var : kEnvironment) {
         const char* v = std::getenv(var);
-        add_line(out, var, v != nullptr ? v : "");
+        add_line(out, prefix, var, v != nullptr ? v : "");
     }
     struct stat st {};
     if (library.empty() || ::stat(std::string(library).c_str(), &st) != 0) return {};
-    add_line(out, "path", library);
-    add_number(out, "size", static_cast<std::uint64_t>(st.st_size));
-    add_number(out, "mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
-    add_number(out, "inode", static_cast<std::uint64_t>(st.st_ino));
-    // A value holding a line break would be read back as two lines: no record then.
+    add_line(out, prefix, "path", library);
+    add_number(out, prefix, "size", static_cast<std::uint64_t>(st.st_size));
+    add_number(out, prefix, "mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+    add_number(out, prefix, "inode", static_cast<std::uint64_t>(st.st_ino));
+    // A value holding a line break would be read back as two lines: no identity then.
     if (static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) != std::size(kEnvironment) + 4) return {};
     return out;
 }
 
-// The value of line `name=` starting at `pos`, and `pos` moved past it; nothing if the line is
-// not that field.
-std::optional<std::string_view> field(std::string_view text, std::size_t& pos, std::string_view name) {
-    if (text.substr(pos, name.size()) != name || text.substr(pos + name.size(), 1) != "=") return std::nullopt;
-    const std::size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) return std::nullopt;
-    const std::string_view value = text.substr(pos + name.size() + 1, end - pos - name.size() - 1);
-    pos = end + 1;
-    return value;
+std::size_t held_identity_lines(std::string_view text, std::string_view prefix) {
+    std::size_t pos = 0;
+    for (const char* var : kEnvironment)
+        if (!field(text, pos, prefix, var)) return 0;
+    const std::optional<std::string_view> path = field(text, pos, prefix, "path");
+    if (!path) return 0;
+    const std::string now = nvrtc_identity_lines(*path, prefix);
+    return !now.empty() && text.substr(0, now.size()) == now ? now.size() : 0;
 }
 
-}  // namespace
+std::optional<NvrtcIdentity> loaded_nvrtc_identity() {
+    if (!kjit::detail::nvrtc_loaded()) return std::nullopt;
+    try {
+        const kjit::detail::NvrtcApi& api = kjit::detail::nvrtc();
+        NvrtcIdentity id{nvrtc_version_key(), nvrtc_supported_archs(),
+                         nvrtc_identity_lines(detail::loaded_file(reinterpret_cast<const void*>(api.nvrtcVersion)))};
+        if (id.lines.empty() || id.version_key.find('\n') != std::string::npos) return std::nullopt;
+        return id;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
 
 std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     if (cache_dir.empty()) return std::nullopt;
@@ -92,20 +116,15 @@ std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     // Format line, environment and file lines (compared with what they are now), version, archs.
     const std::string_view head = kFormatLine;
     if (std::string_view(text).substr(0, head.size()) != head) return std::nullopt;
-    std::size_t pos = head.size();
-    for (const char* var : kEnvironment)
-        if (!field(text, pos, var)) return std::nullopt;
-    const std::optional<std::string_view> path = field(text, pos, "path");
-    if (!path) return std::nullopt;
-    const std::string now = identity_lines(*path);
-    if (now.empty() || text.compare(head.size(), now.size(), now) != 0) return std::nullopt;
-    pos = head.size() + now.size();
-    const std::optional<std::string_view> version = field(text, pos, "version_key");
-    const std::optional<std::string_view> archs = field(text, pos, "archs");
+    const std::size_t lines = held_identity_lines(std::string_view(text).substr(head.size()), {});
+    if (lines == 0) return std::nullopt;
+    std::size_t pos = head.size() + lines;
+    const std::optional<std::string_view> version = field(text, pos, {}, "version_key");
+    const std::optional<std::string_view> archs = field(text, pos, {}, "archs");
     // A damaged record is no record: an empty list, or one ending in a comma, among the rest.
     if (!version || !archs || version->empty() || archs->empty() || archs->back() == ',' || pos != text.size())
         return std::nullopt;
-    NvrtcIdentity id{std::string(*version), {}};
+    NvrtcIdentity id{std::string(*version), {}, text.substr(head.size(), lines)};
     id.supported_archs.reserve(static_cast<std::size_t>(std::count(archs->begin(), archs->end(), ',')) + 1);
     for (const char *at = archs->data(), *end = at + archs->size(); at != end;) {
         int v = 0;
@@ -121,13 +140,11 @@ std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
 void remember_nvrtc(const std::string& cache_dir) {
     if (cache_dir.empty() || !kjit::detail::nvrtc_loaded()) return;
     try {
-        const kjit::detail::NvrtcApi& api = kjit::detail::nvrtc();
-        const std::string identity = identity_lines(detail::loaded_file(reinterpret_cast<const void*>(api.nvrtcVersion)));
-        const std::string version = nvrtc_version_key();
-        if (identity.empty() || version.find('\n') != std::string::npos) return;
+        const std::optional<NvrtcIdentity> id = loaded_nvrtc_identity();
+        if (!id) return;
         std::string archs;
-        for (const int a : nvrtc_supported_archs()) archs += (archs.empty() ? "" : ",") + std::to_string(a);
-        const std::string record = std::string(kFormatLine) + identity + "version_key=" + version + "\narchs=" + archs + "\n";
+        for (const int a : id->supported_archs) archs += (archs.empty() ? "" : ",") + std::to_string(a);
+        const std::string record = std::string(kFormatLine) + id->lines + "version_key=" + id->version_key + "\narchs=" + archs + "\n";
         const std::string path = cache_dir + "/" + kRecordName;
         const std::string tmp = path + ".tmp." + std::to_string(::getpid());
         FILE* f = std::fopen(tmp.c_str(), "wb");

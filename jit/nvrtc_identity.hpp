@@ -6,7 +6,9 @@
 #pragma once
 
 #include <optional>
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kjit::jit {
@@ -14,7 +16,20 @@ namespace kjit::jit {
 struct NvrtcIdentity {
     std::string version_key;         // as nvrtc_version_key() gives it
     std::vector<int> supported_archs;
+    std::string lines;               // nvrtc_identity_lines() of its file, as they were when recorded
 };
+
+// `name=value` lines, each after `prefix`, that describe the NVRTC library file `library` as this
+// process would find it now: the environment that chooses it, then the file's path, size, mtime
+// and inode (a replaced or rebuilt library changes at least one). Empty when the file cannot be
+// seen or a value would not fit on one line.
+std::string nvrtc_identity_lines(std::string_view library, std::string_view prefix = {});
+// The length of the identity lines (after `prefix`) that `text` begins with, when they still
+// describe the NVRTC this process would load (the environment and the file named unchanged); 0
+// otherwise. One `stat`, no file read: a plan note carries these lines (jit/plan_note.hpp).
+std::size_t held_identity_lines(std::string_view text, std::string_view prefix = {});
+// The identity of the NVRTC this process has loaded; nothing when it has not loaded one.
+std::optional<NvrtcIdentity> loaded_nvrtc_identity();
 
 // The identity recorded in `cache_dir` when it still describes the NVRTC this process would load;
 // nothing when there is no record, the environment differs, or the library file changed.

@@ -1,17 +1,21 @@
 #include "jit/plan_note.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string_view>
 
 #include "cache/cache_key.hpp"
 #include "cache/kernel_cache.hpp"
+#include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
+#include "runtime/detail/nvrtc.hpp"
 #include "jit/program_lookup.hpp"
 
 namespace kjit::jit {
 namespace {
 
-constexpr std::string_view kHeader = "kjit-plan-note 1\n";
+constexpr std::string_view kHeader = "kjit-plan-note 2\n";
+constexpr std::string_view kNvrtcPrefix = "nvrtc.";
 
 // The GNU build ID of the library holding this code (kjit), read once; empty without one, and
 // then nothing is noted (a note made by one build must not steer another).
@@ -24,8 +28,20 @@ bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; 
 
 }  // namespace
 
-std::string format_plan_note(const PlanNote::Values& values, const std::vector<std::string>& keys) {
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::Values& values, const std::vector<std::string>& keys) {
+    if (keying.nvrtc_lines.empty() || keying.nvrtc_lines.back() != '\n' || keying.nvrtc_version.empty() ||
+        keying.target.empty() || !one_line(keying.nvrtc_version) || !one_line(keying.target))
+        return {};
     std::string text(kHeader);
+    for (std::size_t at = 0; at < keying.nvrtc_lines.size();) {
+        const std::size_t end = keying.nvrtc_lines.find('\n', at) + 1;
+        const std::string_view line = std::string_view(keying.nvrtc_lines).substr(at, end - at);
+        if (line.find('=') == std::string_view::npos || line.starts_with("version_key=")) return {};
+        text.append(kNvrtcPrefix);
+        text.append(line);
+        at = end;
+    }
+    text += std::string(kNvrtcPrefix) + "version_key=" + keying.nvrtc_version + "\ntarget=" + keying.target + "\n";
     for (const auto& [name, value] : values) {
         if (name.empty() || name.find('=') != std::string::npos || !one_line(name) || !one_line(value)) return {};
         text += "value." + name + "=" + value + "\n";
@@ -35,16 +51,41 @@ std::string format_plan_note(const PlanNote::Values& values, const std::vector<s
     return text;
 }
 
-bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Values& values, std::vector<std::string>& keys) {
+bool parse_plan_note(const std::string& text, std::size_t groups, NoteKeying& keying, PlanNote::Values& values,
+                     std::vector<std::string>& keys) {
+    keying = {};
     values.clear();
     keys.assign(groups, {});
     if (text.compare(0, kHeader.size(), kHeader) != 0) return false;
     values.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+    keying.nvrtc_lines.reserve(text.size());
+    bool keyed = false;  // past the target line
     for (std::size_t at = kHeader.size(); at < text.size();) {
         const std::size_t end = text.find('\n', at);
         if (end == std::string::npos) return false;
         const std::string_view line(text.data() + at, end - at);
         at = end + 1;
+        if (!keyed) {
+            // NVRTC's identity lines, its version key, the target: first, in this order.
+            if (line.starts_with("target=") && !keying.nvrtc_version.empty()) {
+                keying.target = std::string(line.substr(7));
+                if (keying.target.empty()) return false;
+                keyed = true;
+            } else if (line.starts_with(kNvrtcPrefix) && keying.nvrtc_version.empty()) {
+                const std::string_view rest = line.substr(kNvrtcPrefix.size());
+                if (rest.find('=') == std::string_view::npos) return false;
+                if (rest.starts_with("version_key=")) {
+                    keying.nvrtc_version = std::string(rest.substr(12));
+                    if (keying.nvrtc_version.empty() || keying.nvrtc_lines.empty()) return false;
+                } else {
+                    keying.nvrtc_lines.append(rest);
+                    keying.nvrtc_lines.push_back('\n');
+                }
+            } else {
+                return false;
+            }
+            continue;
+        }
         const std::size_t eq = line.find('=');
         if (eq == std::string_view::npos) return false;
         const std::string_view name = line.substr(0, eq), value = line.substr(eq + 1);
@@ -63,7 +104,7 @@ bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Valu
             return false;
         }
     }
-    return true;
+    return keyed;
 }
 
 const std::string* find_value(const PlanNote::Values& values, std::string_view name, std::string_view prefix) {
@@ -77,27 +118,38 @@ PlanNote::PlanNote(std::vector<std::string> source_fields, int device_cc, std::s
     : source_fields_(std::move(source_fields)), device_cc_(device_cc), spec_json_(std::move(spec_json)), keys_(groups) {
     const std::string n = name();
     if (n.empty()) return;
-    const std::optional<std::string> text = cache::process_cache()->read_note(n);
+    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    const std::optional<std::string> text = kernel_cache->read_note(n);
+    NoteKeying keying;
     Values values;
     std::vector<std::string> keys;
-    if (text && parse_plan_note(*text, groups, values, keys)) {
+    if (text && parse_plan_note(*text, groups, keying, values, keys) && still_keys(keying)) {
         noted_ = true;
+        kernel_cache->count_note_hit();
+        target_ = std::move(keying.target);
         values_ = std::move(values);
         keys_ = std::move(keys);
     }
 }
 
+// Whether what the note was made under still keys this process's programs: with NVRTC loaded, its
+// version and the target it gives; without, the noted NVRTC file and environment unchanged (then
+// the version and target follow from them, the GPU and KJIT_ARCH being part of the note's name).
+bool PlanNote::still_keys(const NoteKeying& keying) const {
+    if (!kjit::detail::nvrtc_loaded())
+        return held_identity_lines(keying.nvrtc_lines) == keying.nvrtc_lines.size() && !keying.nvrtc_lines.empty();
+    const std::optional<ProgramKeying> now = program_keying(device_cc_);
+    return now && now->nvrtc_version == keying.nvrtc_version && now->target == keying.target;
+}
+
 std::string PlanNote::name() {
     if (!name_.empty() || kjit_build().empty()) return name_;
-    const std::optional<ProgramKeying> keying = program_keying(device_cc_);
-    if (!keying) return {};
     std::vector<std::string> fields = source_fields_;
     fields.push_back("sm_" + std::to_string(device_cc_));
-    fields.push_back(keying->target);
-    fields.push_back(keying->nvrtc_version);
+    const char* arch = std::getenv("KJIT_ARCH");
+    fields.push_back(arch != nullptr ? arch : "");
     fields.push_back(kjit_build());
     name_ = cache::make_fields_key("kjit-plan-note", fields);
-    target_ = keying->target;
     return name_;
 }
 
@@ -110,8 +162,12 @@ void PlanNote::loaded(std::size_t g, const std::string& key) {
     if (g >= keys_.size() || !values_ || keys_[g] == key) return;
     keys_[g] = key;
     const std::string n = name();
-    const std::string text = format_plan_note(*values_, keys_);
-    if (!n.empty() && !text.empty()) cache::process_cache()->write_note(n, text);
+    if (n.empty()) return;
+    const std::optional<ProgramKeying> now = program_keying(device_cc_, /*with_identity=*/true);
+    if (!now) return;
+    if (target_.empty()) target_ = now->target;
+    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, *values_, keys_);
+    if (!text.empty()) cache::process_cache()->write_note(n, text);
 }
 
 }  // namespace kjit::jit

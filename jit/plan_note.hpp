@@ -1,15 +1,20 @@
 // Plan notes: what a kernel's first call learns by checking the kernel and generating its code
 // (the launch shape of its variants, their entry point names, the cache key of each variant's
 // program), noted in the kernel cache under a name made from what the code is generated from (the
-// kernel's strings, the dtype binding), kjit's own build and what keys programs (the target and
-// NVRTC's version). A fresh process whose first call finds the note loads the cached program by
-// its key at once: no check, no code generation, no source to hash. On the H200 host that was
-// most of a fresh process's first cached call (docs/PERFORMANCE.md).
+// kernel's strings, the dtype binding), the GPU, KJIT_ARCH and kjit's own build. A fresh process
+// whose first call finds the note loads the cached program by its key at once: no check, no code
+// generation, no source to hash. On the H200 host that was most of a fresh process's first cached
+// call (docs/PERFORMANCE.md).
+//
+// What keys the noted programs (NVRTC's version and the target) is in the note, with the identity
+// of NVRTC's file (jit/nvrtc_identity.hpp): a process that has not loaded NVRTC checks that
+// identity with one `stat` and reads no other file to trust the note's keys.
 //
 // A note is a shortcut, never the only truth: a note that is missing, damaged (it carries its own
-// checksum, cache/disk_store.hpp) or names an entry that no cache layer has sends the call the long
-// way, which notes what it found. kjit's build is part of the name because a note records what
-// this kjit's code generator made: another build may generate other code for the same strings.
+// checksum, cache/disk_store.hpp), made under another NVRTC, or naming an entry that no cache
+// layer has sends the call the long way, which notes what it found. kjit's build is part of the
+// name because a note records what this kjit's code generator made: another build may generate
+// other code for the same strings.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +30,14 @@
 
 namespace kjit::jit {
 
+// What a note's programs were keyed under: NVRTC's identity lines (nvrtc_identity_lines), its
+// version key and the target ("sm_90").
+struct NoteKeying {
+    std::string nvrtc_lines;
+    std::string nvrtc_version;
+    std::string target;
+};
+
 class PlanNote {
 public:
     // (name, value) pairs in the order noted: a handful, so a flat list (a fresh process's first
@@ -34,8 +47,8 @@ public:
     // The note of the programs generated from `source_fields` (each string that decides the
     // generated code, `kind` first: "elementwise", the strings, the binding...) for a GPU of
     // compute capability `device_cc`, with `groups` programs (a launch loads one group). Reads
-    // the note when it can already be named (NVRTC loaded, or its identity recorded). `spec_json`
-    // makes the manifest entry a hit records under KJIT_CACHE_RECORD.
+    // the note, and takes it when it still keys this process's programs. `spec_json` makes the
+    // manifest entry a hit records under KJIT_CACHE_RECORD.
     PlanNote(std::vector<std::string> source_fields, int device_cc, std::size_t groups,
              std::function<std::string()> spec_json);
 
@@ -56,7 +69,8 @@ public:
     void loaded(std::size_t g, const std::string& key);
 
 private:
-    std::string name();  // empty when it cannot be named (yet)
+    std::string name();  // empty without kjit's build ID
+    bool still_keys(const NoteKeying& keying) const;
 
     std::vector<std::string> source_fields_;
     int device_cc_;
@@ -68,10 +82,13 @@ private:
     std::vector<std::string> keys_;  // per group, empty when not known
 };
 
-// The note's text and back: "kjit-plan-note 1", then "value.<name>=<value>" lines, then
-// "key.<group>=<key>" lines. A text that is not exactly that reads as no note. Exposed for tests.
-std::string format_plan_note(const PlanNote::Values& values, const std::vector<std::string>& keys);
-bool parse_plan_note(const std::string& text, std::size_t groups, PlanNote::Values& values, std::vector<std::string>& keys);
+// The note's text and back: "kjit-plan-note 2", NVRTC's identity lines each after "nvrtc.", then
+// "nvrtc.version_key=<key>" and "target=<arch>", then "value.<name>=<value>" lines, then
+// "key.<group>=<key>" lines. A text that is not exactly that reads as no note; a keying or value
+// that cannot be written so makes no text. Exposed for tests.
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::Values& values, const std::vector<std::string>& keys);
+bool parse_plan_note(const std::string& text, std::size_t groups, NoteKeying& keying, PlanNote::Values& values,
+                     std::vector<std::string>& keys);
 // The value named `prefix` + `name` in `values`, or null.
 const std::string* find_value(const PlanNote::Values& values, std::string_view name, std::string_view prefix = {});
 

@@ -190,12 +190,20 @@ FoundProgram find_or_compile_program(CachedProgram& p, const std::string& arch) 
     return found;
 }
 
-std::optional<ProgramKeying> program_keying(int device_cc) {
-    if (detail::nvrtc_loaded())
-        return ProgramKeying{choose_target("", nvrtc_supported_archs(), device_cc).name(), nvrtc_version_key()};
+std::optional<ProgramKeying> program_keying(int device_cc, bool with_identity) {
+    if (detail::nvrtc_loaded()) {
+        ProgramKeying k{choose_target("", nvrtc_supported_archs(), device_cc).name(), nvrtc_version_key(), {}};
+        if (with_identity) {
+            const std::optional<NvrtcIdentity> id = loaded_nvrtc_identity();
+            if (!id) return std::nullopt;
+            k.nvrtc_lines = id->lines;
+        }
+        return k;
+    }
     const std::optional<NvrtcIdentity> id = remembered_nvrtc_once(cache::process_cache()->writable_dir());
     if (!id) return std::nullopt;
-    return ProgramKeying{choose_target("", id->supported_archs, device_cc).name(), id->version_key};
+    return ProgramKeying{choose_target("", id->supported_archs, device_cc).name(), id->version_key,
+                         with_identity ? id->lines : std::string()};
 }
 
 std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::string& key, int ordinal, int device_cc,

@@ -58,13 +58,15 @@ struct LoadedProgram {
 LoadedProgram load_program(CachedProgram& program, int ordinal);
 
 // What keys a call's programs on a GPU of compute capability `device_cc` now: the target it
-// compiles for ("sm_90") and NVRTC's version key. Known without loading NVRTC from the identity
+// compiles for ("sm_90") and NVRTC's version key, and with `with_identity` the identity lines of
+// that NVRTC's file (jit/nvrtc_identity.hpp). Known without loading NVRTC from the identity
 // recorded beside the writable folder; nothing when NVRTC is not loaded and no record holds.
 struct ProgramKeying {
     std::string target;
     std::string nvrtc_version;
+    std::string nvrtc_lines;  // empty unless asked for
 };
-std::optional<ProgramKeying> program_keying(int device_cc);
+std::optional<ProgramKeying> program_keying(int device_cc, bool with_identity = false);
 
 // The module of the cache entry `key`, loaded on device `ordinal` (of compute capability
 // `device_cc`) when a cache layer has it with a cubin that runs there; null otherwise (it never

@@ -14,7 +14,9 @@
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/stream.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/nvrtc.hpp"
 
+using Catch::Matchers::Contains;
 using kjit::DType;
 using kjit::test::cache_in;
 using kjit::test::ProcessCacheGuard;
@@ -45,33 +47,58 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("a plan note's text round-trips, and any other text reads as no note", "[plan_note]") {
+    const kjit::jit::NoteKeying keying{"LD_LIBRARY_PATH=/opt/x\npath=/opt/x/libnvrtc.so.13\nsize=12\n", "nvrtc-13.0+bid:ab",
+                                       "sm_90"};
     const kjit::jit::PlanNote::Values values{{"vector_width", "4"}, {"entry.small32", "k_small32"}};
     const std::vector<std::string> keys{"", kKeyA, "", kKeyB};
-    const std::string text = kjit::jit::format_plan_note(values, keys);
+    const std::string text = kjit::jit::format_plan_note(keying, values, keys);
+    CHECK_THAT(text, Contains("\nnvrtc.path=/opt/x/libnvrtc.so.13\n") && Contains("\ntarget=sm_90\n"));
+    kjit::jit::NoteKeying kk;
     kjit::jit::PlanNote::Values v;
     std::vector<std::string> k;
-    REQUIRE(kjit::jit::parse_plan_note(text, 4, v, k));
+    REQUIRE(kjit::jit::parse_plan_note(text, 4, kk, v, k));
+    CHECK(kk.nvrtc_lines == keying.nvrtc_lines);
+    CHECK(kk.nvrtc_version == keying.nvrtc_version);
+    CHECK(kk.target == keying.target);
     CHECK(v == values);
     CHECK(k == keys);
 
-    // Values that cannot be written on one line make no note at all.
-    CHECK(kjit::jit::format_plan_note({{"a", "x\ny"}}, {}).empty());
-    CHECK(kjit::jit::format_plan_note({{"a=b", "x"}}, {}).empty());
+    // Values or a keying that cannot be written on one line make no note at all.
+    CHECK(kjit::jit::format_plan_note(keying, {{"a", "x\ny"}}, {}).empty());
+    CHECK(kjit::jit::format_plan_note(keying, {{"a=b", "x"}}, {}).empty());
+    CHECK(kjit::jit::format_plan_note({"", "v", "sm_90"}, values, keys).empty());
+    CHECK(kjit::jit::format_plan_note({"path=/x", "v", "sm_90"}, values, keys).empty());  // no line end
+    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v\n1", "sm_90"}, values, keys).empty());
+    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v", ""}, values, keys).empty());
+    CHECK(kjit::jit::format_plan_note({"version_key=1\n", "v", "sm_90"}, values, keys).empty());
 
-    for (const std::string& bad : {std::string(), std::string("kjit-plan-note 2\n"), text.substr(0, text.size() - 1),
+    const std::size_t target_at = text.find("target=");
+    const std::size_t version_at = text.find("nvrtc.version_key=");
+    for (const std::string& bad : {std::string(), std::string("kjit-plan-note 2\n"), "kjit-plan-note 1" + text.substr(16),
+                                  text.substr(0, text.size() - 1), text.substr(0, target_at),
+                                  text.substr(0, version_at) + text.substr(target_at),  // no version
+                                  text.substr(0, 17) + text.substr(version_at),          // no identity lines
+                                  text.substr(0, target_at) + "target=\n" + text.substr(text.find('\n', target_at) + 1),
+                                  text.substr(0, 17) + "nvrtc.noequals\n" + text.substr(17),
+                                  text.substr(0, target_at) + "nvrtc.late=1\n" + text.substr(target_at),
+                                  text + "target=sm_80\n", text + "nvrtc.path=/y\n",
                                   text + "key.1=" + kKeyB + "\n", text + "key.4=" + kKeyB + "\n", text + "key.x=" + kKeyB + "\n",
                                   text + "key.2=" + kKeyA.substr(1) + "\n", text + "value.vector_width=8\n", text + "other=1\n",
                                   text + "key.99999999999999999999999=" + kKeyA + "\n", text + "novalue\n"}) {
         INFO(bad);
-        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, v, k));
+        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, kk, v, k));
     }
     // A changed byte or a cut: never a crash, and what does read is a well-formed note (damage
     // itself is the note file's checksum's to catch, cache/disk_store.hpp).
     auto well_formed = [&](const std::string& s) {
-        if (!kjit::jit::parse_plan_note(s, 4, v, k)) return;
+        if (!kjit::jit::parse_plan_note(s, 4, kk, v, k)) return;
+        kjit::jit::NoteKeying kk2;
         kjit::jit::PlanNote::Values v2;
         std::vector<std::string> k2;
-        CHECK(kjit::jit::parse_plan_note(kjit::jit::format_plan_note(v, k), 4, v2, k2));
+        CHECK(kjit::jit::parse_plan_note(kjit::jit::format_plan_note(kk, v, k), 4, kk2, v2, k2));
+        CHECK(kk2.nvrtc_lines == kk.nvrtc_lines);
+        CHECK(kk2.nvrtc_version == kk.nvrtc_version);
+        CHECK(kk2.target == kk.target);
         CHECK(v2 == v);
         CHECK(k2 == k);
     };
@@ -210,6 +237,43 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         again.call();
         CHECK(kjit::jit::elementwise_generations() == generated);
         CHECK(kjit::cache_stats().compiles == 0);
+    }
+    SECTION("without NVRTC loaded, the note is taken while NVRTC's file and environment are unchanged") {
+        const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
+        {
+            PretendProcess later(dir);
+            const std::uint64_t generated = kjit::jit::elementwise_generations();
+            later.call();
+            CHECK(kjit::jit::elementwise_generations() == generated);
+            CHECK(kjit::cache_stats().note_hits == 1);
+            CHECK(kjit::cache_stats().compiles == 0);
+            CHECK(kjit::test::fake_state().launches == launches + 1);
+        }
+        // Another environment could load another NVRTC: the note is not taken, the kernel found
+        // the long way (by its alias, with no NVRTC to compute its key).
+        const kjit::test::ScopedEnv elsewhere("CUDA_HOME", "/somewhere/else");
+        PretendProcess later(dir);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::cache_stats().note_hits == 0);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::test::fake_state().launches == launches + 2);
+    }
+    SECTION("a note made under another NVRTC is not taken") {
+        std::string bytes = read_bytes(note);
+        const std::size_t at = bytes.find("nvrtc.version_key=") + 18;
+        bytes.insert(at, "older-");
+        // Rewritten with a good check line, as a note written by that other NVRTC's process would be.
+        bytes.resize(bytes.rfind("xxh3="));
+        REQUIRE(kjit::cache::DiskStore(dir, true).write_note(note.stem().string(), bytes));
+        PretendProcess later(dir);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::cache_stats().note_hits == 0);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK_THAT(read_bytes(note), !Contains("older-"));  // noted again by the long way
     }
     SECTION("another kernel name, or another KJIT_TUNE_TILE, is another note") {
         PretendProcess later(dir);

@@ -1,7 +1,6 @@
 #include "runtime/detail/module.hpp"
 
 #include <cstdlib>
-#include <future>
 #include <mutex>
 #include <unordered_map>
 
@@ -12,6 +11,7 @@
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/log.hpp"
+#include "runtime/detail/once_value.hpp"
 
 namespace kjit::detail {
 namespace {
@@ -112,7 +112,7 @@ namespace kjit::detail {
 
 struct ModuleRegistry::Shard {
     mutable std::mutex mutex;
-    std::unordered_map<std::string, std::shared_future<std::shared_ptr<LoadedModule>>> modules;
+    std::unordered_map<std::string, std::shared_ptr<OnceValue<std::shared_ptr<LoadedModule>>>> modules;
 };
 
 ModuleRegistry::ModuleRegistry() : shards_(std::make_unique<Shard[]>(kShards)) {}
@@ -132,22 +132,22 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
                                                   const std::function<std::shared_ptr<LoadedModule>()>& load) {
     const std::string name = key + "@" + std::to_string(device);
     Shard& shard = shard_of(name);
-    std::promise<std::shared_ptr<LoadedModule>> promise;
+    auto slot = std::make_shared<OnceValue<std::shared_ptr<LoadedModule>>>();
     {
         std::unique_lock lock(shard.mutex);
         if (auto it = shard.modules.find(name); it != shard.modules.end()) {
-            auto found = it->second;
+            const auto found = it->second;
             lock.unlock();
-            return found.get();
+            return found->get();  // waits while another thread loads it; rethrows its failure
         }
-        shard.modules.emplace(name, promise.get_future().share());
+        shard.modules.emplace(name, slot);
     }
     try {
         std::shared_ptr<LoadedModule> module = load();
-        promise.set_value(module);
+        slot->set(module);
         return module;
     } catch (...) {
-        promise.set_exception(std::current_exception());
+        slot->fail(std::current_exception());
         std::lock_guard lock(shard.mutex);
         shard.modules.erase(name);
         throw;
