@@ -106,7 +106,8 @@ std::string int_literal_hint(std::string_view text, const std::string& error) {
 
 bool is_keyword(std::string_view word) {
     for (std::string_view k : kKeywords) {
-        if (k == word) return true;
+        // Length and first byte before a compare call: most words differ there.
+        if (k.size() == word.size() && k.front() == word.front() && k == word) return true;
     }
     return false;
 }
