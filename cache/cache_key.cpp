@@ -87,16 +87,15 @@ std::string make_alias_key(std::string_view source, const std::vector<std::strin
     return key_of("kjit-alias", source, options, arch, "");
 }
 
-std::string make_fields_key(std::string_view kind, const std::vector<std::string>& fields) {
-    XXH3_state_t* state = XXH3_createState();
-    XXH3_128bits_reset(state);
-    add_field(state, kind);
-    add_field(state, std::to_string(kKeyFormatVersion));
-    add_field(state, std::to_string(fields.size()));
-    for (const std::string& f : fields) add_field(state, f);
-    const XXH128_hash_t h = XXH3_128bits_digest(state);
-    XXH3_freeState(state);
-    return hex(h);
+std::string make_fields_key(std::string_view kind, std::span<const std::string_view> fields) {
+    // On the stack: a fresh process's first cached call names a note with this.
+    XXH3_state_t state;
+    XXH3_128bits_reset(&state);
+    add_field(&state, kind);
+    add_field(&state, std::to_string(kKeyFormatVersion));
+    add_field(&state, std::to_string(fields.size()));
+    for (const std::string_view f : fields) add_field(&state, f);
+    return hex(XXH3_128bits_digest(&state));
 }
 
 std::string hex16(std::uint64_t value) {

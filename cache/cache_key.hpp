@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,7 @@ std::string make_alias_key(std::string_view source, const std::vector<std::strin
 
 // 32 lowercase hex digits of XXH3-128 over `kind`, the key format version and `fields`, each
 // length-prefixed: names of records that are not compiled programs (plan notes, jit/plan_note.hpp).
-std::string make_fields_key(std::string_view kind, const std::vector<std::string>& fields);
+std::string make_fields_key(std::string_view kind, std::span<const std::string_view> fields);
 
 // Whether `text` looks like a key (32 lowercase hex digits).
 bool is_key(std::string_view text);

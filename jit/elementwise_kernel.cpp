@@ -284,23 +284,32 @@ namespace {
 
 // What the elementwise code generated for a binding depends on, for its plan note
 // (jit/plan_note.hpp): the kernel's strings and options, the binding, the module variant, and
-// the settings that change the generated code (KJIT_TUNE_TILE, KJIT_TUNE_UNROLL).
-std::vector<std::string> note_fields(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
-    std::vector<std::string> f{"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(), k.options().preamble,
-                               std::to_string(k.options().nvrtc_options.size())};
-    for (const std::string& o : k.options().nvrtc_options) f.push_back(o);
-    f.push_back(format_type_binding(types));
-    std::string scalar, storage;
-    for (const bool b : variant.scalar) scalar += b ? '1' : '0';
-    for (const auto& d : variant.storage) storage += std::string(d ? d->name() : "-") + ",";
-    f.push_back(scalar);
-    f.push_back(storage);
-    const char* tile = std::getenv("KJIT_TUNE_TILE");
-    f.push_back(tile != nullptr ? tile : "");
-    const char* unroll = std::getenv("KJIT_TUNE_UNROLL");
-    f.push_back(unroll != nullptr ? unroll : "");
-    return f;
-}
+// the settings that change the generated code (KJIT_TUNE_TILE, KJIT_TUNE_UNROLL). Views of the
+// kernel's own strings and of this object's: it must outlive `fields` and not move.
+struct NoteFields {
+    std::string options, binding, scalar, storage;
+    std::vector<std::string_view> fields;
+
+    NoteFields(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant)
+        : options(std::to_string(k.options().nvrtc_options.size())), binding(format_type_binding(types)) {
+        for (const bool b : variant.scalar) scalar += b ? '1' : '0';
+        for (const auto& d : variant.storage) {
+            storage += d ? d->name() : "-";
+            storage += ',';
+        }
+        fields.reserve(13 + k.options().nvrtc_options.size());
+        fields.insert(fields.end(), {"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(),
+                                     k.options().preamble, options});
+        for (const std::string& o : k.options().nvrtc_options) fields.emplace_back(o);
+        fields.insert(fields.end(), {binding, scalar, storage});
+        const char* tile = std::getenv("KJIT_TUNE_TILE");
+        fields.emplace_back(tile != nullptr ? tile : "");
+        const char* unroll = std::getenv("KJIT_TUNE_UNROLL");
+        fields.emplace_back(unroll != nullptr ? unroll : "");
+    }
+    NoteFields(const NoteFields&) = delete;
+    NoteFields& operator=(const NoteFields&) = delete;
+};
 
 // The variants' launch shape and entry names as a plan note holds them, and back.
 jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::vector<std::vector<std::string>>& groups) {
@@ -356,18 +365,25 @@ bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v,
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {
     const DeviceProperties props = Device::cuda(ordinal).properties();
-    auto note = std::make_shared<PlanNote>(note_fields(kernel, types, variant), props.cc_major * 10 + props.cc_minor,
+    // One copy of what the lambdas below need, shared: each std::function then holds a pointer
+    // (no copy of the binding's map or the variant's vectors each, no heap block each).
+    struct Context {
+        ElementwiseKernel kernel;
+        TypeBinding types;
+        ModuleVariant variant;
+    };
+    const auto context = std::make_shared<const Context>(Context{kernel, types, variant});
+    auto note = std::make_shared<PlanNote>(NoteFields(kernel, types, variant).fields, props.cc_major * 10 + props.cc_minor,
                                            static_cast<std::size_t>(kElementwiseEntries),
-                                           [kernel, types, variant] { return spec_json(kernel, types, variant); });
+                                           [context] { return spec_json(context->kernel, context->types, context->variant); });
     ElementwiseVariants v;
     std::vector<std::vector<std::string>> groups;
     if (note->noted_values() && from_note(*note->noted_values(), v, groups)) {
         // A noted plan: nothing is checked or generated unless a variant the note has no key for
         // is needed.
-        auto made = std::make_shared<std::optional<VariantPrograms>>();
-        auto program_of = [made, kernel, types, variant](std::size_t g) {
-            if (!*made) *made = variant_programs(kernel, types, variant);
-            return (*made)->program_of(g);
+        auto program_of = [context, made = std::optional<VariantPrograms>()](std::size_t g) mutable {
+            if (!made) made = variant_programs(context->kernel, context->types, context->variant);
+            return made->program_of(g);
         };
         v.loader = std::make_shared<LazyEntryPoints>(std::move(program_of), std::move(groups), describe(kernel, types), ordinal,
                                                      std::move(note));

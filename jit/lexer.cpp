@@ -1,5 +1,6 @@
 #include "jit/lexer.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cfloat>
 #include <charconv>
@@ -16,16 +17,17 @@ bool is_word_char(char c) { return is_word_start(c) || is_digit(c); }
 // Words with a meaning of their own: those kernel code uses, and C/C++ words that the parser
 // rejects by name ("'goto' is not allowed") instead of treating them as unknown identifiers.
 // C type words (int, unsigned, float...) are identifiers: is_type_name() decides about them.
+// Sorted (checked below), for a binary search: words are looked up on every call's parameter lists.
 constexpr std::string_view kKeywords[] = {
-    "if",        "else",        "for",          "while",      "do",         "break",     "continue",
-    "return",    "true",        "false",        "const",      "auto",       "static_cast", "sizeof",
-    "asm",       "__asm",       "__asm__",      "goto",       "new",        "delete",    "struct",
-    "class",     "union",       "enum",         "template",   "typedef",    "using",     "namespace",
-    "switch",    "case",        "default",      "void",       "this",       "operator",  "static",
-    "extern",    "volatile",    "register",     "inline",     "constexpr",  "mutable",   "virtual",
-    "typename",  "try",         "catch",        "throw",      "const_cast", "reinterpret_cast",
-    "dynamic_cast", "nullptr",  "alignof",      "decltype",   "__restrict__", "__device__", "__global__",
+    "__asm", "__asm__", "__device__", "__global__", "__restrict__", "alignof", "asm", "auto",
+    "break", "case", "catch", "class", "const", "const_cast", "constexpr", "continue", "decltype",
+    "default", "delete", "do", "dynamic_cast", "else", "enum", "extern", "false", "for", "goto",
+    "if", "inline", "mutable", "namespace", "new", "nullptr", "operator", "register",
+    "reinterpret_cast", "return", "sizeof", "static", "static_cast", "struct", "switch", "template",
+    "this", "throw", "true", "try", "typedef", "typename", "union", "using", "virtual", "void",
+    "volatile", "while",
 };
+static_assert(std::is_sorted(std::begin(kKeywords), std::end(kKeywords)));
 
 // Longest first, so that "<<=" wins over "<<" and "<".
 constexpr std::string_view kPunctuators[] = {
@@ -105,11 +107,7 @@ std::string int_literal_hint(std::string_view text, const std::string& error) {
 }  // namespace
 
 bool is_keyword(std::string_view word) {
-    for (std::string_view k : kKeywords) {
-        // Length and first byte before a compare call: most words differ there.
-        if (k.size() == word.size() && k.front() == word.front() && k == word) return true;
-    }
-    return false;
+    return std::binary_search(std::begin(kKeywords), std::end(kKeywords), word);
 }
 
 SourcePos end_of(const Token& token) {

@@ -1,6 +1,7 @@
 #include "jit/plan_note.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <string_view>
 
@@ -113,11 +114,11 @@ const std::string* find_value(const PlanNote::Values& values, std::string_view n
     return nullptr;
 }
 
-PlanNote::PlanNote(std::vector<std::string> source_fields, int device_cc, std::size_t groups,
+PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_cc, std::size_t groups,
                    std::function<std::string()> spec_json)
-    : source_fields_(std::move(source_fields)), device_cc_(device_cc), spec_json_(std::move(spec_json)), keys_(groups) {
-    const std::string n = name();
-    if (n.empty()) return;
+    : device_cc_(device_cc), spec_json_(std::move(spec_json)), name_(note_name(source_fields, device_cc)), keys_(groups) {
+    if (name_.empty()) return;
+    const std::string& n = name_;
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
     const std::optional<std::string> text = kernel_cache->read_note(n);
     NoteKeying keying;
@@ -142,15 +143,18 @@ bool PlanNote::still_keys(const NoteKeying& keying) const {
     return now && now->nvrtc_version == keying.nvrtc_version && now->target == keying.target;
 }
 
-std::string PlanNote::name() {
-    if (!name_.empty() || kjit_build().empty()) return name_;
-    std::vector<std::string> fields = source_fields_;
-    fields.push_back("sm_" + std::to_string(device_cc_));
+std::string PlanNote::note_name(std::span<const std::string_view> source_fields, int device_cc) {
+    if (kjit_build().empty()) return {};
+    std::vector<std::string_view> fields;
+    fields.reserve(source_fields.size() + 3);
+    fields.assign(source_fields.begin(), source_fields.end());
+    char sm[16] = "sm_";
+    const auto r = std::to_chars(sm + 3, sm + sizeof sm, device_cc);
+    fields.emplace_back(sm, static_cast<std::size_t>(r.ptr - sm));
     const char* arch = std::getenv("KJIT_ARCH");
-    fields.push_back(arch != nullptr ? arch : "");
-    fields.push_back(kjit_build());
-    name_ = cache::make_fields_key("kjit-plan-note", fields);
-    return name_;
+    fields.emplace_back(arch != nullptr ? arch : "");
+    fields.emplace_back(kjit_build());
+    return cache::make_fields_key("kjit-plan-note", fields);
 }
 
 std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int ordinal) {
@@ -161,13 +165,12 @@ std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int or
 void PlanNote::loaded(std::size_t g, const std::string& key) {
     if (g >= keys_.size() || !values_ || keys_[g] == key) return;
     keys_[g] = key;
-    const std::string n = name();
-    if (n.empty()) return;
+    if (name_.empty()) return;
     const std::optional<ProgramKeying> now = program_keying(device_cc_, /*with_identity=*/true);
     if (!now) return;
     if (target_.empty()) target_ = now->target;
     const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, *values_, keys_);
-    if (!text.empty()) cache::process_cache()->write_note(n, text);
+    if (!text.empty()) cache::process_cache()->write_note(name_, text);
 }
 
 }  // namespace kjit::jit

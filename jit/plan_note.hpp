@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,7 +50,7 @@ public:
     // compute capability `device_cc`, with `groups` programs (a launch loads one group). Reads
     // the note, and takes it when it still keys this process's programs. `spec_json` makes the
     // manifest entry a hit records under KJIT_CACHE_RECORD.
-    PlanNote(std::vector<std::string> source_fields, int device_cc, std::size_t groups,
+    PlanNote(std::span<const std::string_view> source_fields, int device_cc, std::size_t groups,
              std::function<std::string()> spec_json);
 
     // The plan's values as noted, when a note was found; null otherwise.
@@ -69,10 +70,10 @@ public:
     void loaded(std::size_t g, const std::string& key);
 
 private:
-    std::string name();  // empty without kjit's build ID
+    // The note's name; empty without kjit's build ID.
+    static std::string note_name(std::span<const std::string_view> source_fields, int device_cc);
     bool still_keys(const NoteKeying& keying) const;
 
-    std::vector<std::string> source_fields_;
     int device_cc_;
     std::function<std::string()> spec_json_;
     std::string name_;

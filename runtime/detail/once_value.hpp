@@ -22,7 +22,11 @@ public:
     // The value once there; waits while it is being made; rethrows the failure that ended that.
     T get() {
         std::unique_lock lock(mutex_);
-        made_.wait(lock, [&] { return state_ != State::pending; });
+        if (state_ == State::pending) {
+            ++waiters_;
+            made_.wait(lock, [&] { return state_ != State::pending; });
+            --waiters_;
+        }
         if (state_ == State::failed) std::rethrow_exception(error_);
         return value_;
     }
@@ -32,13 +36,16 @@ public:
 private:
     enum class State { pending, ready, failed };
     void finish(State state, T value, std::exception_ptr error) {
+        bool waited;
         {
             std::lock_guard lock(mutex_);
             value_ = std::move(value);
             error_ = std::move(error);
             state_ = state;
+            waited = waiters_ > 0;
         }
-        made_.notify_all();  // no system call when nobody waits
+        // Only when someone waits: notify_all costs about a thousand instructions even then not.
+        if (waited) made_.notify_all();
     }
 
     std::mutex mutex_;
@@ -46,6 +53,7 @@ private:
     T value_{};
     std::exception_ptr error_;
     State state_ = State::pending;
+    int waiters_ = 0;
 };
 
 }  // namespace kjit::detail

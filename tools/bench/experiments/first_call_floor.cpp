@@ -6,12 +6,16 @@
 //   nvcc -O2 -o first_call_floor first_call_floor.cpp -lcuda
 //   nvcc -cubin -arch=sm_90 -o axpb.cubin axpb_kernel.cu
 // run on the H200 in several fresh processes:
-//   first_call_floor FILE.cubin [--memset-first] [--pool] [--function NAME]
+//   first_call_floor FILE.cubin [--memset-first] [--pool] [--function NAME] [--warm WARM.cubin [--warm-early]]
 // Before the clock the process starts CUDA and copies its input to the device (as kjit's and
 // CuPy's probes do). --memset-first runs a cuMemsetD32 instead (one of the driver's own kernels);
 // --pool takes the arrays from a stream-ordered memory pool made as kjit makes its own, instead
 // of cuMemAlloc; --function names the kernel to load (default axpb_small, axpb_kernel.cu's), so
-// that a cubin kjit wrote (its Args struct is the same) can be loaded too.
+// that a cubin kjit wrote (its Args struct is the same) can be loaded too. --warm loads another
+// module (warm_kernel.cu's empty kernel: nvcc -cubin -arch=sm_90 -o warm.cubin warm_kernel.cu)
+// and launches it before the clock, so that what is left is what this module's load costs;
+// with --warm-early, before the arrays are allocated and copied (as kjit warms a context up when
+// it retains it, before a program's own first work).
 #include <cuda.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -86,11 +90,25 @@ int main(int argc, char** argv) {
     CU(cuCtxSetCurrent(ctx));
     bool memset_first = false, pool = false;
     const char* function = "axpb_small";
+    const char* warm = nullptr;
+    bool warm_early = false;
     for (int a = 2; a < argc; ++a) {
         if (std::strcmp(argv[a], "--memset-first") == 0) memset_first = true;
         else if (std::strcmp(argv[a], "--pool") == 0) pool = true;
         else if (std::strcmp(argv[a], "--function") == 0 && a + 1 < argc) function = argv[++a];
+        else if (std::strcmp(argv[a], "--warm") == 0 && a + 1 < argc) warm = argv[++a];
+        else if (std::strcmp(argv[a], "--warm-early") == 0) warm_early = true;
     }
+    auto warm_up = [&] {
+        const std::vector<char> w = read_file(warm);
+        CUmodule wm;
+        CUfunction wf;
+        CU(cuModuleLoadData(&wm, w.data()));
+        CU(cuModuleGetFunction(&wf, wm, "warm_up"));
+        CU(cuLaunchKernel(wf, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+        CU(cuCtxSynchronize());
+    };
+    if (warm != nullptr && warm_early) warm_up();
     CUdeviceptr x, y;
     if (pool) {
         CUmemPoolProps props{};
@@ -112,9 +130,9 @@ int main(int argc, char** argv) {
     if (memset_first) CU(cuMemsetD32(x, 0x3f800000u, 1000));
     else CU(cuMemcpyHtoD(x, ones.data(), 4000));
     CU(cuCtxSynchronize());
-
-    std::printf("the driver's floor for a cached kernel's first call (%s, %s before, %s):\n", argv[1],
-                memset_first ? "a cuMemsetD32" : "a host-to-device copy", pool ? "a memory pool" : "cuMemAlloc");
+    std::printf("the driver's floor for a cached kernel's first call (%s, %s before, %s%s):\n", argv[1],
+                memset_first ? "a cuMemsetD32" : "a host-to-device copy", pool ? "a memory pool" : "cuMemAlloc",
+                warm != nullptr ? ", another module loaded and launched first" : "");
     const auto t0 = Clock::now();
     Step s;
     const std::vector<char> cubin = read_file(argv[1]);
