@@ -8,6 +8,10 @@
 #include <fstream>
 #include <thread>
 #include <sys/resource.h>
+#include <cstdio>
+#include <unistd.h>
+#include <fcntl.h>
+#include <map>
 
 #include "cache/cache_key.hpp"
 #include "cache/disk_store.hpp"
@@ -577,6 +581,44 @@ TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][
          << " us, call " << call_us << " us; total " << object_us + check_us + program_us + load_us + call_us << " us");
 }
 
+// KJIT_BENCH_PAGES=1: which pages the call maps in (a page fault each), by mapping: the present
+// bits of /proc/self/pagemap for every mapping before and after the call.
+struct PresentPages {
+    std::vector<std::pair<std::string, std::vector<bool>>> maps;  // "start-end name", present bits
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+    void take() {
+        maps.clear();
+        ranges.clear();
+        std::ifstream m("/proc/self/maps");
+        const int pagemap = ::open("/proc/self/pagemap", O_RDONLY);
+        std::string line;
+        while (std::getline(m, line)) {
+            std::uintptr_t lo = 0, hi = 0;
+            if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2 || hi - lo > (std::uintptr_t{1} << 30)) continue;
+            std::vector<bool> present((hi - lo) / 4096);
+            std::vector<std::uint64_t> words(present.size());
+            if (::pread(pagemap, words.data(), words.size() * 8, static_cast<off_t>(lo / 4096 * 8)) ==
+                static_cast<ssize_t>(words.size() * 8))
+                for (std::size_t k = 0; k < words.size(); ++k) present[k] = (words[k] >> 63) & 1;
+            const std::size_t name_at = line.find('/') != std::string::npos ? line.find('/') : line.find('[');
+            maps.emplace_back(name_at != std::string::npos ? line.substr(name_at) : std::string("(anonymous)"), std::move(present));
+            ranges.emplace_back(lo, hi);
+        }
+        ::close(pagemap);
+    }
+    std::string newly_present_since(const PresentPages& before) const {
+        std::map<std::string, int> count;
+        for (std::size_t i = 0; i < maps.size(); ++i)
+            for (std::size_t j = 0; j < before.maps.size(); ++j)
+                if (before.ranges[j] == ranges[i])
+                    for (std::size_t k = 0; k < maps[i].second.size(); ++k)
+                        if (maps[i].second[k] && !before.maps[j].second[k]) ++count[maps[i].first];
+        std::string out;
+        for (const auto& [name, n] : count) out += name + " " + std::to_string(n) + "; ";
+        return out;
+    }
+};
+
 // Not a test: the whole first call of a kernel in a fresh process, as `kjit bench --probe` times it
 // on the GPU (on a pretend driver when there is no GPU). Run twice:
 // KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_probe]".
@@ -599,6 +641,9 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
                                     reinterpret_cast<void*>(&kjit::cache_stats));
         (void)!::write(2, line, static_cast<std::size_t>(n));
     }
+    const bool pages = std::getenv("KJIT_BENCH_PAGES") != nullptr;
+    PresentPages before;
+    if (pages) before.take();
     const long faults = minor_faults();
     const std::size_t traced = tracer_calls().size();
     const auto t = clock::now();
@@ -609,6 +654,11 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     s.synchronize();
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
     if (mark) (void)!::write(2, "probe: call ends\n", 17);
+    if (pages) {
+        PresentPages after;
+        after.take();
+        WARN("pages mapped in by the call: " << after.newly_present_since(before));
+    }
     WARN((kjit::cache_stats().compiles > 0 ? "filled the cache; run again to measure. " : "") << "first call " << us << " us, "
          << minor_faults() - faults << " minor page faults; driver calls (us): " << traced_since(traced));
 }
