@@ -9,6 +9,7 @@
 #include "jit/made_arrays.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/device_copy.hpp"
 #include "runtime/detail/driver.hpp"
 
@@ -95,7 +96,7 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
     plan->needs.has_rows = plan->module.has_rows;
     plan->needs.has_tiled = plan->module.has_tiled;
     plan->uses_index = plan->module.uses_index;
-    plan->sm_count = Device::cuda(ordinal).properties().sm_count;
+    plan->sm_count = kjit::detail::device_attributes(ordinal).sm_count;
     return plan;
 }
 

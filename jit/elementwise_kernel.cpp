@@ -12,15 +12,16 @@
 
 #include "jit/codegen.hpp"
 #include "jit/elementwise_calls.hpp"
-#include "jit/program_lookup.hpp"
 #include "jit/manifest_fields.hpp"
 #include "jit/params.hpp"
-#include "jit/plan_note.hpp"
 #include "jit/parser.hpp"
+#include "jit/plan_note.hpp"
 #include "jit/preamble.hpp"
+#include "jit/program_lookup.hpp"
 #include "jit/type_checker.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/module.hpp"
 
 namespace kjit {
@@ -364,7 +365,7 @@ bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v,
 
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {
-    const DeviceProperties props = Device::cuda(ordinal).properties();
+    const kjit::detail::DeviceAttributes& props = kjit::detail::device_attributes(ordinal);
     // One copy of what the lambdas below need, shared: each std::function then holds a pointer
     // (no copy of the binding's map or the variant's vectors each, no heap block each).
     struct Context {

@@ -15,6 +15,7 @@
 #include "jit/nvrtc_identity.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
@@ -61,8 +62,7 @@ std::string spec_to_record(const CachedProgram& p, const cache::KernelCache& c) 
 ArchTarget choose_target(const std::string& arch, const std::vector<int>& supported,
                          std::optional<int> device_cc = std::nullopt) {
     if (arch.empty() && !device_cc && Device::count() > 0) {
-        const DeviceProperties p = Device::current().properties();
-        device_cc = p.cc_major * 10 + p.cc_minor;
+        device_cc = kjit::detail::device_attributes(Device::current().ordinal()).compute_capability();
     }
     if (!supported.empty()) {
         if (!arch.empty()) return clamp_arch(parse_arch(arch, "arch"), supported, "argument");
@@ -219,8 +219,7 @@ std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::strin
 }
 
 LoadedProgram load_program(CachedProgram& p, int ordinal) {
-    const DeviceProperties props = Device::cuda(ordinal).properties();
-    const int cc = props.cc_major * 10 + props.cc_minor;
+    const int cc = kjit::detail::device_attributes(ordinal).compute_capability();
     ArchTarget native;
     native.requested = native.compiled = cc;
     native.origin = "device";

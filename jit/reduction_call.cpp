@@ -15,6 +15,7 @@
 #include "jit/reduction_calls.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/device_copy.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/reduce_layout.hpp"
@@ -132,7 +133,7 @@ std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const Ca
         plan->host = host::compile_reduction_on_host(kernel, plan->bound, plan->args, plan->module.has_identity, plan->module.reduce_itemsize);
         return plan;
     }
-    plan->sm_count = Device::cuda(ordinal).properties().sm_count;
+    plan->sm_count = kjit::detail::device_attributes(ordinal).sm_count;
     return plan;
 }
 

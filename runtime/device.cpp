@@ -42,8 +42,23 @@ void Device::set_current(int ordinal) {
 }
 
 namespace {
+// What runtime/detail/device_attributes.hpp reports, asked of the driver once per device.
+detail::DeviceAttributes query_attributes(detail::Driver& drv, int ord) {
+    CUdevice dev{};
+    KJIT_CU_CHECK(drv.cuDeviceGet(&dev, ord));
+    detail::DeviceAttributes a;
+    a.cc_major = attribute(drv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    a.cc_minor = attribute(drv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    a.sm_count = attribute(drv, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    a.max_threads_per_block = attribute(drv, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
+    a.shared_memory_per_block = static_cast<std::size_t>(attribute(drv, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+    a.l2_cache_bytes = static_cast<std::size_t>(attribute(drv, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev));
+    return a;
+}
+
 // What Device::properties() reports, asked of the driver once per device (Driver::properties).
 DeviceProperties query_properties(detail::Driver& drv, int ord) {
+    const detail::DeviceAttributes& a = drv.attributes(ord, &query_attributes);
     CUdevice dev{};
     KJIT_CU_CHECK(drv.cuDeviceGet(&dev, ord));
     DeviceProperties p;
@@ -51,13 +66,12 @@ DeviceProperties query_properties(detail::Driver& drv, int ord) {
     char name[256] = {};
     KJIT_CU_CHECK(drv.cuDeviceGetName(name, sizeof name - 1, dev));
     p.name = name;
-    p.cc_major = attribute(drv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-    p.cc_minor = attribute(drv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-    p.sm_count = attribute(drv, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-    p.max_threads_per_block = attribute(drv, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
-    p.shared_memory_per_block =
-        static_cast<std::size_t>(attribute(drv, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
-    p.l2_cache_bytes = static_cast<std::size_t>(attribute(drv, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev));
+    p.cc_major = a.cc_major;
+    p.cc_minor = a.cc_minor;
+    p.sm_count = a.sm_count;
+    p.max_threads_per_block = a.max_threads_per_block;
+    p.shared_memory_per_block = a.shared_memory_per_block;
+    p.l2_cache_bytes = a.l2_cache_bytes;
     std::size_t total = 0;
     KJIT_CU_CHECK(drv.cuDeviceTotalMem(&total, dev));
     p.total_memory = total;
@@ -71,6 +85,10 @@ DeviceProperties query_properties(detail::Driver& drv, int ord) {
 DeviceProperties Device::properties() const {
     const int ord = require_cuda(*this, "Device::properties()");
     return detail::driver().properties(ord, &query_properties);
+}
+
+const detail::DeviceAttributes& detail::device_attributes(int ordinal) {
+    return detail::driver().attributes(ordinal, &query_attributes);
 }
 
 std::pair<std::size_t, std::size_t> Device::memory_info() const {

@@ -7,6 +7,8 @@
 #include "fake_driver.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/device_attributes.hpp"
+#include "runtime/detail/driver.hpp"
 
 using kjit::Device;
 using Catch::Matchers::Contains;
@@ -77,4 +79,33 @@ TEST_CASE("device properties are asked of the driver once per device", "[device]
     kjit::detail::ScopedDriverOverride again(api, 1);
     CHECK(Device::cuda(0).properties().name == "Counted GPU");
     CHECK(name_calls == 2);
+}
+
+namespace {
+int g_name_queries = 0;
+}  // namespace
+
+TEST_CASE("a device's attributes are asked without its name, bus id or memory, once", "[device]") {
+    kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
+    g_name_queries = 0;
+    api.cuDeviceGetName = [](char* name, int len, CUdevice) {
+        ++g_name_queries;
+        std::strncpy(name, "Fake GPU", static_cast<std::size_t>(len));
+        return CUDA_SUCCESS;
+    };
+    const kjit::detail::ScopedDriverOverride fake(api, 1);
+    const kjit::detail::DeviceAttributes& a = kjit::detail::device_attributes(0);
+    CHECK(a.compute_capability() == 90);
+    CHECK(a.sm_count == 132);
+    CHECK(a.max_threads_per_block == 1024);
+    CHECK(a.shared_memory_per_block == 232448);
+    CHECK(g_name_queries == 0);
+    CHECK(&kjit::detail::device_attributes(0) == &a);  // kept, not asked again
+    const kjit::DeviceProperties p = Device::cuda(0).properties();
+    CHECK(g_name_queries == 1);
+    CHECK(p.name == "Fake GPU");
+    CHECK(p.cc_major * 10 + p.cc_minor == a.compute_capability());
+    CHECK(p.sm_count == a.sm_count);
+    CHECK(p.shared_memory_per_block == a.shared_memory_per_block);
+    CHECK_THROWS_AS(kjit::detail::device_attributes(1), kjit::NoDeviceError);
 }

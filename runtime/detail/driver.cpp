@@ -163,16 +163,26 @@ CUmemoryPool Driver::memory_pool(int ordinal) {
     return pool;
 }
 
-const DeviceProperties& Driver::properties(int ordinal, PropertiesQuery query) {
+template <class T, class Query>
+const T& Driver::kept(std::array<std::atomic<const T*>, kMaxDevices>& slots, std::vector<std::unique_ptr<const T>>& kept_values,
+                      int ordinal, Query query) {
     check_ordinal(ordinal);
-    if (const DeviceProperties* p = properties_[ordinal].load(std::memory_order_acquire)) return *p;
-    auto fresh = std::make_unique<const DeviceProperties>(query(*this, ordinal));  // may throw: nothing kept then
+    if (const T* p = slots[ordinal].load(std::memory_order_acquire)) return *p;
+    auto fresh = std::make_unique<const T>(query(*this, ordinal));  // may throw: nothing kept then
     std::lock_guard lock(mutex_);
-    if (const DeviceProperties* p = properties_[ordinal].load(std::memory_order_relaxed)) return *p;
-    const DeviceProperties* p = fresh.get();
-    kept_properties_.push_back(std::move(fresh));
-    properties_[ordinal].store(p, std::memory_order_release);
+    if (const T* p = slots[ordinal].load(std::memory_order_relaxed)) return *p;
+    const T* p = fresh.get();
+    kept_values.push_back(std::move(fresh));
+    slots[ordinal].store(p, std::memory_order_release);
     return *p;
+}
+
+const DeviceProperties& Driver::properties(int ordinal, PropertiesQuery query) {
+    return kept(properties_, kept_properties_, ordinal, query);
+}
+
+const DeviceAttributes& Driver::attributes(int ordinal, AttributesQuery query) {
+    return kept(attributes_, kept_attributes_, ordinal, query);
 }
 
 Driver& driver() {

@@ -14,6 +14,7 @@
 #include <cuda.h>
 
 #include "kjit/device.hpp"
+#include "runtime/detail/device_attributes.hpp"
 
 namespace kjit::detail {
 
@@ -72,9 +73,16 @@ public:
     // first call about 20 us on the H200 host each time a plan or a load wanted one number.
     using PropertiesQuery = DeviceProperties (*)(Driver&, int ordinal);
     const DeviceProperties& properties(int ordinal, PropertiesQuery query);
+    // The same for the device's attributes (runtime/detail/device_attributes.hpp).
+    using AttributesQuery = DeviceAttributes (*)(Driver&, int ordinal);
+    const DeviceAttributes& attributes(int ordinal, AttributesQuery query);
 
 private:
     void check_ordinal(int ordinal) const;
+    // What slots[ordinal] points at, made by query(*this, ordinal) and kept the first time.
+    template <class T, class Query>
+    const T& kept(std::array<std::atomic<const T*>, kMaxDevices>& slots, std::vector<std::unique_ptr<const T>>& kept_values,
+                  int ordinal, Query query);
 
     int device_count_;
     int version_;
@@ -83,6 +91,8 @@ private:
     std::array<std::atomic<CUmemoryPool>, kMaxDevices> pools_{};
     std::array<std::atomic<const DeviceProperties*>, kMaxDevices> properties_{};
     std::vector<std::unique_ptr<const DeviceProperties>> kept_properties_;  // what properties_ points at
+    std::array<std::atomic<const DeviceAttributes*>, kMaxDevices> attributes_{};
+    std::vector<std::unique_ptr<const DeviceAttributes>> kept_attributes_;
 };
 
 // The process's driver, loaded and initialised on first use. Throws NoDeviceError saying what is
