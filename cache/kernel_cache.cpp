@@ -67,7 +67,7 @@ KernelCache::Shard& KernelCache::shard_of(const std::string& key) {
 
 std::shared_ptr<const Entry> KernelCache::get(const Request& request) {
     Shard& shard = shard_of(request.key);
-    auto slot = std::make_shared<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>();
+    auto slot = std::make_shared<SlotValue>();
     {
         std::unique_lock lock(shard.mutex);
         if (auto it = shard.entries.find(request.key); it != shard.entries.end()) {
@@ -147,7 +147,7 @@ std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_
                 record(spec_json, arch);
                 auto entry = std::make_shared<const Entry>(std::move(*e));
                 std::lock_guard lock(shard.mutex);
-                shard.entries.emplace(name, std::make_shared<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>(entry));
+                shard.entries.emplace(name, std::make_shared<SlotValue>(entry));
                 return entry;
             }
         }
@@ -187,7 +187,7 @@ void KernelCache::store(const Entry& entry, const std::string& alias) {
     for (const std::string& name : {entry.key, alias}) {
         Shard& shard = shard_of(name);
         std::lock_guard lock(shard.mutex);
-        shard.entries[name] = std::make_shared<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>(shared);
+        shard.entries[name] = std::make_shared<SlotValue>(shared);
     }
     if (writable_ && writable_->write(entry)) writable_->write_alias(alias, entry.key);
 }

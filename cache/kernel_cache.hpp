@@ -59,7 +59,8 @@ public:
     CacheStats stats() const;
 
 private:
-    using Slot = std::shared_ptr<kjit::detail::OnceValue<std::shared_ptr<const Entry>>>;
+    using SlotValue = kjit::detail::OnceValue<std::shared_ptr<const Entry>>;
+    using Slot = std::shared_ptr<SlotValue>;
     struct Shard {
         std::mutex mutex;
         std::unordered_map<std::string, Slot> entries;

@@ -9,8 +9,8 @@
 #include "cache/kernel_cache.hpp"
 #include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
-#include "runtime/detail/nvrtc.hpp"
 #include "jit/program_lookup.hpp"
+#include "runtime/detail/nvrtc.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -118,9 +118,8 @@ PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_c
                    std::function<std::string()> spec_json)
     : device_cc_(device_cc), spec_json_(std::move(spec_json)), name_(note_name(source_fields, device_cc)), keys_(groups) {
     if (name_.empty()) return;
-    const std::string& n = name_;
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
-    const std::optional<std::string> text = kernel_cache->read_note(n);
+    const std::optional<std::string> text = kernel_cache->read_note(name_);
     NoteKeying keying;
     Values values;
     std::vector<std::string> keys;
