@@ -365,7 +365,6 @@ bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v,
 
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {
-    const kjit::detail::DeviceAttributes& props = kjit::detail::device_attributes(ordinal);
     // One copy of what the lambdas below need, shared: each std::function then holds a pointer
     // (no copy of the binding's map or the variant's vectors each, no heap block each).
     struct Context {
@@ -374,7 +373,8 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
         ModuleVariant variant;
     };
     const auto context = std::make_shared<const Context>(Context{kernel, types, variant});
-    auto note = std::make_shared<PlanNote>(NoteFields(kernel, types, variant).fields, props.cc_major * 10 + props.cc_minor,
+    auto note = std::make_shared<PlanNote>(NoteFields(kernel, types, variant).fields,
+                                           kjit::detail::device_attributes(ordinal).compute_capability(),
                                            static_cast<std::size_t>(kElementwiseEntries),
                                            [context] { return spec_json(context->kernel, context->types, context->variant); });
     ElementwiseVariants v;

@@ -26,63 +26,59 @@ constexpr std::string_view kFormatLine = "kjit-nvrtc-identity 1\n";
 // What decides which libnvrtc the loader opens (runtime/detail/nvrtc.cpp).
 constexpr const char* kEnvironment[] = {"KJIT_NVRTC_LIBRARY", "LD_LIBRARY_PATH", "CUDA_PATH", "CUDA_HOME"};
 
-// One `<prefix><name>=value` line, appended in place (no temporaries: this runs on a fresh
-// process's first cached call, where each distinct piece of code touched costs cache misses).
-void add_line(std::string& out, std::string_view prefix, std::string_view name, std::string_view value) {
-    out.append(prefix);
+// One `name=value` line, appended in place (no temporaries: this runs on a fresh process's first
+// cached call, where each distinct piece of code touched costs cache misses).
+void add_line(std::string& out, std::string_view name, std::string_view value) {
     out.append(name);
     out.push_back('=');
     out.append(value);
     out.push_back('\n');
 }
 template <class Int>
-void add_number(std::string& out, std::string_view prefix, std::string_view name, Int value) {
+void add_number(std::string& out, std::string_view name, Int value) {
     char digits[24];
     const auto r = std::to_chars(digits, digits + sizeof digits, value);
-    add_line(out, prefix, name, std::string_view(digits, static_cast<std::size_t>(r.ptr - digits)));
+    add_line(out, name, std::string_view(digits, static_cast<std::size_t>(r.ptr - digits)));
 }
 
-// The value of line `<prefix><name>=` starting at `pos`, and `pos` moved past it; nothing if the
-// line is not that field.
-std::optional<std::string_view> field(std::string_view text, std::size_t& pos, std::string_view prefix,
-                                      std::string_view name) {
-    if (text.substr(pos, prefix.size()) != prefix || text.substr(pos + prefix.size(), name.size()) != name ||
-        text.substr(pos + prefix.size() + name.size(), 1) != "=")
-        return std::nullopt;
+// The value of line `name=` starting at `pos`, and `pos` moved past it; nothing if the line is
+// not that field.
+std::optional<std::string_view> field(std::string_view text, std::size_t& pos, std::string_view name) {
+    if (text.substr(pos, name.size()) != name || text.substr(pos + name.size(), 1) != "=") return std::nullopt;
     const std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) return std::nullopt;
-    const std::size_t value_at = pos + prefix.size() + name.size() + 1;
+    const std::string_view value = text.substr(pos + name.size() + 1, end - pos - name.size() - 1);
     pos = end + 1;
-    return text.substr(value_at, end - value_at);
+    return value;
 }
 
 }  // namespace
 
-std::string nvrtc_identity_lines(std::string_view library, std::string_view prefix) {
+std::string nvrtc_identity_lines(std::string_view library) {
     std::string out;
     out.reserve(512);
     for (const char* var : kEnvironment) {
         const char* v = std::getenv(var);
-        add_line(out, prefix, var, v != nullptr ? v : "");
+        add_line(out, var, v != nullptr ? v : "");
     }
     struct stat st {};
     if (library.empty() || ::stat(std::string(library).c_str(), &st) != 0) return {};
-    add_line(out, prefix, "path", library);
-    add_number(out, prefix, "size", static_cast<std::uint64_t>(st.st_size));
-    add_number(out, prefix, "mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
-    add_number(out, prefix, "inode", static_cast<std::uint64_t>(st.st_ino));
+    add_line(out, "path", library);
+    add_number(out, "size", static_cast<std::uint64_t>(st.st_size));
+    add_number(out, "mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+    add_number(out, "inode", static_cast<std::uint64_t>(st.st_ino));
     // A value holding a line break would be read back as two lines: no identity then.
     if (static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) != std::size(kEnvironment) + 4) return {};
     return out;
 }
 
-std::size_t held_identity_lines(std::string_view text, std::string_view prefix) {
+std::size_t held_identity_lines(std::string_view text) {
     std::size_t pos = 0;
     for (const char* var : kEnvironment)
-        if (!field(text, pos, prefix, var)) return 0;
-    const std::optional<std::string_view> path = field(text, pos, prefix, "path");
+        if (!field(text, pos, var)) return 0;
+    const std::optional<std::string_view> path = field(text, pos, "path");
     if (!path) return 0;
-    const std::string now = nvrtc_identity_lines(*path, prefix);
+    const std::string now = nvrtc_identity_lines(*path);
     return !now.empty() && text.substr(0, now.size()) == now ? now.size() : 0;
 }
 
@@ -116,11 +112,11 @@ std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     // Format line, environment and file lines (compared with what they are now), version, archs.
     const std::string_view head = kFormatLine;
     if (std::string_view(text).substr(0, head.size()) != head) return std::nullopt;
-    const std::size_t lines = held_identity_lines(std::string_view(text).substr(head.size()), {});
+    const std::size_t lines = held_identity_lines(std::string_view(text).substr(head.size()));
     if (lines == 0) return std::nullopt;
     std::size_t pos = head.size() + lines;
-    const std::optional<std::string_view> version = field(text, pos, {}, "version_key");
-    const std::optional<std::string_view> archs = field(text, pos, {}, "archs");
+    const std::optional<std::string_view> version = field(text, pos, "version_key");
+    const std::optional<std::string_view> archs = field(text, pos, "archs");
     // A damaged record is no record: an empty list, or one ending in a comma, among the rest.
     if (!version || !archs || version->empty() || archs->empty() || archs->back() == ',' || pos != text.size())
         return std::nullopt;

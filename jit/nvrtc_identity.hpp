@@ -19,15 +19,15 @@ struct NvrtcIdentity {
     std::string lines;               // nvrtc_identity_lines() of its file, as they were when recorded
 };
 
-// `name=value` lines, each after `prefix`, that describe the NVRTC library file `library` as this
+// `name=value` lines that describe the NVRTC library file `library` as this
 // process would find it now: the environment that chooses it, then the file's path, size, mtime
 // and inode (a replaced or rebuilt library changes at least one). Empty when the file cannot be
 // seen or a value would not fit on one line.
-std::string nvrtc_identity_lines(std::string_view library, std::string_view prefix = {});
-// The length of the identity lines (after `prefix`) that `text` begins with, when they still
+std::string nvrtc_identity_lines(std::string_view library);
+// The length of the identity lines that `text` begins with, when they still
 // describe the NVRTC this process would load (the environment and the file named unchanged); 0
 // otherwise. One `stat`, no file read: a plan note carries these lines (jit/plan_note.hpp).
-std::size_t held_identity_lines(std::string_view text, std::string_view prefix = {});
+std::size_t held_identity_lines(std::string_view text);
 // The identity of the NVRTC this process has loaded; nothing when it has not loaded one.
 std::optional<NvrtcIdentity> loaded_nvrtc_identity();
 

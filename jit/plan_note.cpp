@@ -27,6 +27,21 @@ const std::string& kjit_build() {
 
 bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; }
 
+// The note's name; empty without kjit's build ID.
+std::string note_name(std::span<const std::string_view> source_fields, int device_cc) {
+    if (kjit_build().empty()) return {};
+    std::vector<std::string_view> fields;
+    fields.reserve(source_fields.size() + 3);
+    fields.assign(source_fields.begin(), source_fields.end());
+    char sm[16] = "sm_";
+    const auto r = std::to_chars(sm + 3, sm + sizeof sm, device_cc);
+    fields.emplace_back(sm, static_cast<std::size_t>(r.ptr - sm));
+    const char* arch = std::getenv("KJIT_ARCH");
+    fields.emplace_back(arch != nullptr ? arch : "");
+    fields.emplace_back(kjit_build());
+    return cache::make_fields_key("kjit-plan-note", fields);
+}
+
 }  // namespace
 
 std::string format_plan_note(const NoteKeying& keying, const PlanNote::Values& values, const std::vector<std::string>& keys) {
@@ -142,19 +157,6 @@ bool PlanNote::still_keys(const NoteKeying& keying) const {
     return now && now->nvrtc_version == keying.nvrtc_version && now->target == keying.target;
 }
 
-std::string PlanNote::note_name(std::span<const std::string_view> source_fields, int device_cc) {
-    if (kjit_build().empty()) return {};
-    std::vector<std::string_view> fields;
-    fields.reserve(source_fields.size() + 3);
-    fields.assign(source_fields.begin(), source_fields.end());
-    char sm[16] = "sm_";
-    const auto r = std::to_chars(sm + 3, sm + sizeof sm, device_cc);
-    fields.emplace_back(sm, static_cast<std::size_t>(r.ptr - sm));
-    const char* arch = std::getenv("KJIT_ARCH");
-    fields.emplace_back(arch != nullptr ? arch : "");
-    fields.emplace_back(kjit_build());
-    return cache::make_fields_key("kjit-plan-note", fields);
-}
 
 std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int ordinal) {
     if (g >= keys_.size() || keys_[g].empty()) return nullptr;

@@ -70,8 +70,6 @@ public:
     void loaded(std::size_t g, const std::string& key);
 
 private:
-    // The note's name; empty without kjit's build ID.
-    static std::string note_name(std::span<const std::string_view> source_fields, int device_cc);
     bool still_keys(const NoteKeying& keying) const;
 
     int device_cc_;
