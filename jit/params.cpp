@@ -200,9 +200,82 @@ private:
     std::size_t next_ = 0;
 };
 
+bool is_list_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_word_char(char c) { return is_word_start(c) || (c >= '0' && c <= '9'); }
+
+// The lists nearly every kernel has ("T x, raw T table, float32 alpha": words, commas and
+// spaces, one-word types, names nothing reserves), read without the lexer; nullopt for anything
+// else (comments, C types of several words, every mistake), which ParamParser reads and judges
+// (tests/params_test.cpp checks both agree). A fresh process's first call parses its kernel's
+// lists, and on a cold processor every piece of code run once counts (docs/PERFORMANCE.md).
+std::optional<std::vector<Param>> parse_simple_params(std::string_view text, bool outputs) {
+    std::vector<Param> params;
+    std::size_t k = 0;
+    int line = 1, column = 1;
+    auto skip_space = [&] {
+        for (; k < text.size() && is_list_space(text[k]); ++k) {
+            if (text[k] == '\n') {
+                ++line;
+                column = 1;
+            } else {
+                ++column;
+            }
+        }
+    };
+    auto word = [&](SourcePos& at) {
+        skip_space();
+        at = SourcePos{line, column, static_cast<std::uint32_t>(k)};
+        const std::size_t begin = k;
+        if (k < text.size() && is_word_start(text[k]))
+            for (; k < text.size() && is_word_char(text[k]); ++k) ++column;
+        return text.substr(begin, k - begin);
+    };
+    skip_space();
+    if (k == text.size()) return params;
+    for (;;) {
+        Param p;
+        p.is_output = outputs;
+        SourcePos type_at, name_at;
+        std::string_view type = word(type_at);
+        if (type == "raw") {
+            p.raw = true;
+            type = word(type_at);
+        }
+        if (type.empty() || is_c_type_word(type)) return std::nullopt;
+        if (is_placeholder_name(type)) {
+            p.is_placeholder = true;
+        } else {
+            DType dtype;
+            if (!DType::try_parse(type, dtype)) return std::nullopt;
+            p.dtype = dtype;
+        }
+        const std::string_view name = word(name_at);
+        if (name.empty() || name == "i" || name == "n" || name[0] == '_' || name == "raw" || is_keyword(name) ||
+            is_type_name(name))
+            return std::nullopt;
+        for (const Param& q : params)
+            if (q.name == name) return std::nullopt;
+        p.type = TypeName{std::string(type), type_at};
+        p.name = std::string(name);
+        p.pos = name_at;
+        params.push_back(std::move(p));
+        skip_space();
+        if (k == text.size()) return params;
+        if (text[k] != ',') return std::nullopt;
+        ++k;
+        ++column;
+    }
+}
+
 }  // namespace
 
 std::vector<Param> parse_params(const SourceText& source, bool outputs) {
+    if (std::optional<std::vector<Param>> simple = parse_simple_params(source.text, outputs)) return std::move(*simple);
+    return ParamParser(source, outputs).parse();
+}
+
+std::vector<Param> parse_params_without_shortcut(const SourceText& source, bool outputs) {
     return ParamParser(source, outputs).parse();
 }
 

@@ -25,6 +25,9 @@ struct Param {
 // types (with a "did you mean" hint), names reserved for the kernel (`i`, `n`, anything starting
 // with `_`, keywords and type names), duplicates within the list.
 std::vector<Param> parse_params(const SourceText& source, bool outputs);
+// The same by the full parser alone, without the shortcut for simple lists: for tests that
+// check both read every list alike.
+std::vector<Param> parse_params_without_shortcut(const SourceText& source, bool outputs);
 
 // A kernel's name prefixes the symbols of its module: it must be a C identifier kjit does not
 // reserve (no leading '_'). Throws ParseError pointing into the string "name".

@@ -10,6 +10,7 @@
 //   build-fuzz/parser_fuzzer -max_total_time=60 -max_len=4096 -timeout=5
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "jit/params.hpp"
@@ -25,6 +26,27 @@ void run(F&& f) {
         f();
     } catch (const kjit::Error&) {
     }
+}
+
+// parse_params reads simple lists without the lexer: it must read every list as the full parser
+// does (the same parameters, or an error: the full parser's own, as the shortcut defers to it).
+std::string read_params(std::string_view text, bool shortcut) {
+    using namespace kjit::jit;
+    try {
+        const SourceText source{"in", text};
+        std::string out;
+        for (const Param& p : shortcut ? parse_params(source, false) : parse_params_without_shortcut(source, false))
+            out += p.name + "@" + std::to_string(p.pos.offset) + ":" + std::to_string(p.pos.line) + ":" + std::to_string(p.pos.column) +
+                   " " + p.type.spelling + "@" + std::to_string(p.type.pos.offset) + ":" + std::to_string(p.type.pos.line) + ":" +
+                   std::to_string(p.type.pos.column) + (p.raw ? " raw" : "") + (p.is_placeholder ? " placeholder" : "") +
+                   (p.dtype ? " " + std::string(p.dtype->name()) : "") + ";";
+        return out;
+    } catch (const kjit::Error& e) {
+        return std::string("error: ") + e.what();
+    }
+}
+void same_params_both_ways(std::string_view text) {
+    if (read_params(text, true) != read_params(text, false)) __builtin_trap();
 }
 
 }  // namespace
@@ -45,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view out = rest.substr(0, second);
     const std::string_view body = second == std::string_view::npos ? std::string_view() : rest.substr(second + 1);
     run([&] { parse_param_lists(SourceText{"in", in}, SourceText{"out", out}); });
+    same_params_both_ways(in);
     run([&] { parse_body(SourceText{"op", body}); });
     return 0;
 }
