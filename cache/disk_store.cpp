@@ -365,6 +365,17 @@ void DiskStore::open_folder(bool want_writable) {
     writable_ = true;
 }
 
+namespace {
+// "DIR/ab/abcd...SUFFIX", the file of `name` in its shard. Spelled out in one allocation rather
+// than with std::filesystem::path or a chain of `+`: reads make it on a fresh process's first call.
+std::string file_path(std::string_view dir, std::string_view name, std::string_view suffix) {
+    std::string path;
+    path.reserve(dir.size() + 4 + name.size() + suffix.size());
+    path.append(dir).append("/").append(name.substr(0, 2)).append("/").append(name).append(suffix);
+    return path;
+}
+}  // namespace
+
 fs::path DiskStore::entry_path(const std::string& key) const {
     if (!is_valid_key(key)) throw CacheError("invalid cache key '" + key + "': expected 32 lowercase hex characters");
     return dir_ / key.substr(0, 2) / (key + std::string(kEntrySuffix));
@@ -373,8 +384,7 @@ fs::path DiskStore::entry_path(const std::string& key) const {
 std::optional<Entry> DiskStore::read(const std::string& key) {
     if (!is_valid_key(key)) entry_path(key);  // throws its error
     if (!usable_) return std::nullopt;
-    // Spelled out rather than with std::filesystem::path: this is on a fresh process's first call.
-    const std::string path = dir_.native() + "/" + key.substr(0, 2) + "/" + key + std::string(kEntrySuffix);
+    const std::string path = file_path(dir_.native(), key, kEntrySuffix);
     Fd fd = open_retry(path.c_str(), O_RDONLY);
     if (!fd) {
         if (errno != ENOENT && errno != ENOTDIR)
@@ -639,7 +649,7 @@ bool DiskStore::write_small_file(const std::string& name, std::string_view suffi
 // The bytes of <dir>/<aa>/<name><suffix> when it exists and holds at most `max_bytes`.
 std::optional<std::string> DiskStore::read_small_file(const std::string& name, std::string_view suffix,
                                                       std::size_t max_bytes) const {
-    const std::string path = dir_.native() + "/" + name.substr(0, 2) + "/" + name + std::string(suffix);
+    const std::string path = file_path(dir_.native(), name, suffix);
     Fd fd = open_retry(path.c_str(), O_RDONLY);
     if (!fd) return std::nullopt;
     std::string bytes;

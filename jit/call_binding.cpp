@@ -27,9 +27,11 @@ std::string describe(const Param& p) {
 
 BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, const ArgumentKind* args, std::size_t count) {
     const std::size_t np = sig.params.size();
-    const std::string where = "kernel '" + kernel_name + "': ";
+    // Made only for an error: a first call of a cached kernel runs this once, cold, and every
+    // string built there costs (docs/PERFORMANCE.md).
+    const auto where = [&kernel_name] { return "kernel '" + kernel_name + "': "; };
     if (count != static_cast<std::size_t>(sig.inputs) && count != np)
-        throw TypeError(where + "takes " + std::to_string(sig.inputs) + " inputs" +
+        throw TypeError(where() + "takes " + std::to_string(sig.inputs) + " inputs" +
                         (sig.outputs ? " (then optionally its " + std::to_string(sig.outputs) + " outputs)" : std::string()) +
                         ", got " + std::to_string(count) + " arguments");
     auto arg = [&](std::size_t k) { return k < count ? args[k] : ArgumentKind{}; };
@@ -42,14 +44,14 @@ BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, co
     for (std::size_t k = static_cast<std::size_t>(sig.inputs); k < np; ++k) {
         const Param& p = sig.params[k];
         const ArgumentKind a = arg(k);
-        if (a.kind == ArgumentKind::scalar) throw TypeError(where + describe(p) + " must be an array, not a scalar");
+        if (a.kind == ArgumentKind::scalar) throw TypeError(where() + describe(p) + " must be an array, not a scalar");
         if (a.kind != ArgumentKind::array) continue;
         if (!p.is_placeholder) {
             if (!(a.dtype == *p.dtype))
-                throw TypeError(where + describe(p) + " is declared " + std::string(p.dtype->name()) + " but the array is " +
+                throw TypeError(where() + describe(p) + " is declared " + std::string(p.dtype->name()) + " but the array is " +
                                 std::string(a.dtype.name()));
         } else if (const std::optional<DType> earlier = bind(p, a.dtype); earlier && !(*earlier == a.dtype)) {
-            throw TypeError(where + describe(p) + " is " + std::string(a.dtype.name()) + " but an earlier output made " +
+            throw TypeError(where() + describe(p) + " is " + std::string(a.dtype.name()) + " but an earlier output made " +
                             p.type.spelling + " " + std::string(earlier->name()));
         }
     }
@@ -74,7 +76,7 @@ BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, co
         if (p.is_placeholder) {
             const auto it = b.types.find(p.type.spelling);
             if (it == b.types.end())
-                throw TypeError(where + "nothing gives placeholder '" + p.type.spelling + "' a type (" + describe(p) +
+                throw TypeError(where() + "nothing gives placeholder '" + p.type.spelling + "' a type (" + describe(p) +
                                 " uses it): pass an array for a parameter of type " + p.type.spelling +
                                 (p.is_output ? ", or pass the output" : ""));
             b.param_types[k] = it->second;
@@ -84,19 +86,19 @@ BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, co
         const ArgumentKind a = arg(k);
         if (p.is_output) continue;
         if (a.kind == ArgumentKind::scalar) {
-            if (p.raw) throw TypeError(where + describe(p) + " must be an array, not a scalar");
+            if (p.raw) throw TypeError(where() + describe(p) + " must be an array, not a scalar");
             if (a.dtype.is_complex() && !b.param_types[k].is_complex())
-                throw TypeError(where + "the complex scalar given for " + describe(p) + " cannot become " +
+                throw TypeError(where() + "the complex scalar given for " + describe(p) + " cannot become " +
                                 std::string(b.param_types[k].name()) + " without losing its imaginary part");
             b.scalar[k] = true;
             continue;
         }
         if (a.dtype == b.param_types[k]) continue;
         if (p.raw)
-            throw TypeError(where + describe(p) + " is " + std::string(b.param_types[k].name()) + " but the array is " +
+            throw TypeError(where() + describe(p) + " is " + std::string(b.param_types[k].name()) + " but the array is " +
                             std::string(a.dtype.name()) + ": raw arrays are indexed as they are and never converted");
         if (!can_cast_safely(a.dtype, b.param_types[k]))
-            throw TypeError(where + describe(p) + " is " + std::string(b.param_types[k].name()) + " but the array is " +
+            throw TypeError(where() + describe(p) + " is " + std::string(b.param_types[k].name()) + " but the array is " +
                             std::string(a.dtype.name()) + ", which does not convert to it without loss (NumPy's safe casting)");
         b.storage[k] = a.dtype;
     }

@@ -137,9 +137,9 @@ std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, cons
     return e.dump();
 }
 
-// "kernel 'axpb' (T=float32)", for errors.
-std::string describe(const ElementwiseKernel& k, const TypeBinding& types) {
-    return "kernel '" + k.name() + "' (" + format_type_binding(types) + ")";
+// "kernel 'axpb' (T=float32)", for errors, from the binding as format_type_binding() spells it.
+std::string describe(const ElementwiseKernel& k, std::string_view binding) {
+    return "kernel '" + k.name() + "' (" + std::string(binding) + ")";
 }
 
 // A kernel for one binding, ready to be looked up: its generated module and what the cache needs.
@@ -166,7 +166,7 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     prog.spec_json = [k, types, variant] { return spec_json(k, types, variant); };
     prog.kernel_name = k.name();
     prog.types = kjit::format_type_binding(types);
-    prog.description = describe(k, types);
+    prog.description = describe(k, format_type_binding(types));
     return p;
 }
 
@@ -373,7 +373,8 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
         ModuleVariant variant;
     };
     const auto context = std::make_shared<const Context>(Context{kernel, types, variant});
-    auto note = std::make_shared<PlanNote>(NoteFields(kernel, types, variant).fields,
+    const NoteFields fields(kernel, types, variant);
+    auto note = std::make_shared<PlanNote>(fields.fields,
                                            kjit::detail::device_attributes(ordinal).compute_capability(),
                                            static_cast<std::size_t>(kElementwiseEntries),
                                            [context] { return spec_json(context->kernel, context->types, context->variant); });
@@ -386,8 +387,8 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
             if (!made) made = variant_programs(context->kernel, context->types, context->variant);
             return made->program_of(g);
         };
-        v.loader = std::make_shared<LazyEntryPoints>(std::move(program_of), std::move(groups), describe(kernel, types), ordinal,
-                                                     std::move(note));
+        v.loader = std::make_shared<LazyEntryPoints>(std::move(program_of), std::move(groups),
+                                                     describe(kernel, fields.binding), ordinal, std::move(note));
         return v;
     }
     // A first call on small arrays, from disk or not, checks and generates once.
