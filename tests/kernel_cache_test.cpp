@@ -27,6 +27,7 @@
 #include "kjit/error.hpp"
 #include "kjit/device.hpp"
 #include "fake_driver.hpp"
+#include "perf_counters.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
@@ -644,8 +645,13 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     const bool pages = std::getenv("KJIT_BENCH_PAGES") != nullptr;
     PresentPages before;
     if (pages) before.take();
+    // KJIT_BENCH_COUNTERS=1: the processor's event counters around each call (where exposed).
+    const bool counting = std::getenv("KJIT_BENCH_COUNTERS") != nullptr;
+    std::optional<kjit::test::PerfCounters> counters;
+    if (counting) counters.emplace();
     const long faults = minor_faults();
     const std::size_t traced = tracer_calls().size();
+    if (counting) counters->start();
     const auto t = clock::now();
     // As `kjit bench --probe` calls it: the output allocated, on the legacy default stream.
     const kjit::Stream s = kjit::Stream::legacy_default(kjit::Device::cuda(0));
@@ -653,12 +659,27 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     (void)k({fresh.x, 2.0f, 1.0f}, {s, -1});
     s.synchronize();
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
+    if (counting) WARN("counters, first call: " << counters->stop());
     if (mark) (void)!::write(2, "probe: call ends\n", 17);
     if (pages) {
         PresentPages after;
         after.take();
         WARN("pages mapped in by the call: " << after.newly_present_since(before));
     }
+    const long call_faults = minor_faults() - faults;
+    // KJIT_BENCH_SECOND=1: then the first call of another kernel on disk, whose code the first
+    // call has run already: what the first call pays for running cold code.
+    if (const char* e = std::getenv("KJIT_BENCH_SECOND"); e != nullptr && e[0] == '1') {
+        const std::size_t traced2 = tracer_calls().size();
+        if (counting) counters->start();
+        const auto t2 = clock::now();
+        const kjit::ElementwiseKernel k2("T x, T a, T b", "T y", "y = a * x - b", "fresh_probe2");
+        (void)k2({fresh.x, 2.0f, 1.0f}, {s, -1});
+        s.synchronize();
+        const double us2 = std::chrono::duration<double, std::micro>(clock::now() - t2).count();
+        if (counting) WARN("counters, second kernel: " << counters->stop());
+        WARN("second kernel's first call " << us2 << " us; driver calls (us): " << traced_since(traced2));
+    }
     WARN((kjit::cache_stats().compiles > 0 ? "filled the cache; run again to measure. " : "") << "first call " << us << " us, "
-         << minor_faults() - faults << " minor page faults; driver calls (us): " << traced_since(traced));
+         << call_faults << " minor page faults; driver calls (us): " << traced_since(traced));
 }
