@@ -6,7 +6,7 @@
 //   nvcc -O2 -o first_call_floor first_call_floor.cpp -lcuda
 //   nvcc -cubin -arch=sm_90 -o axpb.cubin axpb_kernel.cu
 // run on the H200 in several fresh processes:
-//   first_call_floor FILE.cubin [--memset-first] [--pool] [--function NAME] [--warm WARM.cubin [--warm-early]]
+//   first_call_floor FILE.cubin [--memset-first] [--pool] [--function NAME] [--warm WARM.cubin [--warm-early]] [--library]
 // Before the clock the process starts CUDA and copies its input to the device (as kjit's and
 // CuPy's probes do). --memset-first runs a cuMemsetD32 instead (one of the driver's own kernels);
 // --pool takes the arrays from a stream-ordered memory pool made as kjit makes its own, instead
@@ -15,7 +15,9 @@
 // module (warm_kernel.cu's empty kernel: nvcc -cubin -arch=sm_90 -o warm.cubin warm_kernel.cu)
 // and launches it before the clock, so that what is left is what this module's load costs;
 // with --warm-early, before the arrays are allocated and copied (as kjit warms a context up when
-// it retains it, before a program's own first work).
+// it retains it, before a program's own first work). --library loads through the library API
+// (cuLibraryLoadData, cuLibraryGetKernel, cuKernelGetFunction) instead of cuModuleLoadData and
+// cuModuleGetFunction: whether CUDA 12's context-independent loading costs a first call less.
 #include <cuda.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
     CUcontext ctx;
     CU(cuDevicePrimaryCtxRetain(&ctx, dev));
     CU(cuCtxSetCurrent(ctx));
-    bool memset_first = false, pool = false;
+    bool memset_first = false, pool = false, library = false;
     const char* function = "axpb_small";
     const char* warm = nullptr;
     bool warm_early = false;
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
         else if (std::strcmp(argv[a], "--function") == 0 && a + 1 < argc) function = argv[++a];
         else if (std::strcmp(argv[a], "--warm") == 0 && a + 1 < argc) warm = argv[++a];
         else if (std::strcmp(argv[a], "--warm-early") == 0) warm_early = true;
+        else if (std::strcmp(argv[a], "--library") == 0) library = true;
     }
     auto warm_up = [&] {
         const std::vector<char> w = read_file(warm);
@@ -138,12 +141,23 @@ int main(int argc, char** argv) {
     const std::vector<char> cubin = read_file(argv[1]);
     s.report("read the cubin (open fstat read)");
     if (cubin.empty()) return 1;
-    CUmodule mod;
-    CU(cuModuleLoadData(&mod, cubin.data()));
-    s.report("cuModuleLoadData");
     CUfunction f;
-    CU(cuModuleGetFunction(&f, mod, function));
-    s.report("cuModuleGetFunction");
+    if (library) {
+        CUlibrary lib;
+        CU(cuLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+        s.report("cuLibraryLoadData");
+        CUkernel kernel;
+        CU(cuLibraryGetKernel(&kernel, lib, function));
+        s.report("cuLibraryGetKernel");
+        CU(cuKernelGetFunction(&f, kernel));
+        s.report("cuKernelGetFunction");
+    } else {
+        CUmodule mod;
+        CU(cuModuleLoadData(&mod, cubin.data()));
+        s.report("cuModuleLoadData");
+        CU(cuModuleGetFunction(&f, mod, function));
+        s.report("cuModuleGetFunction");
+    }
     struct Args { CUdeviceptr x; float a, b; CUdeviceptr y; long long n, pad; } args{x, 2.0f, 1.0f, y, 1000, 0};
     void* params[] = {&args};
     CU(cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
