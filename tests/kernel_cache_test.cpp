@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 #include <sys/resource.h>
+#include <sys/mman.h>
+#include <cstring>
 #include <cstdio>
 #include <unistd.h>
 #include <fcntl.h>
@@ -583,41 +585,83 @@ TEST_CASE("a fresh process's first call of a cached kernel, step by step", "[.][
 }
 
 // KJIT_BENCH_PAGES=1: which pages the call maps in (a page fault each), by mapping: the present
-// bits of /proc/self/pagemap for every mapping before and after the call.
-struct PresentPages {
-    std::vector<std::pair<std::string, std::vector<bool>>> maps;  // "start-end name", present bits
-    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+// bits of /proc/self/pagemap for every mapping before and after the call. The snapshot lives in
+// memory of its own (an mmap, not the heap), so that taking it does not move where the call's
+// allocations land and add faults of its own.
+class PresentPages {
+public:
+    PresentPages() {
+        void* p = ::mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        arena_ = p == MAP_FAILED ? nullptr : static_cast<unsigned char*>(p);
+        maps_ = reinterpret_cast<Mapping*>(arena_);
+    }
+    ~PresentPages() {
+        if (arena_ != nullptr) ::munmap(arena_, kArenaBytes);
+    }
+    PresentPages(const PresentPages&) = delete;
+    PresentPages& operator=(const PresentPages&) = delete;
+
     void take() {
-        maps.clear();
-        ranges.clear();
-        std::ifstream m("/proc/self/maps");
+        count_ = 0;
+        used_ = 0;
+        if (arena_ == nullptr) return;
+        char* text = reinterpret_cast<char*>(bump(kMapsBytes));
+        const int maps = ::open("/proc/self/maps", O_RDONLY);
+        std::size_t size = 0;
+        for (ssize_t n; maps >= 0 && size + 1 < kMapsBytes && (n = ::read(maps, text + size, kMapsBytes - 1 - size)) > 0;)
+            size += static_cast<std::size_t>(n);
+        if (maps >= 0) ::close(maps);
+        text[size] = '\0';
         const int pagemap = ::open("/proc/self/pagemap", O_RDONLY);
-        std::string line;
-        while (std::getline(m, line)) {
-            std::uintptr_t lo = 0, hi = 0;
-            if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2 || hi - lo > (std::uintptr_t{1} << 30)) continue;
-            std::vector<bool> present((hi - lo) / 4096);
-            std::vector<std::uint64_t> words(present.size());
-            if (::pread(pagemap, words.data(), words.size() * 8, static_cast<off_t>(lo / 4096 * 8)) ==
-                static_cast<ssize_t>(words.size() * 8))
-                for (std::size_t k = 0; k < words.size(); ++k) present[k] = (words[k] >> 63) & 1;
-            const std::size_t name_at = line.find('/') != std::string::npos ? line.find('/') : line.find('[');
-            maps.emplace_back(name_at != std::string::npos ? line.substr(name_at) : std::string("(anonymous)"), std::move(present));
-            ranges.emplace_back(lo, hi);
+        for (char* line = text; *line != '\0' && count_ < kMaxMaps;) {
+            char* eol = std::strchr(line, '\n');
+            if (eol != nullptr) *eol = '\0';
+            Mapping& m = maps_[count_];
+            if (std::sscanf(line, "%lx-%lx", &m.lo, &m.hi) == 2 && m.hi - m.lo <= (std::uintptr_t{1} << 30)) {
+                const char* name = std::strchr(line, '/');
+                if (name == nullptr) name = std::strchr(line, '[');
+                std::snprintf(m.name, sizeof m.name, "%s", name != nullptr ? name : "(anonymous)");
+                const std::size_t pages = (m.hi - m.lo) / 4096;
+                m.words = reinterpret_cast<std::uint64_t*>(bump(pages * 8));
+                if (m.words != nullptr && pagemap >= 0 &&
+                    ::pread(pagemap, m.words, pages * 8, static_cast<off_t>(m.lo / 4096 * 8)) == static_cast<ssize_t>(pages * 8))
+                    ++count_;
+            }
+            line = eol != nullptr ? eol + 1 : line + std::strlen(line);
         }
-        ::close(pagemap);
+        if (pagemap >= 0) ::close(pagemap);
     }
     std::string newly_present_since(const PresentPages& before) const {
         std::map<std::string, int> count;
-        for (std::size_t i = 0; i < maps.size(); ++i)
-            for (std::size_t j = 0; j < before.maps.size(); ++j)
-                if (before.ranges[j] == ranges[i])
-                    for (std::size_t k = 0; k < maps[i].second.size(); ++k)
-                        if (maps[i].second[k] && !before.maps[j].second[k]) ++count[maps[i].first];
+        for (std::size_t i = 0; i < count_; ++i)
+            for (std::size_t j = 0; j < before.count_; ++j) {
+                const Mapping &a = maps_[i], &b = before.maps_[j];
+                if (a.lo != b.lo || a.hi != b.hi) continue;
+                for (std::size_t k = 0; k < (a.hi - a.lo) / 4096; ++k)
+                    if ((a.words[k] >> 63 & 1) && !(b.words[k] >> 63 & 1)) ++count[a.name];
+            }
         std::string out;
         for (const auto& [name, n] : count) out += name + " " + std::to_string(n) + "; ";
         return out;
     }
+
+private:
+    struct Mapping {  // an implicit-lifetime aggregate: lives in the mmap'd arena
+        std::uintptr_t lo, hi;
+        char name[160];
+        std::uint64_t* words;
+    };
+    static constexpr std::size_t kArenaBytes = std::size_t{1} << 30, kMapsBytes = 1 << 20, kMaxMaps = 4096;
+    unsigned char* bump(std::size_t bytes) {
+        bytes = (bytes + 63) & ~std::size_t{63};
+        if (used_ + bytes > kArenaBytes - sizeof(Mapping) * kMaxMaps) return nullptr;
+        unsigned char* p = arena_ + sizeof(Mapping) * kMaxMaps + used_;
+        used_ += bytes;
+        return p;
+    }
+    unsigned char* arena_ = nullptr;
+    Mapping* maps_ = nullptr;
+    std::size_t count_ = 0, used_ = 0;
 };
 
 // Not a test: the whole first call of a kernel in a fresh process, as `kjit bench --probe` times it
@@ -643,8 +687,11 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
         (void)!::write(2, line, static_cast<std::size_t>(n));
     }
     const bool pages = std::getenv("KJIT_BENCH_PAGES") != nullptr;
-    PresentPages before;
-    if (pages) before.take();
+    std::optional<PresentPages> before;
+    if (pages) {
+        before.emplace();
+        before->take();
+    }
     // KJIT_BENCH_COUNTERS=1: the processor's event counters around each call (where exposed).
     const bool counting = std::getenv("KJIT_BENCH_COUNTERS") != nullptr;
     std::optional<kjit::test::PerfCounters> counters;
@@ -659,14 +706,14 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     (void)k({fresh.x, 2.0f, 1.0f}, {s, -1});
     s.synchronize();
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
+    const long call_faults = minor_faults() - faults;
     if (counting) WARN("counters, first call: " << counters->stop());
     if (mark) (void)!::write(2, "probe: call ends\n", 17);
     if (pages) {
         PresentPages after;
         after.take();
-        WARN("pages mapped in by the call: " << after.newly_present_since(before));
+        WARN("pages mapped in by the call: " << after.newly_present_since(*before));
     }
-    const long call_faults = minor_faults() - faults;
     // KJIT_BENCH_SECOND=1: then the first call of another kernel on disk, whose code the first
     // call has run already: what the first call pays for running cold code.
     if (const char* e = std::getenv("KJIT_BENCH_SECOND"); e != nullptr && e[0] == '1') {
