@@ -4,6 +4,7 @@
 #include <string>
 
 #include "jit/params.hpp"
+#include "tests/params_as_text.hpp"
 #include "kjit/error.hpp"
 
 namespace {
@@ -195,23 +196,6 @@ TEST_CASE("params: random input throws only ParseError", "[params]") {
     }
 }
 
-namespace {
-// A list as the full parser reads it, or its error: what the shortcut for simple lists must match.
-std::string read_list(std::string_view text, bool shortcut) {
-    try {
-        const SourceText source{"in", text};
-        std::string out;
-        for (const Param& p : shortcut ? parse_params(source, false) : parse_params_without_shortcut(source, false))
-            out += p.name + "@" + std::to_string(p.pos.offset) + ":" + std::to_string(p.pos.line) + ":" + std::to_string(p.pos.column) +
-                   " " + p.type.spelling + "@" + std::to_string(p.type.pos.offset) + ":" + std::to_string(p.type.pos.line) + ":" +
-                   std::to_string(p.type.pos.column) + (p.raw ? " raw" : "") + (p.is_placeholder ? " placeholder" : "") +
-                   (p.dtype ? " " + std::string(p.dtype->name()) : "") + ";";
-        return out;
-    } catch (const kjit::ParseError& e) {
-        return std::string("error: ") + e.what();
-    }
-}
-}  // namespace
 
 TEST_CASE("params: simple lists read without the lexer as the full parser reads them", "[params]") {
     for (const char* text : {"T x, raw T table, float32 alpha", "", "  \n ", "T x", " T  x ,\n\tU y\n", "raw float64 t", "float x",
@@ -219,7 +203,7 @@ TEST_CASE("params: simple lists read without the lexer as the full parser reads 
                              "T U", "T x, T x", "const T x", "T* x", "T x[3]", "T x /* c */, U y", "int8 x, bool b, complex64 z",
                              "raw raw x", "foo x", "T 1x", "T x,,T y", "half h, bfloat16 b", "T x\r\n, T y"}) {
         INFO(text);
-        CHECK(read_list(text, true) == read_list(text, false));
+        CHECK(kjit::test::params_as_text(text, true) == kjit::test::params_as_text(text, false));
     }
     // Random lists from the words, spaces and punctuation that lists are made of.
     const char* const pieces[] = {"T", "U", "x", "y", "z1", "i", "n", "_a", "raw", "float32", "float", "int", "unsigned", "long",
@@ -233,7 +217,7 @@ TEST_CASE("params: simple lists read without the lexer as the full parser reads 
             if (piece(kjit::test::rng()) % 3 != 0) text += ' ';
         }
         INFO(text);
-        REQUIRE(read_list(text, true) == read_list(text, false));
+        REQUIRE(kjit::test::params_as_text(text, true) == kjit::test::params_as_text(text, false));
     }
     // Lists shaped as lists are, most of them valid, with the odd reserved name or C type.
     const char* const types[] = {"T", "U", "float32", "float", "double", "half", "int32", "uint8", "bool", "complex64", "unsigned int", "Q"};
@@ -250,8 +234,8 @@ TEST_CASE("params: simple lists read without the lexer as the full parser reads 
                     spaces[space(kjit::test::rng())] + (k > 1 ? "," : "") + spaces[space(kjit::test::rng())];
         }
         INFO(text);
-        const std::string read = read_list(text, true);
-        REQUIRE(read == read_list(text, false));
+        const std::string read = kjit::test::params_as_text(text, true);
+        REQUIRE(read == kjit::test::params_as_text(text, false));
         accepted += read.rfind("error", 0) != 0;
     }
     CHECK(accepted > 300);  // the comparison covered lists that parse, not only errors

@@ -16,6 +16,7 @@
 #include "jit/params.hpp"
 #include "jit/parser.hpp"
 #include "kjit/error.hpp"
+#include "tests/params_as_text.hpp"
 
 namespace {
 
@@ -30,23 +31,8 @@ void run(F&& f) {
 
 // parse_params reads simple lists without the lexer: it must read every list as the full parser
 // does (the same parameters, or an error: the full parser's own, as the shortcut defers to it).
-std::string read_params(std::string_view text, bool shortcut) {
-    using namespace kjit::jit;
-    try {
-        const SourceText source{"in", text};
-        std::string out;
-        for (const Param& p : shortcut ? parse_params(source, false) : parse_params_without_shortcut(source, false))
-            out += p.name + "@" + std::to_string(p.pos.offset) + ":" + std::to_string(p.pos.line) + ":" + std::to_string(p.pos.column) +
-                   " " + p.type.spelling + "@" + std::to_string(p.type.pos.offset) + ":" + std::to_string(p.type.pos.line) + ":" +
-                   std::to_string(p.type.pos.column) + (p.raw ? " raw" : "") + (p.is_placeholder ? " placeholder" : "") +
-                   (p.dtype ? " " + std::string(p.dtype->name()) : "") + ";";
-        return out;
-    } catch (const kjit::Error& e) {
-        return std::string("error: ") + e.what();
-    }
-}
 void same_params_both_ways(std::string_view text) {
-    if (read_params(text, true) != read_params(text, false)) __builtin_trap();
+    if (kjit::test::params_as_text(text, true) != kjit::test::params_as_text(text, false)) __builtin_trap();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <utility>
 
 #include "jit/elementwise_calls.hpp"
 #include "tools/cli/bench_support.hpp"
@@ -171,26 +172,24 @@ int probe() {
     std::vector<float> host(1000, 1.5f);
     const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
     s.synchronize();
-    const long faults = minor_page_faults();
-    const auto t0 = Clock::now();
-    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "probe_axpb");
-    (void)axpb({x, 2.0f, 1.0f}, {s, -1});
-    s.synchronize();
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    const long call_faults = minor_page_faults() - faults;
+    // The first call of a kernel (its object made, the call, the sync): milliseconds and faults.
+    auto first_call = [&](const char* operation, const char* name) {
+        const long faults = minor_page_faults();
+        const auto t0 = Clock::now();
+        const ElementwiseKernel k("T x, T a, T b", "T y", operation, name);
+        (void)k({x, 2.0f, 1.0f}, {s, -1});
+        s.synchronize();
+        return std::pair{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), minor_page_faults() - faults};
+    };
+    const auto [ms, faults] = first_call("y = a * x + b", "probe_axpb");
     // KJIT_PROBE_SECOND=1 (a measurement): then the first call of another kernel on disk, whose
     // code paths the first call has run already: what the first call pays for running cold code.
     if (const char* e = std::getenv("KJIT_PROBE_SECOND"); e != nullptr && e[0] == '1') {
-        const long faults2 = minor_page_faults();
-        const auto t1 = Clock::now();
-        const ElementwiseKernel axmb("T x, T a, T b", "T y", "y = a * x - b", "probe_axmb");
-        (void)axmb({x, 2.0f, 1.0f}, {s, -1});
-        s.synchronize();
-        const double ms2 = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
-        std::printf("%.4f %ld %.4f %ld\n", ms, call_faults, ms2, minor_page_faults() - faults2);
+        const auto [ms2, faults2] = first_call("y = a * x - b", "probe_axmb");
+        std::printf("%.4f %ld %.4f %ld\n", ms, faults, ms2, faults2);
         return 0;
     }
-    std::printf("%.4f %ld\n", ms, call_faults);
+    std::printf("%.4f %ld\n", ms, faults);
     return 0;
 }
 
