@@ -11,8 +11,6 @@ namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex_digit(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
-bool is_word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_word_char(char c) { return is_word_start(c) || is_digit(c); }
 
 // Words with a meaning of their own: those kernel code uses, and C/C++ words that the parser
 // rejects by name ("'goto' is not allowed") instead of treating them as unknown identifiers.
@@ -226,7 +224,7 @@ void Lexer::skip_space_and_comments() {
     const std::size_t size = source_.text.size();
     while (offset_ < size) {
         const char c = at();
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+        if (is_space(c)) {
             advance();
         } else if (c == '/' && at(1) == '/') {
             while (offset_ < size && at() != '\n') advance();

@@ -29,6 +29,13 @@ struct Token {
 // The place just after `token` (tokens never span lines): where clang points "expected ';'".
 SourcePos end_of(const Token& token);
 
+// The lexer's character classes: identifiers are [A-Za-z_][A-Za-z0-9_]*; whitespace is ' ', tab,
+// and the line, return, vertical-tab and form-feed characters. Also read by the parameter lists'
+// scanner for simple lists (jit/params.cpp), which must see the same words and spaces.
+inline bool is_word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+inline bool is_word_char(char c) { return is_word_start(c) || (c >= '0' && c <= '9'); }
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
 // True for the words the lexer reports as TokenKind::keyword: the statement words kernel code
 // uses and the C/C++ words it rejects with a message of their own (return, goto, asm, ...).
 bool is_keyword(std::string_view word);

@@ -33,6 +33,25 @@ bool all_upper(std::string_view word) {
 
 std::string at_line_column(SourcePos p) { return std::to_string(p.line) + ":" + std::to_string(p.column); }
 
+// Why `name` (not empty) cannot name a parameter, if it cannot: the names the kernel reserves
+// (`i`, `n`, anything starting with '_'), `raw`, keywords and type names. Strings are made only
+// for a problem: every call's lists pass through here.
+struct NameProblem {
+    std::string message, hint;
+};
+std::optional<NameProblem> name_problem(std::string_view name) {
+    auto quoted = [name] { return "'" + std::string(name) + "'"; };
+    if (name == "i") return NameProblem{"'i' is reserved: it is the element index", "choose another name"};
+    if (name == "n") return NameProblem{"'n' is reserved: it is the number of elements", "choose another name"};
+    if (name[0] == '_') return NameProblem{quoted() + " is reserved: names starting with '_' belong to kjit", "choose another name"};
+    if (name == "raw") return NameProblem{"'raw' cannot name a parameter", "'raw' goes before the type: 'raw T x'"};
+    if (is_keyword(name)) return NameProblem{quoted() + " is a keyword and cannot name a parameter", ""};
+    if (is_type_name(name))
+        return NameProblem{quoted() + " is a type name and cannot name a parameter",
+                           is_placeholder_name(name) ? "a single upper-case letter names a type placeholder" : ""};
+    return std::nullopt;
+}
+
 // Reads one list token by token. All tokens are lexed first: lists are short.
 class ParamParser {
 public:
@@ -158,18 +177,7 @@ private:
     }
 
     void check_reserved(const Token& t) const {
-        const std::string name(t.text);
-        if (name == "i") fail(t.pos, "'i' is reserved: it is the element index", "choose another name");
-        if (name == "n") fail(t.pos, "'n' is reserved: it is the number of elements", "choose another name");
-        if (name[0] == '_') {
-            fail(t.pos, "'" + name + "' is reserved: names starting with '_' belong to kjit", "choose another name");
-        }
-        if (name == "raw") fail(t.pos, "'raw' cannot name a parameter", "'raw' goes before the type: 'raw T x'");
-        if (t.kind == TokenKind::keyword) fail(t.pos, "'" + name + "' is a keyword and cannot name a parameter");
-        if (is_type_name(name)) {
-            fail(t.pos, "'" + name + "' is a type name and cannot name a parameter",
-                 is_placeholder_name(name) ? "a single upper-case letter names a type placeholder" : "");
-        }
+        if (const std::optional<NameProblem> problem = name_problem(t.text)) fail(t.pos, problem->message, problem->hint);
     }
 
     void check_duplicate(const std::vector<Param>& params) const {
@@ -200,10 +208,6 @@ private:
     std::size_t next_ = 0;
 };
 
-bool is_list_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-bool is_word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_word_char(char c) { return is_word_start(c) || (c >= '0' && c <= '9'); }
-
 // The lists nearly every kernel has ("T x, raw T table, float32 alpha": words, commas and
 // spaces, one-word types, names nothing reserves), read without the lexer; nullopt for anything
 // else (comments, C types of several words, every mistake), which ParamParser reads and judges
@@ -214,7 +218,7 @@ std::optional<std::vector<Param>> parse_simple_params(std::string_view text, boo
     std::size_t k = 0;
     int line = 1, column = 1;
     auto skip_space = [&] {
-        for (; k < text.size() && is_list_space(text[k]); ++k) {
+        for (; k < text.size() && is_space(text[k]); ++k) {
             if (text[k] == '\n') {
                 ++line;
                 column = 1;
@@ -251,9 +255,7 @@ std::optional<std::vector<Param>> parse_simple_params(std::string_view text, boo
             p.dtype = dtype;
         }
         const std::string_view name = word(name_at);
-        if (name.empty() || name == "i" || name == "n" || name[0] == '_' || name == "raw" || is_keyword(name) ||
-            is_type_name(name))
-            return std::nullopt;
+        if (name.empty() || name_problem(name)) return std::nullopt;
         for (const Param& q : params)
             if (q.name == name) return std::nullopt;
         p.type = TypeName{std::string(type), type_at};
