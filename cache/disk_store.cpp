@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -12,7 +11,6 @@
 #include <utility>
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 #include <xxhash.h>
 
 #include "cache/cache_key.hpp"
+#include "cache/file_io.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/log.hpp"
 
@@ -45,138 +44,6 @@ constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
 std::function<void(const fs::path&)>& write_pause_hook() {
     static std::function<void(const fs::path&)> hook;
     return hook;
-}
-
-// "<what> <path>: <strerror>" for the errno of the call that just failed.
-std::string os_error(std::string_view what, const fs::path& path, int err = errno) {
-    return std::string(what) + " " + path.string() + ": " + std::strerror(err);
-}
-
-// Owns a file descriptor; closing a read-only one cannot lose data, so close errors matter only
-// where a file was written, and that path calls close() itself (see write_file).
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    Fd& operator=(Fd&& o) noexcept {
-        if (this != &o) reset(std::exchange(o.fd_, -1));
-        return *this;
-    }
-    ~Fd() { reset(); }
-    int get() const { return fd_; }
-    int release() { return std::exchange(fd_, -1); }
-    explicit operator bool() const { return fd_ >= 0; }
-    void reset(int fd = -1) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = fd;
-    }
-
-private:
-    int fd_;
-};
-
-// Takes a C string: the reads of a fresh process's first cached call hold a std::string, which
-// an fs::path parameter would copy and split into components first.
-Fd open_retry(const char* path, int flags, mode_t mode = 0) {
-    int fd;
-    do fd = ::open(path, flags | O_CLOEXEC, mode);
-    while (fd < 0 && errno == EINTR);
-    return Fd(fd);
-}
-
-// An exclusive flock on <key>.lock. The holder unlinks the file before unlocking, so lock files
-// do not pile up; someone who opened the old file and was waiting on it then sees that the path
-// no longer names what it locked, and starts again on a fresh file. Without that check two
-// processes could hold "the" lock on two different inodes.
-class EntryLock {
-public:
-    EntryLock() = default;
-    EntryLock(Fd fd, fs::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
-    EntryLock(EntryLock&&) noexcept = default;
-    EntryLock& operator=(EntryLock&& o) noexcept {
-        if (this != &o) {
-            unlock();  // a defaulted assignment would close the old lock without removing its file
-            fd_ = std::move(o.fd_);
-            path_ = std::move(o.path_);
-        }
-        return *this;
-    }
-    ~EntryLock() { unlock(); }
-    explicit operator bool() const { return static_cast<bool>(fd_); }
-
-    void unlock() noexcept {
-        if (!fd_) return;
-        ::unlink(path_.c_str());  // while still holding it: see above
-        fd_.reset();
-    }
-
-private:
-    Fd fd_;
-    fs::path path_;
-};
-
-enum class Wait { block, try_only };
-
-// The lock, or an empty one: held by someone else (try_only) or an error (set in `error`).
-EntryLock lock_file(const fs::path& path, mode_t mode, Wait wait, std::string* error = nullptr) {
-    for (;;) {
-        Fd fd = open_retry(path.c_str(), O_RDWR | O_CREAT, mode);
-        if (!fd) {
-            if (error) *error = os_error("cannot open lock file", path);
-            return {};
-        }
-        int rc;
-        do rc = ::flock(fd.get(), LOCK_EX | (wait == Wait::try_only ? LOCK_NB : 0));
-        while (rc != 0 && errno == EINTR);
-        if (rc != 0) {
-            if (errno != EWOULDBLOCK && error) *error = os_error("cannot lock", path);
-            return {};
-        }
-        struct stat held {}, named {};
-        if (::fstat(fd.get(), &held) != 0) {
-            if (error) *error = os_error("cannot stat lock file", path);
-            return {};
-        }
-        if (::stat(path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev)
-            return EntryLock(std::move(fd), path);
-        // The holder before us removed the file we were waiting on: try again with the new one.
-    }
-}
-
-bool write_all(int fd, const unsigned char* data, std::size_t size) {
-    while (size > 0) {
-        const ssize_t n = ::write(fd, data, size);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        data += n;
-        size -= static_cast<std::size_t>(n);
-    }
-    return true;
-}
-
-// Reads up to `size` bytes from the start of `fd` into `out`; how many it read (fewer when the
-// file is shorter than fstat said), or nothing on an error.
-std::optional<std::size_t> read_all(int fd, unsigned char* out, std::size_t size) {
-    std::size_t done = 0;
-    while (done < size) {
-        const ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(done));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return std::nullopt;
-        }
-        if (n == 0) break;
-        done += static_cast<std::size_t>(n);
-    }
-    return done;
-}
-
-// Makes a rename or a new name in `dir` durable; the entry is already visible without it.
-void fsync_dir(const fs::path& dir) {
-    Fd fd = open_retry(dir.c_str(), O_RDONLY | O_DIRECTORY);
-    if (!fd || ::fsync(fd.get()) != 0)
-        kjit::detail::warn_once("cache-fsync-dir:" + dir.string(), os_error("cannot fsync cache folder", dir));
 }
 
 // Creates a shard folder with exactly `mode` (not whatever the umask leaves).

@@ -1,0 +1,97 @@
+// The file primitives the disk store is built on (cache/disk_store.cpp): an owned descriptor,
+// open and whole reads and writes that retry on EINTR, an exclusive lock file that cannot be held
+// twice, a durable rename. POSIX calls with C strings where a fresh process's first cached call
+// reads, and errors spelled "<what> <path>: <strerror>".
+#pragma once
+
+#include <cerrno>
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace kjit::cache {
+
+// "<what> <path>: <strerror>" for the errno of the call that just failed.
+std::string os_error(std::string_view what, const std::filesystem::path& path, int err = errno);
+
+// Owns a file descriptor; closing a read-only one cannot lose data, so close errors matter only
+// where a file was written, and that path calls close() itself.
+class Fd {
+public:
+    explicit Fd(int fd = -1) : fd_(fd) {}
+    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    Fd& operator=(Fd&& o) noexcept {
+        if (this != &o) reset(std::exchange(o.fd_, -1));
+        return *this;
+    }
+    ~Fd() { reset(); }
+    int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+    explicit operator bool() const { return fd_ >= 0; }
+    void reset(int fd = -1) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = fd;
+    }
+
+private:
+    int fd_;
+};
+
+// open(2) with O_CLOEXEC, again after EINTR. Takes a C string: the reads of a fresh process's
+// first cached call hold a std::string, which an fs::path parameter would copy and split first.
+Fd open_retry(const char* path, int flags, mode_t mode = 0);
+
+// An exclusive flock on a lock file. The holder unlinks the file before unlocking, so lock files
+// do not pile up; someone who opened the old file and was waiting on it then sees that the path
+// no longer names what it locked, and starts again on a fresh file. Without that check two
+// processes could hold "the" lock on two different inodes.
+class EntryLock {
+public:
+    EntryLock() = default;
+    EntryLock(Fd fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
+    EntryLock(EntryLock&&) noexcept = default;
+    EntryLock& operator=(EntryLock&& o) noexcept {
+        if (this != &o) {
+            unlock();  // a defaulted assignment would close the old lock without removing its file
+            fd_ = std::move(o.fd_);
+            path_ = std::move(o.path_);
+        }
+        return *this;
+    }
+    ~EntryLock() { unlock(); }
+    explicit operator bool() const { return static_cast<bool>(fd_); }
+
+    void unlock() noexcept {
+        if (!fd_) return;
+        ::unlink(path_.c_str());  // while still holding it: see above
+        fd_.reset();
+    }
+
+private:
+    Fd fd_;
+    std::filesystem::path path_;
+};
+
+enum class Wait { block, try_only };
+
+// The lock, or an empty one: held by someone else (try_only) or an error (set in `error`).
+EntryLock lock_file(const std::filesystem::path& path, mode_t mode, Wait wait, std::string* error = nullptr);
+
+// Writes all `size` bytes; false on an error.
+bool write_all(int fd, const unsigned char* data, std::size_t size);
+
+// Reads up to `size` bytes from the start of `fd` into `out`; how many it read (fewer when the
+// file is shorter than fstat said), or nothing on an error.
+std::optional<std::size_t> read_all(int fd, unsigned char* out, std::size_t size);
+
+// Makes a rename or a new name in `dir` durable (warns once when it cannot); what was renamed is
+// visible without it.
+void fsync_dir(const std::filesystem::path& dir);
+
+}  // namespace kjit::cache
