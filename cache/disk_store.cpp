@@ -21,6 +21,7 @@
 #include "cache/file_io.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/log.hpp"
+#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::cache {
 namespace fs = std::filesystem;
@@ -166,7 +167,9 @@ std::optional<Entry> load(int fd, const std::string& path, const std::string& ke
     // cached call reads an entry.
     const auto size = static_cast<std::size_t>(st.st_size);
     const std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
+    KJIT_TRACE("entry file: fstat");
     const std::optional<std::size_t> got = read_all(fd, bytes.get(), size);
+    KJIT_TRACE("entry file: read");
     if (!got) {
         problem = os_error("cannot read", path);
         return std::nullopt;
@@ -252,7 +255,9 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
     if (!is_valid_key(key)) entry_path(key);  // throws its error
     if (!usable_) return std::nullopt;
     const std::string path = file_path(dir_.native(), key, kEntrySuffix);
+    KJIT_TRACE("entry file: path");
     Fd fd = open_retry(path.c_str(), O_RDONLY);
+    KJIT_TRACE("entry file: open");
     if (!fd) {
         if (errno != ENOENT && errno != ENOTDIR)
             kjit::detail::warn_once("cache-read:" + path, os_error("cannot read cache entry", path));
@@ -276,6 +281,7 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
         kjit::detail::warn_once("cache-damaged:" + path, what);
         return std::nullopt;
     }
+    KJIT_TRACE("entry file: checksum and parse");
     if (writable_ && !used_lately(st)) {
         // Access time kept by kjit itself: file systems are often mounted noatime or relatime.
         const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};

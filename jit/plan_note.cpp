@@ -11,6 +11,7 @@
 #include "jit/nvrtc_version.hpp"
 #include "jit/program_lookup.hpp"
 #include "runtime/detail/nvrtc.hpp"
+#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -132,13 +133,17 @@ const std::string* find_value(const PlanNote::Values& values, std::string_view n
 PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_cc, std::size_t groups,
                    std::function<std::string()> spec_json)
     : device_cc_(device_cc), spec_json_(std::move(spec_json)), name_(note_name(source_fields, device_cc)), keys_(groups) {
+    KJIT_TRACE("note: name");
     if (name_.empty()) return;
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    KJIT_TRACE("note: process cache");
     const std::optional<std::string> text = kernel_cache->read_note(name_);
+    KJIT_TRACE("note: read");
     NoteKeying keying;
     Values values;
     std::vector<std::string> keys;
-    if (text && parse_plan_note(*text, groups, keying, values, keys) && still_keys(keying)) {
+    if (text && parse_plan_note(*text, groups, keying, values, keys) && (KJIT_TRACE("note: parsed"), still_keys(keying))) {
+        KJIT_TRACE("note: NVRTC identity checked");
         noted_ = true;
         kernel_cache->count_note_hit();
         target_ = std::move(keying.target);

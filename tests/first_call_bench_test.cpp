@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <iomanip>
 #include <map>
+#include <sstream>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@
 #include "perf_counters.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/nvrtc.hpp"
+#include "runtime/detail/trace_points.hpp"
 
 using kjit::test::cache_in;
 using kjit::test::ProcessCacheGuard;
@@ -330,6 +333,8 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     const long faults = minor_faults();
     const std::size_t traced = tracer_calls().size();
     if (counting) counters->start();
+    kjit::detail::reset_trace_points();
+    const std::uint64_t tsc0 = kjit::detail::trace_clock();
     const auto t = clock::now();
     // As `kjit bench --probe` calls it: the output allocated, on the legacy default stream.
     const kjit::Stream s = kjit::Stream::legacy_default(kjit::Device::cuda(0));
@@ -337,7 +342,21 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     (void)k({fresh.x, 2.0f, 1.0f}, {s, -1});
     s.synchronize();
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
+    const std::uint64_t tsc1 = kjit::detail::trace_clock();
     const long call_faults = minor_faults() - faults;
+    // A library built with KJIT_TRACE_POINTS=ON: where the call's time went, point by point.
+    if (const auto points = kjit::detail::trace_points(); !points.empty()) {
+        const double ticks_per_us = static_cast<double>(tsc1 - tsc0) / us;
+        std::ostringstream o;
+        std::uint64_t last = tsc0;
+        for (const auto& p : points) {
+            o << "\n  " << std::fixed << std::setprecision(1) << std::setw(7) << static_cast<double>(p.tsc - last) / ticks_per_us
+              << " us  " << p.what;
+            last = p.tsc;
+        }
+        o << "\n  " << std::setw(7) << static_cast<double>(tsc1 - last) / ticks_per_us << " us  synchronised, returned";
+        WARN("trace points (us since the point before):" << o.str());
+    }
     if (counting) WARN("counters, first call: " << counters->stop());
     if (mark) (void)!::write(2, "probe: call ends\n", 17);
     if (pages) {
