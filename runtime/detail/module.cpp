@@ -9,9 +9,11 @@
 
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/once_value.hpp"
+#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::detail {
 namespace {
@@ -70,7 +72,9 @@ LoadedModule::~LoadedModule() {
 CUfunction LoadedModule::function(const std::string& name) const {
     Driver& d = driver();
     CUfunction f = nullptr;
+    KJIT_TRACE("function: getting");
     const CUresult st = d.cuModuleGetFunction(&f, handle_, name.c_str());
+    KJIT_TRACE("function: cuModuleGetFunction done");
     if (st != CUDA_SUCCESS) throw CudaError(st, "cuModuleGetFunction(\"" + name + "\")", __FILE__, __LINE__);
     return f;
 }
@@ -83,11 +87,9 @@ bool cubin_runs_on(const std::string& arch, int device_cc) {
 
 std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, std::vector<unsigned char>* jitted) {
     Driver& d = driver_on(device);
-    CUdevice dev{};
-    KJIT_CU_CHECK(d.cuDeviceGet(&dev, device));
-    int major = 0, minor = 0;
-    KJIT_CU_CHECK(d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
-    KJIT_CU_CHECK(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    // Kept per device and process: a first call loads a module, and asks the driver nothing more.
+    const DeviceAttributes& attributes = device_attributes(device);
+    const int major = attributes.cc_major, minor = attributes.cc_minor;
     CUmodule module = nullptr;
     if (!image.cubin.empty() && cubin_runs_on(image.arch, major * 10 + minor)) {
         KJIT_CU_CHECK(d.cuModuleLoadData(&module, image.cubin.data()));
