@@ -2,11 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
-#include <sys/file.h>
 #include <unistd.h>
 
+#include "cache/file_io.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::cache {
@@ -25,27 +24,14 @@ void add_unique(nlohmann::json& list, const nlohmann::json& item) {
     list.push_back(item);
 }
 
-// Holds an exclusive flock on `<path>.lock` for its lifetime.
-class FileLock {
-public:
-    explicit FileLock(const std::filesystem::path& path) : lock_path_(path.string() + ".lock") {
-        fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ < 0) throw IoError("cannot create lock file '" + lock_path_ + "': " + std::strerror(errno));
-        while (::flock(fd_, LOCK_EX) != 0) {
-            if (errno != EINTR) {
-                ::close(fd_);
-                throw IoError("cannot lock '" + lock_path_ + "': " + std::strerror(errno));
-            }
-        }
-    }
-    ~FileLock() { ::close(fd_); }  // closing releases the lock
-    FileLock(const FileLock&) = delete;
-    FileLock& operator=(const FileLock&) = delete;
-
-private:
-    std::string lock_path_;
-    int fd_ = -1;
-};
+// An exclusive lock on `<path>.lock` (removed when released), for the manifest's read, merge and
+// write: processes recording at once would otherwise lose each other's kernels.
+EntryLock lock_manifest(const std::filesystem::path& path) {
+    std::string error;
+    EntryLock lock = lock_file(path.string() + ".lock", 0644, Wait::block, &error);
+    if (!lock) throw IoError(error);
+    return lock;
+}
 
 }  // namespace
 
@@ -94,7 +80,7 @@ void merge_into_manifest(nlohmann::json& manifest, const nlohmann::json& kernel,
 }
 
 void record_in_manifest(const std::filesystem::path& path, const nlohmann::json& kernel, const std::string& arch) {
-    const FileLock lock(path);
+    const EntryLock lock = lock_manifest(path);
     nlohmann::json manifest = nlohmann::json::object();
     std::error_code ec;
     if (std::filesystem::exists(path, ec)) manifest = read_manifest(path);

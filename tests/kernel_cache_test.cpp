@@ -181,6 +181,25 @@ TEST_CASE("manifests merge kernels and bindings without duplicates", "[kernel_ca
     CHECK_THROWS_AS(kjit::cache::read_manifest(dir.path() / "none.json"), kjit::IoError);
 }
 
+TEST_CASE("kernels recorded at once by several threads are all kept, and no lock file is left", "[kernel_cache]") {
+    const kjit::test::TempDir dir;
+    const std::filesystem::path manifest = dir.path() / "manifest.json";
+    constexpr int threads = 6, each = 8;
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            for (int k = 0; k < each; ++k) {
+                const nlohmann::json kernel = {{"kind", "elementwise"}, {"name", "k" + std::to_string(t) + "_" + std::to_string(k)},
+                                               {"in", "T x"}, {"out", "T y"}, {"op", "y = x"}, {"types", {{{"T", "float32"}}}}};
+                kjit::cache::record_in_manifest(manifest, kernel, "sm_90");
+            }
+        });
+    for (std::thread& t : pool) t.join();
+    const nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest));
+    CHECK(m["kernels"].size() == static_cast<std::size_t>(threads * each));
+    CHECK_FALSE(std::filesystem::exists(manifest.string() + ".lock"));
+}
+
 TEST_CASE("record, precompile, then a process without NVRTC finds every kernel", "[kernel_cache][nvrtc]") {
     const ProcessCacheGuard restore;
     const kjit::test::TempDir work;
