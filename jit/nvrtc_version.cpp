@@ -33,21 +33,12 @@ struct BuildIdSearch {
     bool found_object = false;
 };
 
-// Reads NT_GNU_BUILD_ID from the PT_NOTE segments of the object whose PT_LOAD covers the address.
-int find_build_id(dl_phdr_info* info, std::size_t, void* data) {
-    auto* search = static_cast<BuildIdSearch*>(data);
-    bool covers = false;
-    for (int i = 0; i < info->dlpi_phnum && !covers; ++i) {
-        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-        const std::uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
-        covers = ph.p_type == PT_LOAD && search->address >= begin && search->address < begin + ph.p_memsz;
-    }
-    if (!covers) return 0;
-    search->found_object = true;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+// The NT_GNU_BUILD_ID (hex) among the PT_NOTE segments of an object mapped at `bias`; empty if none.
+std::string build_id_in_notes(const ElfW(Phdr)* phdrs, int count, std::uintptr_t bias) {
+    for (int i = 0; i < count; ++i) {
+        const ElfW(Phdr)& ph = phdrs[i];
         if (ph.p_type != PT_NOTE) continue;
-        const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+        const auto* p = reinterpret_cast<const unsigned char*>(bias + ph.p_vaddr);
         const unsigned char* end = p + ph.p_memsz;
         const auto align4 = [](std::size_t n) { return (n + 3) & ~std::size_t{3}; };
         while (p + sizeof(ElfW(Nhdr)) <= end) {
@@ -58,16 +49,33 @@ int find_build_id(dl_phdr_info* info, std::size_t, void* data) {
             if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
                 std::string_view(reinterpret_cast<const char*>(name), 3) == "GNU") {
                 static constexpr char kDigits[] = "0123456789abcdef";
+                std::string hex;
+                hex.reserve(2 * note->n_descsz);
                 for (std::size_t k = 0; k < note->n_descsz; ++k) {
-                    search->hex += kDigits[desc[k] >> 4];
-                    search->hex += kDigits[desc[k] & 15];
+                    hex += kDigits[desc[k] >> 4];
+                    hex += kDigits[desc[k] & 15];
                 }
-                return 1;
+                return hex;
             }
             p = desc + align4(note->n_descsz);
         }
     }
-    return 1;  // the object was found, without a build ID
+    return {};
+}
+
+// Finds the object whose PT_LOAD covers the address, and its build ID.
+int find_build_id(dl_phdr_info* info, std::size_t, void* data) {
+    auto* search = static_cast<BuildIdSearch*>(data);
+    bool covers = false;
+    for (int i = 0; i < info->dlpi_phnum && !covers; ++i) {
+        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+        const std::uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+        covers = ph.p_type == PT_LOAD && search->address >= begin && search->address < begin + ph.p_memsz;
+    }
+    if (!covers) return 0;
+    search->found_object = true;
+    search->hex = build_id_in_notes(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr);
+    return 1;
 }
 
 const void* version_symbol(const kjit::detail::NvrtcApi& api) {
@@ -87,6 +95,21 @@ std::string elf_build_id(const void* address) {
     BuildIdSearch search{reinterpret_cast<std::uintptr_t>(address), {}};
     dl_iterate_phdr(find_build_id, &search);
     return search.hex;
+}
+
+// The ELF header of the object this code is linked into, where the linker maps it (GNU ld and lld
+// define the symbol when the headers are in a loaded segment, as they are by default).
+extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+std::string own_build_id() {
+    const auto* ehdr = &__ehdr_start;
+    const auto* phdrs = reinterpret_cast<const ElfW(Phdr)*>(reinterpret_cast<const unsigned char*>(ehdr) + ehdr->e_phoff);
+    for (int i = 0; i < ehdr->e_phnum; ++i) {
+        // The segment that maps the file's first byte maps the header: the object's load bias.
+        if (phdrs[i].p_type == PT_LOAD && phdrs[i].p_offset == 0)
+            return build_id_in_notes(phdrs, ehdr->e_phnum, reinterpret_cast<std::uintptr_t>(ehdr) - phdrs[i].p_vaddr);
+    }
+    return elf_build_id(reinterpret_cast<const void*>(&own_build_id));
 }
 
 std::optional<std::uint64_t> file_xxh3(const std::string& path) {

@@ -17,6 +17,11 @@ std::string nvrtc_version_key(const kjit::detail::NvrtcApi& api);
 // PT_NOTE segments (no file I/O); empty when it has none.
 std::string elf_build_id(const void* address);
 
+// The GNU build ID of the object kjit's code is linked into (libkjit), from its own ELF header,
+// without the walk over every loaded object that elf_build_id makes (about 6 us of a fresh
+// process's first call, which names its plan note with it); empty when it has none.
+std::string own_build_id();
+
 // XXH3-64 of a file's bytes (streamed); nullopt when it cannot be read.
 std::optional<std::uint64_t> file_xxh3(const std::string& path);
 

@@ -22,7 +22,7 @@ constexpr std::string_view kNvrtcPrefix = "nvrtc.";
 // The GNU build ID of the library holding this code (kjit), read once; empty without one, and
 // then nothing is noted (a note made by one build must not steer another).
 const std::string& kjit_build() {
-    static const std::string id = detail::elf_build_id(reinterpret_cast<const void*>(&format_plan_note));
+    static const std::string id = detail::own_build_id();
     return id;
 }
 

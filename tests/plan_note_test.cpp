@@ -9,6 +9,7 @@
 #include "fake_driver.hpp"
 #include "gpu_data.hpp"
 #include "jit/codegen.hpp"
+#include "jit/nvrtc_version.hpp"
 #include "jit/plan_note.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
@@ -109,6 +110,14 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
         well_formed(s);
     }
     for (std::size_t cut = 0; cut < text.size(); ++cut) well_formed(text.substr(0, cut));
+}
+
+TEST_CASE("kjit's own build ID, which names plan notes, is read from its header as the loaded-object walk reads it", "[plan_note]") {
+    const std::string own = kjit::jit::detail::own_build_id();
+    CHECK(own.size() >= 16);
+    CHECK(own == kjit::jit::detail::elf_build_id(reinterpret_cast<const void*>(&kjit::jit::format_plan_note)));
+    // The test program's own, for contrast: another object, another ID.
+    CHECK(kjit::jit::detail::elf_build_id(reinterpret_cast<const void*>(&kjit::test::seed)) != own);
 }
 
 TEST_CASE("notes round-trip through a folder, damaged ones read as none, clear removes them", "[disk_store]") {
