@@ -300,6 +300,27 @@ private:
 
 // Not a test: the whole first call of a kernel in a fresh process, as `kjit bench --probe` times it
 // on the GPU (on a pretend driver when there is no GPU). Run twice:
+namespace {
+
+// A library built with KJIT_TRACE_POINTS=ON: where a call's time went, point by point (the
+// time-stamp counter read at `tsc0` and `tsc1` around a call of `us` microseconds).
+void print_trace_points(const char* call, std::uint64_t tsc0, std::uint64_t tsc1, double us) {
+    const auto points = kjit::detail::trace_points();
+    if (points.empty()) return;
+    const double ticks_per_us = static_cast<double>(tsc1 - tsc0) / us;
+    std::ostringstream o;
+    std::uint64_t last = tsc0;
+    for (const auto& p : points) {
+        o << "\n  " << std::fixed << std::setprecision(1) << std::setw(7) << static_cast<double>(p.tsc - last) / ticks_per_us
+          << " us  " << p.what;
+        last = p.tsc;
+    }
+    o << "\n  " << std::setw(7) << static_cast<double>(tsc1 - last) / ticks_per_us << " us  synchronised, returned";
+    WARN("trace points of " << call << " (us since the point before):" << o.str());
+}
+
+}  // namespace
+
 // KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_probe]".
 TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_bench_probe]") {
     using clock = std::chrono::steady_clock;
@@ -344,19 +365,7 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
     const std::uint64_t tsc1 = kjit::detail::trace_clock();
     const long call_faults = minor_faults() - faults;
-    // A library built with KJIT_TRACE_POINTS=ON: where the call's time went, point by point.
-    if (const auto points = kjit::detail::trace_points(); !points.empty()) {
-        const double ticks_per_us = static_cast<double>(tsc1 - tsc0) / us;
-        std::ostringstream o;
-        std::uint64_t last = tsc0;
-        for (const auto& p : points) {
-            o << "\n  " << std::fixed << std::setprecision(1) << std::setw(7) << static_cast<double>(p.tsc - last) / ticks_per_us
-              << " us  " << p.what;
-            last = p.tsc;
-        }
-        o << "\n  " << std::setw(7) << static_cast<double>(tsc1 - last) / ticks_per_us << " us  synchronised, returned";
-        WARN("trace points (us since the point before):" << o.str());
-    }
+    print_trace_points("the first call", tsc0, tsc1, us);
     if (counting) WARN("counters, first call: " << counters->stop());
     if (mark) (void)!::write(2, "probe: call ends\n", 17);
     if (pages) {
@@ -369,11 +378,14 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     if (const char* e = std::getenv("KJIT_BENCH_SECOND"); e != nullptr && e[0] == '1') {
         const std::size_t traced2 = tracer_calls().size();
         if (counting) counters->start();
+        kjit::detail::reset_trace_points();
+        const std::uint64_t tsc2 = kjit::detail::trace_clock();
         const auto t2 = clock::now();
         const kjit::ElementwiseKernel k2("T x, T a, T b", "T y", "y = a * x - b", "fresh_probe2");
         (void)k2({fresh.x, 2.0f, 1.0f}, {s, -1});
         s.synchronize();
         const double us2 = std::chrono::duration<double, std::micro>(clock::now() - t2).count();
+        print_trace_points("the second kernel's first call", tsc2, kjit::detail::trace_clock(), us2);
         if (counting) WARN("counters, second kernel: " << counters->stop());
         WARN("second kernel's first call " << us2 << " us; driver calls (us): " << traced_since(traced2));
     }
