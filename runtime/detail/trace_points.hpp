@@ -5,8 +5,11 @@
 // into a fixed array, so that tracing does not add the page faults and cold code it measures.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <x86intrin.h>
 
 namespace kjit::detail {
 
@@ -15,8 +18,17 @@ struct TracePoint {
     std::uint64_t tsc;  // the time-stamp counter
 };
 
-// Records a point; beyond the array's capacity points are dropped.
-void trace_point(const char* what) noexcept;
+inline constexpr std::size_t kMaxTracePoints = 64;
+extern TracePoint g_trace_points[kMaxTracePoints];
+extern std::atomic<std::size_t> g_trace_count;
+
+// Records a point; beyond the array's capacity points are dropped. Inlined where it is used, so
+// that tracing runs no function of its own (one placed elsewhere in the library would cost the
+// call a page fault and cold code of its own).
+[[gnu::always_inline]] inline void trace_point(const char* what) noexcept {
+    const std::size_t k = g_trace_count.fetch_add(1, std::memory_order_relaxed);
+    if (k < kMaxTracePoints) g_trace_points[k] = TracePoint{what, __rdtsc()};
+}
 // Forgets the points recorded so far (and touches the array, so that the next point does not
 // take a page fault).
 void reset_trace_points() noexcept;
