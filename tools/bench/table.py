@@ -218,6 +218,18 @@ def goal_status(case, data, ceiling_gbps):
 # ------------------------------------------------------------------------------------------
 # Rendering
 
+def floor_text(data, case_id):
+    """'; the launch floor in this run: X µs' when kjit recorded a floor variant of the case (its
+    variant text starts with 'the launch floor'), so that a missed host-time goal shows what the
+    host itself charged; '' otherwise."""
+    for rec in data.records:
+        if (rec.get("impl") == "kjit" and rec.get("case") == case_id and not rec.get("error")
+                and str(rec.get("variant", "")).startswith("the launch floor")
+                and num(rec.get("us_per_call"))):
+            return f"; the launch floor in this run (cuLaunchKernel alone): {fmt_value(C.US, rec['us_per_call'])} µs"
+    return ""
+
+
 class Notes:
     """Numbered footnotes for errors and failed checks."""
 
@@ -331,7 +343,7 @@ def render(data: Data, title="kjit benchmarks", brief=False, heading_level=1, in
         row.append(" ".join(t for t in ({"met": "met", "missed": "**MISSED**"}.get(state, ""),
                                          esc(text)) if t))
         if state == "missed" and recs.get("kjit") and recs["kjit"].get("note"):
-            missed_notes.append(f"- `{cid}`: {esc(recs['kjit']['note'])}")
+            missed_notes.append(f"- `{cid}`: {esc(recs['kjit']['note'])}" + esc(floor_text(data, cid)))
         elif state == "missed":
             missed_notes.append(f"- `{cid}`: (kjit's record gives no note)")
         out.append("| " + " | ".join(row) + " |")

@@ -1,10 +1,14 @@
 // `kjit bench`: the elementwise cases of issue 5 (bandwidth, host time per call), and the copy
 // ceiling they are judged against.
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "runtime/detail/check.hpp"
+#include "jit/elementwise_calls.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/kernel_args.hpp"
 #include "tools/cli/bench_support.hpp"
 
 namespace kjit::cli::bench {
@@ -62,8 +66,10 @@ void add_elementwise_cases(Cases& c) {
     });
     // Host time per call at 1000 elements. As the peers measure it: many calls, then one sync, all
     // timed (the GPU's own pace can bound it); variants: calls in batches of 100 between syncs,
-    // only the calls timed (kjit's host cost alone), and calls that allocate their output.
-    enum class HostMode { peers, batches, allocating };
+    // only the calls timed (kjit's host cost alone), calls that allocate their output, and the
+    // floor: the very function and argument struct kjit launches, by cuLaunchKernel alone (what
+    // the host and driver of this run charge for a launch, kjit's work left out).
+    enum class HostMode { peers, batches, allocating, bare };
     auto host_case = [=](HostMode mode) {
         return [=](const Stream& s) {
             const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb");
@@ -73,9 +79,44 @@ void add_elementwise_cases(Cases& c) {
             s.synchronize();
             std::vector<double> us;
             const int calls = 10000;
+            // The bare launch: the small variant kjit's call takes (a and b passed by value), its
+            // argument struct laid out as the launcher lays it out.
+            CUfunction bare = nullptr;
+            alignas(16) unsigned char bare_args[64] = {};
+            if (mode == HostMode::bare) {
+                const TypeBinding types{{"T", DType::float32}};
+                bare = jit::elementwise_variants(axpb, types, jit::ModuleVariant{{false, true, true, false}, {}}, 0)
+                           .function(jit::ElementwiseEntry::small32);
+                using detail::ArgField;
+                const detail::ArgsLayout l = detail::args_layout({ArgField::pointer, ArgField::value, ArgField::value, ArgField::pointer},
+                                                                 std::vector<DType>(4, DType::float32));
+                const void* xp = x.data();
+                const void* yp = y.data();
+                const float a = 2.0f, b = 1.0f;
+                const long long n = 1000;
+                std::memcpy(bare_args + l.slots[0].offset, &xp, sizeof xp);
+                std::memcpy(bare_args + l.slots[1].offset, &a, sizeof a);
+                std::memcpy(bare_args + l.slots[2].offset, &b, sizeof b);
+                std::memcpy(bare_args + l.slots[3].offset, &yp, sizeof yp);
+                std::memcpy(bare_args + l.n_offset, &n, sizeof n);
+            }
+            detail::Driver& d = detail::driver_on(0);
+            // y poisoned first, so that the check after the timing shows the bare launches ran.
+            std::vector<float> y_host(1000, std::numeric_limits<float>::quiet_NaN());
+            if (mode == HostMode::bare) {
+                KJIT_CU_CHECK(d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(y.data()), y_host.data(), 4000, s.handle()));
+                s.synchronize();
+            }
+            void* bare_params[] = {bare_args};
             for (int r = 0; r < 5; ++r) {
                 double seconds = 0;
-                if (mode == HostMode::batches) {
+                if (mode == HostMode::bare) {
+                    const auto t0 = Clock::now();
+                    for (int k = 0; k < calls; ++k)
+                        KJIT_CU_CHECK(d.cuLaunchKernel(bare, 4, 1, 1, 256, 1, 1, 0, s.handle(), bare_params, nullptr));
+                    s.synchronize();
+                    seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+                } else if (mode == HostMode::batches) {
                     for (int b = 0; b < calls / 100; ++b) {
                         const auto t0 = Clock::now();
                         for (int k = 0; k < 100; ++k) axpb.launch({x, 2.0f, 1.0f, y}, o);
@@ -95,6 +136,12 @@ void add_elementwise_cases(Cases& c) {
             }
             std::sort(us.begin(), us.end());
             Record r;
+            if (mode == HostMode::bare) {
+                KJIT_CU_CHECK(d.cuMemcpyDtoHAsync(y_host.data(), reinterpret_cast<CUdeviceptr>(y.data()), 4000, s.handle()));
+                s.synchronize();
+                if (std::any_of(y_host.begin(), y_host.end(), [](float v) { return v != 4.0f; }))
+                    r.error = "the bare launches did not compute y = 2 * 1.5 + 1 everywhere";
+            }
             r.name = "ew_host_1k";
             r.dtype = "float32";
             r.n = 1000;
@@ -111,6 +158,10 @@ void add_elementwise_cases(Cases& c) {
                     r.variant = "axpb(x, 2, 1), output allocated per call, then one sync";
                     note << r.variant;
                     break;
+                case HostMode::bare:
+                    r.variant = "the launch floor: cuLaunchKernel of the same function and arguments, then one sync";
+                    note << r.variant;
+                    break;
             }
             r.note = note.str();
             return r;
@@ -119,6 +170,7 @@ void add_elementwise_cases(Cases& c) {
     c.emplace_back("ew_host_1k", host_case(HostMode::peers));
     c.emplace_back("ew_host_1k_batches", host_case(HostMode::batches));
     c.emplace_back("ew_host_1k_alloc", host_case(HostMode::allocating));
+    c.emplace_back("ew_host_1k_bare", host_case(HostMode::bare));
 }
 
 }  // namespace kjit::cli::bench

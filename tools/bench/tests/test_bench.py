@@ -327,6 +327,16 @@ class TableLogic(unittest.TestCase):
         self.assertEqual(st("red_argmax_f32"), (None, "no kjit result"))
         self.assertEqual(table.goal_status(None, d, 1.0), (None, ""))
 
+    def test_missed_host_time_shows_the_launch_floor(self):
+        floor = rec("kjit", "ew_host_1k", us_per_call=4.31, primary=False,
+                    variant="the launch floor: cuLaunchKernel of the same function and arguments, then one sync")
+        d = make_data([rec("kjit", "ew_host_1k", us_per_call=4.6, note="median of 5"), floor])
+        md = table.render(d, brief=True)
+        self.assertIn("- `ew_host_1k`: median of 5; the launch floor in this run (cuLaunchKernel alone): 4.31 µs", md)
+        # A failed floor says nothing.
+        d = make_data([rec("kjit", "ew_host_1k", us_per_call=4.6, note="median of 5"), dict(floor, error="x")])
+        self.assertNotIn("launch floor in this run", table.render(d, brief=True))
+
     def test_speed_ratio(self):
         self.assertAlmostEqual(table.speed_ratio(C.GBPS, 4000, 2000), 2.0)
         self.assertAlmostEqual(table.speed_ratio(C.US, 4.0, 8.0), 2.0)      # times: inverted

@@ -21,19 +21,19 @@ BENCH = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 sys.path.insert(0, BENCH)
 import cases as C  # noqa: E402
 
-# kjit bench's own case names: cases.py's ids plus two variant cases of ew_host_1k
+# kjit bench's own case names: cases.py's ids plus three variant cases of ew_host_1k
 NAMES = []
 for _c in C.CASES:
     NAMES.append(_c.id)
     if _c.id == "ew_host_1k":
-        NAMES += ["ew_host_1k_batches", "ew_host_1k_alloc"]
+        NAMES += ["ew_host_1k_batches", "ew_host_1k_alloc", "ew_host_1k_bare"]
 
 
 def records(name):
     base = {"gbps": None, "tflops": None, "us_per_call": None, "ms": None, "bytes": 0, "n": 0,
             "dtype": "float32", "note": "fake kjit bench",
             "date": datetime.date.today().isoformat(), "device": "Fake GPU (kjit_bench.py)"}
-    if name in ("ew_host_1k_batches", "ew_host_1k_alloc"):
+    if name in ("ew_host_1k_batches", "ew_host_1k_alloc", "ew_host_1k_bare"):
         return [dict(base, impl="kjit", case="ew_host_1k", us_per_call=3.0, primary=False,
                      variant=name)]
     case = C.BY_ID[name]
