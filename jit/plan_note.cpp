@@ -142,7 +142,9 @@ PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_c
     NoteKeying keying;
     Values values;
     std::vector<std::string> keys;
-    if (text && parse_plan_note(*text, groups, keying, values, keys) && (KJIT_TRACE("note: parsed"), still_keys(keying))) {
+    const bool parsed = text && parse_plan_note(*text, groups, keying, values, keys);
+    KJIT_TRACE("note: parsed");
+    if (parsed && still_keys(keying)) {
         KJIT_TRACE("note: NVRTC identity checked");
         noted_ = true;
         kernel_cache->count_note_hit();
