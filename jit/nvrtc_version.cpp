@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -102,12 +103,18 @@ std::string elf_build_id(const void* address) {
 extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 
 std::string own_build_id() {
-    const auto* ehdr = &__ehdr_start;
-    const auto* phdrs = reinterpret_cast<const ElfW(Phdr)*>(reinterpret_cast<const unsigned char*>(ehdr) + ehdr->e_phoff);
-    for (int i = 0; i < ehdr->e_phnum; ++i) {
+    const ElfW(Ehdr)& ehdr = __ehdr_start;
+    // The program headers follow the header in the mapped file, outside the object the symbol
+    // names: copied out from their address, not indexed from the symbol (which would read past
+    // the object that the language, and UBSan, see).
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(&ehdr);
+    ElfW(Phdr) phdrs[64];
+    const int count = ehdr.e_phnum;
+    if (ehdr.e_phentsize != sizeof(ElfW(Phdr)) || count > 64) return elf_build_id(reinterpret_cast<const void*>(&own_build_id));
+    std::memcpy(phdrs, reinterpret_cast<const void*>(base + ehdr.e_phoff), sizeof(ElfW(Phdr)) * static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
         // The segment that maps the file's first byte maps the header: the object's load bias.
-        if (phdrs[i].p_type == PT_LOAD && phdrs[i].p_offset == 0)
-            return build_id_in_notes(phdrs, ehdr->e_phnum, reinterpret_cast<std::uintptr_t>(ehdr) - phdrs[i].p_vaddr);
+        if (phdrs[i].p_type == PT_LOAD && phdrs[i].p_offset == 0) return build_id_in_notes(phdrs, count, base - phdrs[i].p_vaddr);
     }
     return elf_build_id(reinterpret_cast<const void*>(&own_build_id));
 }
