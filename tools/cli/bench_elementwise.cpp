@@ -3,15 +3,67 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 
-#include "runtime/detail/check.hpp"
 #include "jit/elementwise_calls.hpp"
+#include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/kernel_args.hpp"
 #include "tools/cli/bench_support.hpp"
 
 namespace kjit::cli::bench {
+
+namespace {
+
+// The floor of the host-time case: the function kjit's call of y = a*x + b on 1000 float32
+// launches (the small variant, a and b passed by value), with its argument struct laid out as
+// the launcher lays it out, launched by cuLaunchKernel alone. y is poisoned first, so that
+// wrote_y() shows the launches ran.
+class BareLaunch {
+public:
+    BareLaunch(const ElementwiseKernel& axpb, const Array& x, const Array& y, const Stream& s)
+        : driver_(detail::driver_on(0)), y_(y) {
+        const TypeBinding types{{"T", DType::float32}};
+        function_ = jit::elementwise_variants(axpb, types, jit::ModuleVariant{{false, true, true, false}, {}}, 0)
+                        .function(jit::ElementwiseEntry::small32);
+        using detail::ArgField;
+        const detail::ArgsLayout l = detail::args_layout({ArgField::pointer, ArgField::value, ArgField::value, ArgField::pointer},
+                                                         std::vector<DType>(4, DType::float32));
+        const void* xp = x.data();
+        const void* yp = y.data();
+        const float a = 2.0f, b = 1.0f;
+        const long long n = 1000;
+        std::memcpy(args_ + l.slots[0].offset, &xp, sizeof xp);
+        std::memcpy(args_ + l.slots[1].offset, &a, sizeof a);
+        std::memcpy(args_ + l.slots[2].offset, &b, sizeof b);
+        std::memcpy(args_ + l.slots[3].offset, &yp, sizeof yp);
+        std::memcpy(args_ + l.n_offset, &n, sizeof n);
+        const std::vector<float> poison(1000, std::numeric_limits<float>::quiet_NaN());
+        KJIT_CU_CHECK(driver_.cuMemcpyHtoDAsync(y_pointer(), poison.data(), 4000, s.handle()));
+        s.synchronize();
+    }
+    void launch(const Stream& s) {
+        void* params[] = {args_};
+        KJIT_CU_CHECK(driver_.cuLaunchKernel(function_, 4, 1, 1, 256, 1, 1, 0, s.handle(), params, nullptr));
+    }
+    bool wrote_y(const Stream& s) const {
+        std::vector<float> host(1000);
+        KJIT_CU_CHECK(driver_.cuMemcpyDtoHAsync(host.data(), y_pointer(), 4000, s.handle()));
+        s.synchronize();
+        return std::all_of(host.begin(), host.end(), [](float v) { return v == 4.0f; });
+    }
+
+private:
+    CUdeviceptr y_pointer() const { return reinterpret_cast<CUdeviceptr>(y_.data()); }
+
+    detail::Driver& driver_;  // looked up once: the timed loop is the launch alone
+    Array y_;
+    CUfunction function_ = nullptr;
+    alignas(16) unsigned char args_[64] = {};
+};
+
+}  // namespace
 
 void add_elementwise_cases(Cases& c) {
     const std::int64_t n28 = std::int64_t{1} << 28;
@@ -79,69 +131,35 @@ void add_elementwise_cases(Cases& c) {
             s.synchronize();
             std::vector<double> us;
             const int calls = 10000;
-            // The bare launch: the small variant kjit's call takes (a and b passed by value), its
-            // argument struct laid out as the launcher lays it out.
-            CUfunction bare = nullptr;
-            alignas(16) unsigned char bare_args[64] = {};
-            if (mode == HostMode::bare) {
-                const TypeBinding types{{"T", DType::float32}};
-                bare = jit::elementwise_variants(axpb, types, jit::ModuleVariant{{false, true, true, false}, {}}, 0)
-                           .function(jit::ElementwiseEntry::small32);
-                using detail::ArgField;
-                const detail::ArgsLayout l = detail::args_layout({ArgField::pointer, ArgField::value, ArgField::value, ArgField::pointer},
-                                                                 std::vector<DType>(4, DType::float32));
-                const void* xp = x.data();
-                const void* yp = y.data();
-                const float a = 2.0f, b = 1.0f;
-                const long long n = 1000;
-                std::memcpy(bare_args + l.slots[0].offset, &xp, sizeof xp);
-                std::memcpy(bare_args + l.slots[1].offset, &a, sizeof a);
-                std::memcpy(bare_args + l.slots[2].offset, &b, sizeof b);
-                std::memcpy(bare_args + l.slots[3].offset, &yp, sizeof yp);
-                std::memcpy(bare_args + l.n_offset, &n, sizeof n);
-            }
-            detail::Driver& d = detail::driver_on(0);
-            // y poisoned first, so that the check after the timing shows the bare launches ran.
-            std::vector<float> y_host(1000, std::numeric_limits<float>::quiet_NaN());
-            if (mode == HostMode::bare) {
-                KJIT_CU_CHECK(d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(y.data()), y_host.data(), 4000, s.handle()));
+            // `calls` calls of `call`, then one sync, all timed: seconds.
+            auto timed = [&](auto&& call) {
+                const auto t0 = Clock::now();
+                for (int k = 0; k < calls; ++k) call();
                 s.synchronize();
-            }
-            void* bare_params[] = {bare_args};
+                return std::chrono::duration<double>(Clock::now() - t0).count();
+            };
+            std::optional<BareLaunch> bare;
+            if (mode == HostMode::bare) bare.emplace(axpb, x, y, s);
             for (int r = 0; r < 5; ++r) {
                 double seconds = 0;
-                if (mode == HostMode::bare) {
-                    const auto t0 = Clock::now();
-                    for (int k = 0; k < calls; ++k)
-                        KJIT_CU_CHECK(d.cuLaunchKernel(bare, 4, 1, 1, 256, 1, 1, 0, s.handle(), bare_params, nullptr));
-                    s.synchronize();
-                    seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-                } else if (mode == HostMode::batches) {
-                    for (int b = 0; b < calls / 100; ++b) {
-                        const auto t0 = Clock::now();
-                        for (int k = 0; k < 100; ++k) axpb.launch({x, 2.0f, 1.0f, y}, o);
-                        seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-                        s.synchronize();
-                    }
-                } else {
-                    const auto t0 = Clock::now();
-                    if (mode == HostMode::allocating)
-                        for (int k = 0; k < calls; ++k) (void)axpb({x, 2.0f, 1.0f}, o);
-                    else
-                        for (int k = 0; k < calls; ++k) axpb.launch({x, 2.0f, 1.0f, y}, o);
-                    s.synchronize();
-                    seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+                switch (mode) {
+                    case HostMode::peers: seconds = timed([&] { axpb.launch({x, 2.0f, 1.0f, y}, o); }); break;
+                    case HostMode::allocating: seconds = timed([&] { (void)axpb({x, 2.0f, 1.0f}, o); }); break;
+                    case HostMode::bare: seconds = timed([&] { bare->launch(s); }); break;
+                    case HostMode::batches:
+                        for (int b = 0; b < calls / 100; ++b) {
+                            const auto t0 = Clock::now();
+                            for (int k = 0; k < 100; ++k) axpb.launch({x, 2.0f, 1.0f, y}, o);
+                            seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+                            s.synchronize();
+                        }
+                        break;
                 }
                 us.push_back(seconds * 1e6 / calls);
             }
             std::sort(us.begin(), us.end());
             Record r;
-            if (mode == HostMode::bare) {
-                KJIT_CU_CHECK(d.cuMemcpyDtoHAsync(y_host.data(), reinterpret_cast<CUdeviceptr>(y.data()), 4000, s.handle()));
-                s.synchronize();
-                if (std::any_of(y_host.begin(), y_host.end(), [](float v) { return v != 4.0f; }))
-                    r.error = "the bare launches did not compute y = 2 * 1.5 + 1 everywhere";
-            }
+            if (bare && !bare->wrote_y(s)) r.error = "the bare launches did not compute y = 2 * 1.5 + 1 everywhere";
             r.name = "ew_host_1k";
             r.dtype = "float32";
             r.n = 1000;
