@@ -31,7 +31,6 @@ namespace {
 struct BuildIdSearch {
     std::uintptr_t address;
     std::string hex;
-    bool found_object = false;
 };
 
 // The NT_GNU_BUILD_ID (hex) among the PT_NOTE segments of an object mapped at `bias`; empty if none.
@@ -74,7 +73,6 @@ int find_build_id(dl_phdr_info* info, std::size_t, void* data) {
         covers = ph.p_type == PT_LOAD && search->address >= begin && search->address < begin + ph.p_memsz;
     }
     if (!covers) return 0;
-    search->found_object = true;
     search->hex = build_id_in_notes(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr);
     return 1;
 }
