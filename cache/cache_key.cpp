@@ -39,7 +39,18 @@ void add_field(XXH3_state_t* state, std::string_view field) {
     XXH3_128bits_update(state, field.data(), field.size());
 }
 
-std::string hex(XXH128_hash_t h) { return hex16(h.high64) + hex16(h.low64); }
+// Hex digits of `value` into out[0..16).
+void put_hex16(char* out, std::uint64_t value) {
+    for (int k = 15; k >= 0; --k, value >>= 4) out[k] = "0123456789abcdef"[value & 15];
+}
+
+// One allocation (a key names the files of a fresh process's first cached call).
+std::string hex(XXH128_hash_t h) {
+    std::string s(32, '0');
+    put_hex16(s.data(), h.high64);
+    put_hex16(s.data() + 16, h.low64);
+    return s;
+}
 
 std::string key_of(std::string_view kind, std::string_view source, const std::vector<std::string>& options,
                    std::string_view arch, std::string_view nvrtc_version) {
@@ -100,7 +111,7 @@ std::string make_fields_key(std::string_view kind, std::span<const std::string_v
 
 std::string hex16(std::uint64_t value) {
     std::string s(16, '0');
-    for (int k = 15; k >= 0; --k, value >>= 4) s[static_cast<std::size_t>(k)] = "0123456789abcdef"[value & 15];
+    put_hex16(s.data(), value);
     return s;
 }
 

@@ -556,10 +556,20 @@ std::optional<std::string> DiskStore::read_alias(const std::string& alias) const
 
 namespace {
 // A note's last line: "xxh3=" and 16 hex digits of XXH3-64 over the text before it.
-std::string note_check_line(std::string_view text) {
-    return "xxh3=" + hex16(XXH3_64bits(text.data(), text.size())) + "\n";
-}
+constexpr std::string_view kNoteCheckPrefix = "xxh3=";
 constexpr std::size_t kNoteCheckLineBytes = 5 + 16 + 1;
+std::string note_check_line(std::string_view text) {
+    return std::string(kNoteCheckPrefix) + hex16(XXH3_64bits(text.data(), text.size())) + "\n";
+}
+// Whether `line` is the check line of `text`, compared in place (read on a fresh process's first
+// cached call).
+bool is_check_line_of(std::string_view line, std::string_view text) {
+    if (line.size() != kNoteCheckLineBytes || !line.starts_with(kNoteCheckPrefix) || line.back() != '\n') return false;
+    std::uint64_t h = XXH3_64bits(text.data(), text.size());
+    for (std::size_t k = kNoteCheckPrefix.size() + 16; k-- > kNoteCheckPrefix.size(); h >>= 4)
+        if (line[k] != "0123456789abcdef"[h & 15]) return false;
+    return true;
+}
 }  // namespace
 
 bool DiskStore::write_note(const std::string& name, const std::string& text) {
@@ -574,7 +584,7 @@ std::optional<std::string> DiskStore::read_note(const std::string& name) const {
     if (!bytes || bytes->size() < kNoteCheckLineBytes) return std::nullopt;
     const std::size_t text_size = bytes->size() - kNoteCheckLineBytes;
     const std::string_view text(bytes->data(), text_size);
-    if (std::string_view(*bytes).substr(text_size) != note_check_line(text)) return std::nullopt;  // damaged: none
+    if (!is_check_line_of(std::string_view(*bytes).substr(text_size), text)) return std::nullopt;  // damaged: none
     bytes->resize(text_size);
     return bytes;
 }

@@ -327,9 +327,9 @@ jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::
     return values;
 }
 
-bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v, std::vector<std::vector<std::string>>& groups) {
+bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariants& v, std::vector<std::vector<std::string>>& groups) {
     auto number = [&](std::string_view name, int& out, int low, int high) {
-        const std::string* value = jit::find_value(values, name);
+        const std::string_view* value = jit::find_value(values, name);
         if (value == nullptr) return false;
         const char* end = value->data() + value->size();
         const auto [at, error] = std::from_chars(value->data(), end, out);
@@ -345,10 +345,10 @@ bool from_note(const jit::PlanNote::Values& values, jit::ElementwiseVariants& v,
     groups.assign(jit::kElementwiseEntries, {});
     std::size_t entries = 0;
     for (int e = 0; e < jit::kElementwiseEntries; ++e) {
-        const std::string* name =
+        const std::string_view* name =
             jit::find_value(values, jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e)), "entry.");
         if (name == nullptr) continue;
-        groups[static_cast<std::size_t>(e)] = {*name};
+        groups[static_cast<std::size_t>(e)].emplace_back(*name);  // not {...}: a list would copy the string once more
         ++entries;
     }
     // Every variant a call may pick must be there: the small, contiguous and strided ones always,

@@ -16,8 +16,9 @@
 namespace kjit::jit {
 namespace {
 
-constexpr std::string_view kHeader = "kjit-plan-note 2\n";
-constexpr std::string_view kNvrtcPrefix = "nvrtc.";
+constexpr std::string_view kHeader = "kjit-plan-note 3\n";
+constexpr std::string_view kVersionKey = "version_key=";
+constexpr std::string_view kTarget = "target=";
 
 // The GNU build ID of the library holding this code (kjit), read once; empty without one, and
 // then nothing is noted (a note made by one build must not steer another).
@@ -26,7 +27,7 @@ const std::string& kjit_build() {
     return id;
 }
 
-bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; }
+bool one_line(std::string_view s) { return s.find('\n') == std::string::npos; }
 
 // The note's name; empty without kjit's build ID.
 std::string note_name(std::span<const std::string_view> source_fields, int device_cc) {
@@ -45,64 +46,66 @@ std::string note_name(std::span<const std::string_view> source_fields, int devic
 
 }  // namespace
 
-std::string format_plan_note(const NoteKeying& keying, const PlanNote::Values& values, const std::vector<std::string>& keys) {
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys) {
     if (keying.nvrtc_lines.empty() || keying.nvrtc_lines.back() != '\n' || keying.nvrtc_version.empty() ||
         keying.target.empty() || !one_line(keying.nvrtc_version) || !one_line(keying.target))
         return {};
-    std::string text(kHeader);
     for (std::size_t at = 0; at < keying.nvrtc_lines.size();) {
         const std::size_t end = keying.nvrtc_lines.find('\n', at) + 1;
-        const std::string_view line = std::string_view(keying.nvrtc_lines).substr(at, end - at);
-        if (line.find('=') == std::string_view::npos || line.starts_with("version_key=")) return {};
-        text.append(kNvrtcPrefix);
-        text.append(line);
+        const std::string_view line = keying.nvrtc_lines.substr(at, end - at);
+        if (line.find('=') == std::string_view::npos || line.starts_with(kVersionKey)) return {};
         at = end;
     }
-    text += std::string(kNvrtcPrefix) + "version_key=" + keying.nvrtc_version + "\ntarget=" + keying.target + "\n";
+    std::string text(kHeader);
+    text.append(keying.nvrtc_lines);
+    text.append(kVersionKey).append(keying.nvrtc_version).append("\n");
+    text.append(kTarget).append(keying.target).append("\n");
     for (const auto& [name, value] : values) {
         if (name.empty() || name.find('=') != std::string::npos || !one_line(name) || !one_line(value)) return {};
-        text += "value." + name + "=" + value + "\n";
+        text.append("value.").append(name).append("=").append(value).append("\n");
     }
     for (std::size_t g = 0; g < keys.size(); ++g)
         if (!keys[g].empty()) text += "key." + std::to_string(g) + "=" + keys[g] + "\n";
     return text;
 }
 
-bool parse_plan_note(const std::string& text, std::size_t groups, NoteKeying& keying, PlanNote::Values& values,
+// Reads the lines in place (views of `text`, one allocation for the values' list): a fresh
+// process's first cached call reads a note, where each string allocated was a heap block's worth
+// of instructions run cold (docs/PERFORMANCE.md).
+bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keying, PlanNote::NotedValues& values,
                      std::vector<std::string>& keys) {
     keying = {};
     values.clear();
     keys.assign(groups, {});
-    if (text.compare(0, kHeader.size(), kHeader) != 0) return false;
-    values.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
-    keying.nvrtc_lines.reserve(text.size());
-    bool keyed = false;  // past the target line
-    for (std::size_t at = kHeader.size(); at < text.size();) {
+    if (!text.starts_with(kHeader)) return false;
+    std::size_t at = kHeader.size();
+    // The next whole line, without its end; false at the text's end or on a last line unended.
+    std::string_view line;
+    auto next_line = [&] {
         const std::size_t end = text.find('\n', at);
-        if (end == std::string::npos) return false;
-        const std::string_view line(text.data() + at, end - at);
+        if (end == std::string_view::npos) return false;
+        line = text.substr(at, end - at);
         at = end + 1;
-        if (!keyed) {
-            // NVRTC's identity lines, its version key, the target: first, in this order.
-            if (line.starts_with("target=") && !keying.nvrtc_version.empty()) {
-                keying.target = std::string(line.substr(7));
-                if (keying.target.empty()) return false;
-                keyed = true;
-            } else if (line.starts_with(kNvrtcPrefix) && keying.nvrtc_version.empty()) {
-                const std::string_view rest = line.substr(kNvrtcPrefix.size());
-                if (rest.find('=') == std::string_view::npos) return false;
-                if (rest.starts_with("version_key=")) {
-                    keying.nvrtc_version = std::string(rest.substr(12));
-                    if (keying.nvrtc_version.empty() || keying.nvrtc_lines.empty()) return false;
-                } else {
-                    keying.nvrtc_lines.append(rest);
-                    keying.nvrtc_lines.push_back('\n');
-                }
-            } else {
-                return false;
-            }
-            continue;
+        return true;
+    };
+    // NVRTC's identity lines (each "name=value") up to its version key, then the target: first,
+    // in this order.
+    const std::size_t identity_at = at;
+    for (;;) {
+        const std::size_t line_at = at;
+        if (!next_line() || line.find('=') == std::string_view::npos) return false;
+        if (line.starts_with(kVersionKey)) {
+            keying.nvrtc_lines = text.substr(identity_at, line_at - identity_at);
+            keying.nvrtc_version = line.substr(kVersionKey.size());
+            break;
         }
+    }
+    if (keying.nvrtc_lines.empty() || keying.nvrtc_version.empty()) return false;
+    if (!next_line() || !line.starts_with(kTarget) || line.size() == kTarget.size()) return false;
+    keying.target = line.substr(kTarget.size());
+    values.reserve(16);
+    while (at < text.size()) {
+        if (!next_line()) return false;
         const std::size_t eq = line.find('=');
         if (eq == std::string_view::npos) return false;
         const std::string_view name = line.substr(0, eq), value = line.substr(eq + 1);
@@ -121,10 +124,10 @@ bool parse_plan_note(const std::string& text, std::size_t groups, NoteKeying& ke
             return false;
         }
     }
-    return keyed;
+    return true;
 }
 
-const std::string* find_value(const PlanNote::Values& values, std::string_view name, std::string_view prefix) {
+const std::string_view* find_value(const PlanNote::NotedValues& values, std::string_view name, std::string_view prefix) {
     for (const auto& [n, v] : values)
         if (n.size() == prefix.size() + name.size() && n.starts_with(prefix) && n.ends_with(name)) return &v;
     return nullptr;
@@ -137,20 +140,22 @@ PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_c
     if (name_.empty()) return;
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
     KJIT_TRACE("note: process cache");
-    const std::optional<std::string> text = kernel_cache->read_note(name_);
+    std::optional<std::string> text = kernel_cache->read_note(name_);
     KJIT_TRACE("note: read");
+    if (!text) return;
+    text_ = std::move(*text);
     NoteKeying keying;
-    Values values;
     std::vector<std::string> keys;
-    const bool parsed = text && parse_plan_note(*text, groups, keying, values, keys);
+    const bool parsed = parse_plan_note(text_, groups, keying, noted_values_, keys);
     KJIT_TRACE("note: parsed");
     if (parsed && still_keys(keying)) {
         KJIT_TRACE("note: NVRTC identity checked");
         noted_ = true;
         kernel_cache->count_note_hit();
-        target_ = std::move(keying.target);
-        values_ = std::move(values);
+        target_ = std::string(keying.target);
         keys_ = std::move(keys);
+    } else {
+        noted_values_.clear();
     }
 }
 
@@ -171,13 +176,16 @@ std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int or
 }
 
 void PlanNote::loaded(std::size_t g, const std::string& key) {
-    if (g >= keys_.size() || !values_ || keys_[g] == key) return;
+    if (g >= keys_.size() || keys_[g] == key) return;
+    if (!values_ && noted_) values_.emplace(noted_values_.begin(), noted_values_.end());  // another group, the long way
+    if (!values_) return;
     keys_[g] = key;
     if (name_.empty()) return;
     const std::optional<ProgramKeying> now = program_keying(device_cc_, /*with_identity=*/true);
     if (!now) return;
     if (target_.empty()) target_ = now->target;
-    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, *values_, keys_);
+    const PlanNote::NotedValues values(values_->begin(), values_->end());
+    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_);
     if (!text.empty()) cache::process_cache()->write_note(name_, text);
 }
 

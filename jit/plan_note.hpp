@@ -32,18 +32,22 @@
 namespace kjit::jit {
 
 // What a note's programs were keyed under: NVRTC's identity lines (nvrtc_identity_lines), its
-// version key and the target ("sm_90").
+// version key and the target ("sm_90"). Views: of the note's text when read, of the process's
+// keying when written.
 struct NoteKeying {
-    std::string nvrtc_lines;
-    std::string nvrtc_version;
-    std::string target;
+    std::string_view nvrtc_lines;
+    std::string_view nvrtc_version;
+    std::string_view target;
 };
 
 class PlanNote {
 public:
     // (name, value) pairs in the order noted: a handful, so a flat list (a fresh process's first
     // call reads them, where every map node allocated and every piece of code touched counts).
+    // As the long way learns them, and as a note read holds them: views of its text, which the
+    // PlanNote keeps (a fresh process's first call then allocates no string per line).
     using Values = std::vector<std::pair<std::string, std::string>>;
+    using NotedValues = std::vector<std::pair<std::string_view, std::string_view>>;
 
     // The note of the programs generated from `source_fields` (each string that decides the
     // generated code, `kind` first: "elementwise", the strings, the binding...) for a GPU of
@@ -54,7 +58,7 @@ public:
              std::function<std::string()> spec_json);
 
     // The plan's values as noted, when a note was found; null otherwise.
-    const Values* noted_values() const { return noted_ ? &*values_ : nullptr; }
+    const NotedValues* noted_values() const { return noted_ ? &noted_values_ : nullptr; }
     // What the long way learnt: noted with the keys of the groups loaded from now on.
     void set_values(Values values) {
         values_ = std::move(values);
@@ -77,18 +81,20 @@ private:
     std::string name_;
     std::string target_;
     bool noted_ = false;
+    std::string text_;            // the note read, which noted_values_ views
+    NotedValues noted_values_;
     std::optional<Values> values_;
     std::vector<std::string> keys_;  // per group, empty when not known
 };
 
-// The note's text and back: "kjit-plan-note 2", NVRTC's identity lines each after "nvrtc.", then
-// "nvrtc.version_key=<key>" and "target=<arch>", then "value.<name>=<value>" lines, then
+// The note's text and back: "kjit-plan-note 3", NVRTC's identity lines as they are, then
+// "version_key=<key>" and "target=<arch>", then "value.<name>=<value>" lines, then
 // "key.<group>=<key>" lines. A text that is not exactly that reads as no note; a keying or value
-// that cannot be written so makes no text. Exposed for tests.
-std::string format_plan_note(const NoteKeying& keying, const PlanNote::Values& values, const std::vector<std::string>& keys);
-bool parse_plan_note(const std::string& text, std::size_t groups, NoteKeying& keying, PlanNote::Values& values,
+// that cannot be written so makes no text. What parsing gives views `text`. Exposed for tests.
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys);
+bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keying, PlanNote::NotedValues& values,
                      std::vector<std::string>& keys);
 // The value named `prefix` + `name` in `values`, or null.
-const std::string* find_value(const PlanNote::Values& values, std::string_view name, std::string_view prefix = {});
+const std::string_view* find_value(const PlanNote::NotedValues& values, std::string_view name, std::string_view prefix = {});
 
 }  // namespace kjit::jit

@@ -2,6 +2,7 @@
 // in steps, and the probes that say where its time goes (a traced driver, page faults, counters,
 // a second kernel's first call). Hidden ([.]); run by hand as each case's comment says, and on the
 // GPU machine by docs/PERFORMANCE.md's commands.
+#include "allocation_counter.hpp"
 #include "test_support.hpp"
 
 #include <chrono>
@@ -356,6 +357,7 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     if (counting) counters->start();
     kjit::detail::reset_trace_points();
     const std::uint64_t tsc0 = kjit::detail::trace_clock();
+    std::optional<kjit::test::CountAllocations> allocations(std::in_place);
     const auto t = clock::now();
     // As `kjit bench --probe` calls it: the output allocated, on the legacy default stream.
     const kjit::Stream s = kjit::Stream::legacy_default(kjit::Device::cuda(0));
@@ -365,6 +367,8 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t).count();
     const std::uint64_t tsc1 = kjit::detail::trace_clock();
     const long call_faults = minor_faults() - faults;
+    const std::size_t call_allocations = allocations->count();
+    allocations.reset();
     print_trace_points("the first call", tsc0, tsc1, us);
     if (counting) WARN("counters, first call: " << counters->stop());
     if (mark) (void)!::write(2, "probe: call ends\n", 17);
@@ -390,5 +394,6 @@ TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_b
         WARN("second kernel's first call " << us2 << " us; driver calls (us): " << traced_since(traced2));
     }
     WARN((kjit::cache_stats().compiles > 0 ? "filled the cache; run again to measure. " : "") << "first call " << us << " us, "
-         << call_faults << " minor page faults; driver calls (us): " << traced_since(traced));
+         << call_faults << " minor page faults, " << call_allocations
+         << " heap allocations; driver calls (us): " << traced_since(traced));
 }
