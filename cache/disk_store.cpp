@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -36,8 +38,9 @@ constexpr std::string_view kAliasSuffix = ".alias";
 constexpr std::string_view kAliasTmpInfix = ".alias.tmp.";
 constexpr std::string_view kNoteSuffix = ".note";
 constexpr std::string_view kNoteTmpInfix = ".note.tmp.";
-// A note is a few lines; anything much bigger is not one.
-constexpr std::size_t kMaxNoteBytes = 64 * 1024;
+// A note's text is a few lines; anything much bigger is not one.
+constexpr std::size_t kMaxNoteTextBytes = 64 * 1024;
+constexpr std::size_t kMaxNoteEntryBytes = DiskStore::kMaxNoteEntryBytes;
 // No entry is anywhere near this (a cubin is at most tens of MB); a bigger file is damage or
 // something else, and reading it whole would be the huge allocation a corrupt cache must not cause.
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
@@ -130,11 +133,13 @@ struct ScannedEntry {
     std::int64_t last_used_ns = 0;
 };
 
-std::vector<ScannedEntry> scan_entries(const fs::path& dir) {
+// The entries, and the notes too with `with_notes` (what the size cap counts).
+std::vector<ScannedEntry> scan_entries(const fs::path& dir, bool with_notes = false) {
     std::vector<ScannedEntry> entries;
     for (auto& f : shard_files(dir)) {
         struct stat st {};
-        if (f.kind != FileKind::entry || ::stat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (!(f.kind == FileKind::entry || (with_notes && f.kind == FileKind::note))) continue;
+        if (::stat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
         ScannedEntry e;
         e.last_used_ns = last_used_ns(st);
         e.item = {std::move(f.key), std::move(f.path), static_cast<std::uint64_t>(st.st_size),
@@ -403,7 +408,7 @@ std::vector<DiskStore::Item> DiskStore::list() const {
 
 std::uint64_t DiskStore::total_bytes() const {
     std::uint64_t total = 0;
-    for (const auto& item : list()) total += item.bytes;
+    for (const auto& e : scan_entries(dir_, /*with_notes=*/true)) total += e.item.bytes;
     return total;
 }
 
@@ -427,7 +432,7 @@ std::uint64_t DiskStore::prune(std::uint64_t max_bytes) { return prune_except(ma
 // Least recently used first; ties (same timestamp) broken by path so the order is stable.
 std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& keep) {
     if (!writable_) return 0;
-    auto entries = scan_entries(dir_);
+    auto entries = scan_entries(dir_, /*with_notes=*/true);
     std::uint64_t total = 0;
     for (const auto& e : entries) total += e.item.bytes;
     if (total <= max_bytes) return 0;
@@ -572,21 +577,83 @@ bool is_check_line_of(std::string_view line, std::string_view text) {
 }
 }  // namespace
 
-bool DiskStore::write_note(const std::string& name, const std::string& text) {
-    if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteBytes) return false;
-    // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line.
-    return write_small_file(name, kNoteSuffix, text + note_check_line(text), "note", false);
+bool DiskStore::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
+    if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteTextBytes ||
+        entry.size() > kMaxNoteEntryBytes || text.find(std::string("\n") + std::string(kNoteCheckPrefix)) != std::string::npos ||
+        (!text.empty() && text.back() != '\n'))
+        return false;
+    std::string bytes = text + note_check_line(text);
+    bytes.append(reinterpret_cast<const char*>(entry.data()), entry.size());
+    // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line or its
+    // entry's checksum.
+    if (!write_small_file(name, kNoteSuffix, bytes, "note", false)) return false;
+    if (max_bytes_ > 0) prune_except(max_bytes_, file_path(dir_.native(), name, kNoteSuffix));
+    return true;
 }
 
-std::optional<std::string> DiskStore::read_note(const std::string& name) const {
+namespace {
+// The note in bytes[0, size): its text ends at the first line that starts with the check prefix
+// (no line of a note's text does), which must be its check line.
+std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes, std::size_t size) {
+    const std::string_view all(reinterpret_cast<const char*>(bytes.get()), size);
+    std::size_t check_at = 0;
+    if (!all.starts_with(kNoteCheckPrefix)) {
+        const std::size_t found = all.find("\nxxh3=");
+        if (found == std::string_view::npos) return std::nullopt;
+        check_at = found + 1;
+    }
+    if (!is_check_line_of(all.substr(check_at, kNoteCheckLineBytes), all.substr(0, check_at))) return std::nullopt;
+    DiskStore::Note note;
+    note.bytes = std::move(bytes);
+    note.size = size;
+    note.text_size = check_at;
+    note.entry_at = check_at + kNoteCheckLineBytes;
+    return note;
+}
+}  // namespace
+
+std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) const {
     if (!usable_ || !is_valid_key(name)) return std::nullopt;
-    std::optional<std::string> bytes = read_small_file(name, kNoteSuffix, kMaxNoteBytes);
-    if (!bytes || bytes->size() < kNoteCheckLineBytes) return std::nullopt;
-    const std::size_t text_size = bytes->size() - kNoteCheckLineBytes;
-    const std::string_view text(bytes->data(), text_size);
-    if (!is_check_line_of(std::string_view(*bytes).substr(text_size), text)) return std::nullopt;  // damaged: none
-    bytes->resize(text_size);
-    return bytes;
+    const std::string path = file_path(dir_.native(), name, kNoteSuffix);
+    Fd fd = open_retry(path.c_str(), O_RDONLY);
+    if (!fd) return std::nullopt;
+    // One fstat for the size (one read then) and the access time, one read: the note is what a
+    // fresh process's first cached call reads.
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) > kMaxNoteTextBytes + kMaxNoteEntryBytes)
+        return std::nullopt;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
+    const std::optional<std::size_t> got = read_all(fd.get(), bytes.get(), size);
+    if (!got || *got != size) return std::nullopt;
+    std::optional<Note> note = split_note(std::move(bytes), size);
+    if (note && writable_ && !used_lately(st)) {
+        // Kept for eviction as an entry's is (see read()).
+        const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+        if (::futimens(fd.get(), times) != 0)
+            kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
+    }
+    return note;
+}
+
+std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {
+    std::vector<std::pair<fs::path, std::string>> damaged;
+    for (const auto& f : shard_files(dir_)) {
+        if (f.kind != FileKind::note) continue;
+        std::ifstream in(f.path, std::ios::binary);
+        if (!in) continue;  // removed meanwhile
+        const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::unique_ptr<unsigned char[]> bytes(new unsigned char[all.size()]);
+        std::copy(all.begin(), all.end(), bytes.get());
+        const std::optional<Note> note = split_note(std::move(bytes), all.size());
+        std::string problem;
+        if (!note)
+            damaged.emplace_back(f.path, "note fails its check line");
+        else if (!note->entry().empty() && !parse_entry(note->entry(), {}, problem))
+            damaged.emplace_back(f.path, "the entry the note carries: " + problem);
+    }
+    return damaged;
 }
 
 }  // namespace kjit::cache

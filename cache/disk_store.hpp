@@ -25,8 +25,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,20 +86,21 @@ public:
     Entry get_or_create(const std::string& key, const std::function<Entry()>& produce);
 
     struct Item {
-        std::string key;
+        std::string key;  // an entry's key, or a note's name
         std::filesystem::path path;
         std::uint64_t bytes = 0;
         std::int64_t last_used_unix = 0;  // atime as kjit records it, or mtime if there is no atime
     };
-    // Entries only (not temporaries or lock files), in no particular order. Works on any folder
-    // that exists, even a refused one (listing loads nothing).
+    // Entries only (not notes, temporaries or lock files), in no particular order. Works on any
+    // folder that exists, even a refused one (listing loads nothing).
     std::vector<Item> list() const;
+    // What the size cap counts: entries and notes.
     std::uint64_t total_bytes() const;
 
     // Every damaged entry and what is wrong with it. Removes nothing.
     std::vector<std::pair<std::filesystem::path, std::string>> verify() const;
 
-    // Removes least-recently-used entries until the entries total at most `max_bytes`; returns
+    // Removes least-recently-used entries and notes until they total at most `max_bytes`; returns
     // the bytes removed. Order: the access time kjit records on each hit (see read()), or mtime
     // where a file system keeps no atime; ties broken by path. Does nothing unless writable().
     std::uint64_t prune(std::uint64_t max_bytes);
@@ -115,11 +118,29 @@ public:
     std::optional<std::string> read_alias(const std::string& alias) const;
 
     // Notes: <dir>/<aa>/<name>.note holds a short text that lets a process skip work on a later
-    // hit (jit/plan_note.hpp). Written atomically like aliases (but not fsynced), with an XXH3 line of their
-    // own that read_note() checks (a damaged note reads as none, never as other text); clear()
-    // removes them. `name` is a key (32 lowercase hex characters).
-    bool write_note(const std::string& name, const std::string& text);
-    std::optional<std::string> read_note(const std::string& name) const;
+    // hit (jit/plan_note.hpp), and optionally the bytes of one entry file after it, so that such
+    // a hit reads one file instead of two. Written atomically like aliases (but not fsynced), the
+    // text with an XXH3 line of its own that read_note() checks (a damaged text reads as no note,
+    // never as other text; the entry's bytes are checked by whoever parses them, as an entry's
+    // are). Notes count in the size cap and are evicted like entries, by the access time kjit
+    // records when reading one; clear() removes them. `name` is a key (32 lowercase hex
+    // characters).
+    struct Note {
+        // The whole file (not a std::string, which would zero it before the read overwrites it).
+        std::unique_ptr<unsigned char[]> bytes;
+        std::size_t size = 0;
+        std::size_t text_size = 0;  // bytes[0, text_size): the text, without its check line
+        std::size_t entry_at = 0;   // bytes[entry_at, size): the entry file carried, if any
+        std::string_view text() const { return {reinterpret_cast<const char*>(bytes.get()), text_size}; }
+        std::span<const unsigned char> entry() const { return {bytes.get() + entry_at, size - entry_at}; }
+    };
+    // A note carries an entry file up to this size (a first call's module is a few KB; a bigger
+    // one is read from its own file, the note naming it): notes add to the cache what they carry.
+    static constexpr std::size_t kMaxNoteEntryBytes = 4 * 1024 * 1024;
+    bool write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry = {});
+    std::optional<Note> read_note(const std::string& name) const;
+    // Every note whose text fails its check line. Removes nothing.
+    std::vector<std::pair<std::filesystem::path, std::string>> verify_notes() const;
 
     // Removes temporaries older than `older_than` whose key nobody is writing now (left by a
     // killed writer); returns how many. Does nothing unless writable(). The first entry a store

@@ -170,16 +170,47 @@ std::string KernelCache::writable_dir() const {
     return writable_ && writable_->writable() ? writable_->dir().string() : std::string();
 }
 
-std::optional<std::string> KernelCache::read_note(const std::string& name) const {
-    std::optional<std::string> note = writable_ ? writable_->read_note(name) : std::nullopt;
-    for (std::size_t k = 0; !note && k < read_only_.size(); ++k) note = read_only_[k]->read_note(name);
-    return note;
+std::optional<KernelCache::FoundNote> KernelCache::read_note(const std::string& name) const {
+    std::size_t layer = 0;
+    if (writable_) {
+        if (std::optional<DiskStore::Note> note = writable_->read_note(name)) return FoundNote{std::move(*note), layer};
+        ++layer;
+    }
+    for (const auto& store : read_only_) {
+        if (std::optional<DiskStore::Note> note = store->read_note(name)) return FoundNote{std::move(*note), layer};
+        ++layer;
+    }
+    return std::nullopt;
+}
+
+std::shared_ptr<const Entry> KernelCache::take_carried_entry(const std::string& key, std::span<const unsigned char> bytes,
+                                                             std::size_t layer, const std::string& spec_json,
+                                                             const std::string& arch, std::string& problem) {
+    Shard& shard = shard_of(key);
+    {
+        std::unique_lock lock(shard.mutex);
+        if (auto it = shard.entries.find(key); it != shard.entries.end()) {
+            ++memory_hits_;
+            const Slot found = it->second;
+            lock.unlock();
+            return found->get();
+        }
+    }
+    std::optional<Entry> e = parse_entry(bytes, key, problem);
+    if (!e || layer >= (writable_ ? 1 : 0) + read_only_.size()) return nullptr;
+    ++memory_misses_;
+    ++layer_hits_[layer];
+    record(spec_json, arch);
+    auto entry = std::make_shared<const Entry>(std::move(*e));
+    std::lock_guard lock(shard.mutex);
+    shard.entries.emplace(key, std::make_shared<SlotValue>(entry));
+    return entry;
 }
 
 void KernelCache::count_note_hit() { ++note_hits_; }
 
-bool KernelCache::write_note(const std::string& name, const std::string& text) {
-    return writable_ && writable_->write_note(name, text);
+bool KernelCache::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
+    return writable_ && writable_->write_note(name, text, entry);
 }
 
 void KernelCache::store(const Entry& entry, const std::string& alias) {

@@ -45,10 +45,23 @@ public:
     std::string writable_dir() const;
 
     // The note stored under `name` (cache/disk_store.hpp) in the writable folder, else in the
-    // first read-only folder that has one; nothing when no folder has it or the disk is off.
-    std::optional<std::string> read_note(const std::string& name) const;
-    // Stores a note in the writable folder (false when there is none or writing failed).
-    bool write_note(const std::string& name, const std::string& text);
+    // first read-only folder that has one, and that folder's layer (0 is the first folder);
+    // nothing when no folder has it or the disk is off.
+    struct FoundNote {
+        DiskStore::Note note;
+        std::size_t layer = 0;
+    };
+    std::optional<FoundNote> read_note(const std::string& name) const;
+    // Stores a note, and the entry file it carries, in the writable folder (false when there is
+    // none or writing failed).
+    bool write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry = {});
+    // The entry of `key` from the bytes a note of folder layer `layer` carries, verified as an
+    // entry file read from that folder is, and taken as such a read would be (kept in memory,
+    // counted as that layer's hit, recorded under KJIT_CACHE_RECORD); an entry already in memory
+    // is that one. Null, with `problem` saying why, when the bytes are not a sound entry of `key`.
+    std::shared_ptr<const Entry> take_carried_entry(const std::string& key, std::span<const unsigned char> bytes,
+                                                    std::size_t layer, const std::string& spec_json,
+                                                    const std::string& arch, std::string& problem);
     // A note read was taken (its plan and keys used): counted in cache_stats().note_hits.
     void count_note_hit();
 

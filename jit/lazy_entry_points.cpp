@@ -52,7 +52,7 @@ const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::gr
     CachedProgram program = program_of_(g);
     const LoadedProgram loaded = load_program(program, ordinal_);
     take(loaded.module);
-    if (note_ && !loaded.compiled_from_ptx) note_->loaded(g, loaded.entry->key);
+    if (note_ && !loaded.compiled_from_ptx) note_->loaded(g, *loaded.entry);
     return functions_[g];
 }
 

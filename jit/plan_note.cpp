@@ -10,6 +10,7 @@
 #include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
 #include "jit/program_lookup.hpp"
+#include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 #include "runtime/detail/trace_points.hpp"
 
@@ -46,7 +47,8 @@ std::string note_name(std::span<const std::string_view> source_fields, int devic
 
 }  // namespace
 
-std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys) {
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys,
+                             std::optional<std::size_t> carried_group) {
     if (keying.nvrtc_lines.empty() || keying.nvrtc_lines.back() != '\n' || keying.nvrtc_version.empty() ||
         keying.target.empty() || !one_line(keying.nvrtc_version) || !one_line(keying.target))
         return {};
@@ -66,6 +68,10 @@ std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValu
     }
     for (std::size_t g = 0; g < keys.size(); ++g)
         if (!keys[g].empty()) text += "key." + std::to_string(g) + "=" + keys[g] + "\n";
+    if (carried_group) {
+        if (*carried_group >= keys.size() || keys[*carried_group].empty()) return {};
+        text += "entry=" + std::to_string(*carried_group) + "\n";
+    }
     return text;
 }
 
@@ -73,10 +79,21 @@ std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValu
 // process's first cached call reads a note, where each string allocated was a heap block's worth
 // of instructions run cold (docs/PERFORMANCE.md).
 bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keying, PlanNote::NotedValues& values,
-                     std::vector<std::string>& keys) {
+                     std::vector<std::string>& keys, std::optional<std::size_t>* carried_group) {
     keying = {};
     values.clear();
     keys.assign(groups, {});
+    if (carried_group) carried_group->reset();
+    // A group number: digits only, below `groups`.
+    auto group_number = [groups](std::string_view digits, std::size_t& g) {
+        g = 0;
+        if (digits.empty()) return false;
+        for (const char c : digits) {
+            if (c < '0' || c > '9' || g > groups) return false;
+            g = g * 10 + static_cast<std::size_t>(c - '0');
+        }
+        return g < groups;
+    };
     if (!text.starts_with(kHeader)) return false;
     std::size_t at = kHeader.size();
     // The next whole line, without its end; false at the text's end or on a last line unended.
@@ -114,12 +131,13 @@ bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keyi
             values.emplace_back(name.substr(6), value);
         } else if (name.starts_with("key.") && name.size() > 4) {
             std::size_t g = 0;
-            for (const char c : name.substr(4)) {
-                if (c < '0' || c > '9' || g > groups) return false;
-                g = g * 10 + static_cast<std::size_t>(c - '0');
-            }
-            if (g >= groups || !keys[g].empty() || !cache::is_key(value)) return false;
+            if (!group_number(name.substr(4), g) || !keys[g].empty() || !cache::is_key(value)) return false;
             keys[g] = std::string(value);
+        } else if (name == "entry") {
+            // The last line, naming a group with a key.
+            std::size_t g = 0;
+            if (!group_number(value, g) || keys[g].empty() || at != text.size()) return false;
+            if (carried_group) *carried_group = g;
         } else {
             return false;
         }
@@ -140,13 +158,15 @@ PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_c
     if (name_.empty()) return;
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
     KJIT_TRACE("note: process cache");
-    std::optional<std::string> text = kernel_cache->read_note(name_);
+    std::optional<cache::KernelCache::FoundNote> found = kernel_cache->read_note(name_);
     KJIT_TRACE("note: read");
-    if (!text) return;
-    text_ = std::move(*text);
+    if (!found) return;
+    note_ = std::move(found->note);
+    note_layer_ = found->layer;
     NoteKeying keying;
     std::vector<std::string> keys;
-    const bool parsed = parse_plan_note(text_, groups, keying, noted_values_, keys);
+    std::optional<std::size_t> carried;
+    const bool parsed = parse_plan_note(note_.text(), groups, keying, noted_values_, keys, &carried);
     KJIT_TRACE("note: parsed");
     if (parsed && still_keys(keying)) {
         KJIT_TRACE("note: NVRTC identity checked");
@@ -154,6 +174,8 @@ PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_c
         kernel_cache->count_note_hit();
         target_ = std::string(keying.target);
         keys_ = std::move(keys);
+        // A carried group with no bytes after the text is a note cut short: nothing carried.
+        if (carried && !note_.entry().empty()) carried_group_ = carried;
     } else {
         noted_values_.clear();
     }
@@ -170,23 +192,62 @@ bool PlanNote::still_keys(const NoteKeying& keying) const {
 }
 
 
-std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int ordinal) {
-    if (g >= keys_.size() || keys_[g].empty()) return nullptr;
-    return load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
+std::span<const unsigned char> PlanNote::carried_bytes() const {
+    if (!carried_group_) return {};
+    return carried_.empty() ? note_.entry() : std::span<const unsigned char>(carried_);
 }
 
-void PlanNote::loaded(std::size_t g, const std::string& key) {
-    if (g >= keys_.size() || keys_[g] == key) return;
+std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int ordinal) {
+    if (g >= keys_.size() || keys_[g].empty()) return nullptr;
+    if (carried_group_ != g) return load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
+    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    const std::string spec = kernel_cache->settings().record.empty() || !spec_json_ ? std::string() : spec_json_();
+    KJIT_TRACE("entry: looking up");
+    std::string problem;
+    std::shared_ptr<const cache::Entry> entry =
+        kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem);
+    KJIT_TRACE("entry: found");
+    if (entry) return load_entry_module(entry, ordinal, device_cc_);
+    // Damaged: never used. The entry the note names, carried from now on.
+    kjit::detail::warn_once("note-entry:" + name_, "the cache entry a plan note carries is damaged (" + problem +
+                                                       "); not used: loading the entry it names instead");
+    carried_group_.reset();
+    carried_.clear();
+    entry = kernel_cache->find_key(keys_[g], spec, target_);
+    std::shared_ptr<kjit::detail::LoadedModule> module = load_entry_module(entry, ordinal, device_cc_);
+    if (module) {
+        if (!values_ && noted_) values_.emplace(noted_values_.begin(), noted_values_.end());
+        carried_group_ = g;
+        carried_ = cache::serialize_entry(*entry);
+        write();
+    }
+    return module;
+}
+
+void PlanNote::loaded(std::size_t g, const cache::Entry& entry) {
+    if (g >= keys_.size() || keys_[g] == entry.key) return;
     if (!values_ && noted_) values_.emplace(noted_values_.begin(), noted_values_.end());  // another group, the long way
     if (!values_) return;
-    keys_[g] = key;
-    if (name_.empty()) return;
+    keys_[g] = entry.key;
+    if (!carried_group_) {
+        std::vector<unsigned char> bytes = cache::serialize_entry(entry);
+        if (bytes.size() <= cache::DiskStore::kMaxNoteEntryBytes) {
+            carried_group_ = g;
+            carried_ = std::move(bytes);
+        }
+    }
+    write();
+}
+
+// The note as known now, written to the writable folder (a failed write is only a lost shortcut).
+void PlanNote::write() {
+    if (name_.empty() || !values_) return;
     const std::optional<ProgramKeying> now = program_keying(device_cc_, /*with_identity=*/true);
     if (!now) return;
     if (target_.empty()) target_ = now->target;
     const PlanNote::NotedValues values(values_->begin(), values_->end());
-    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_);
-    if (!text.empty()) cache::process_cache()->write_note(name_, text);
+    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_, carried_group_);
+    if (!text.empty()) cache::process_cache()->write_note(name_, text, carried_bytes());
 }
 
 }  // namespace kjit::jit

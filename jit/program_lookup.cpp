@@ -215,6 +215,11 @@ std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::strin
     KJIT_TRACE("entry: looking up");
     const std::shared_ptr<const cache::Entry> entry = kernel_cache->find_key(key, spec, arch);
     KJIT_TRACE("entry: found");
+    return load_entry_module(entry, ordinal, device_cc);
+}
+
+std::shared_ptr<kjit::detail::LoadedModule> load_entry_module(const std::shared_ptr<const cache::Entry>& entry, int ordinal,
+                                                        int device_cc) {
     if (!entry || entry->cubin.empty() || !detail::cubin_runs_on(entry->meta.arch, device_cc)) return nullptr;
     auto module = detail::ModuleRegistry::process().get(entry->key, ordinal, [&] {
         KJIT_TRACE("module: loading");

@@ -74,5 +74,9 @@ std::optional<ProgramKeying> program_keying(int device_cc, bool with_identity = 
 std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::string& key, int ordinal, int device_cc,
                                                           const std::string& arch,
                                                           const std::function<std::string()>& spec_json);
+// The module of `entry` (null: none) loaded on device `ordinal` when it holds a cubin that runs
+// there (compute capability `device_cc`); null otherwise.
+std::shared_ptr<kjit::detail::LoadedModule> load_entry_module(const std::shared_ptr<const cache::Entry>& entry, int ordinal,
+                                                        int device_cc);
 
 }  // namespace kjit::jit

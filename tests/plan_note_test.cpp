@@ -2,6 +2,11 @@
 // loads a cached kernel through one without checking it or generating its code.
 #include "test_support.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <ctime>
 #include <fstream>
 
 #include "cache/disk_store.hpp"
@@ -127,7 +132,9 @@ TEST_CASE("notes round-trip through a folder, damaged ones read as none, clear r
     kjit::cache::DiskStore store(dir.path() / "c", true);
     CHECK_FALSE(store.read_note(kKeyA));
     REQUIRE(store.write_note(kKeyA, "line one\nline two\n"));
-    CHECK(store.read_note(kKeyA) == std::optional<std::string>("line one\nline two\n"));
+    REQUIRE(store.read_note(kKeyA));
+    CHECK(store.read_note(kKeyA)->text() == "line one\nline two\n");
+    CHECK(store.read_note(kKeyA)->entry().empty());
     CHECK_FALSE(store.write_note("not-a-key", "x"));
     CHECK_FALSE(store.read_note("../escape/0123456789abcdef012345"));
 
@@ -157,6 +164,63 @@ TEST_CASE("notes round-trip through a folder, damaged ones read as none, clear r
     store.clear();
     CHECK_FALSE(fs::exists(file));
     CHECK_FALSE(store.read_note(kKeyA));
+}
+
+TEST_CASE("a note carries an entry file after its text; it counts in the size cap, is evicted and verified", "[disk_store]") {
+    const kjit::test::TempDir dir;
+    kjit::cache::DiskStore store(dir.path() / "c", true);
+    kjit::cache::Entry e;
+    e.key = kKeyB;
+    e.meta.kernel_name = "carried";
+    e.meta.arch = "sm_90";
+    e.cubin = kjit::test::random_elements(DType::uint8, 3000);
+    const std::vector<unsigned char> entry = kjit::cache::serialize_entry(e);
+    const std::string text = "kjit-plan-note 3\nline\n";
+    REQUIRE(store.write_note(kKeyA, text, entry));
+    std::optional<kjit::cache::DiskStore::Note> note = store.read_note(kKeyA);
+    REQUIRE(note);
+    CHECK(note->text() == text);
+    CHECK(std::vector<unsigned char>(note->entry().begin(), note->entry().end()) == entry);
+    std::string problem;
+    CHECK(kjit::cache::parse_entry(note->entry(), kKeyB, problem) == e);
+    // Texts a note cannot have, and an entry too big to carry: no note written.
+    CHECK_FALSE(store.write_note(kKeyB, "a\nxxh3=0123456789abcdef\n", entry));
+    CHECK_FALSE(store.write_note(kKeyB, "no line end", entry));
+    CHECK_FALSE(store.write_note(kKeyB, text, std::vector<unsigned char>(kjit::cache::DiskStore::kMaxNoteEntryBytes + 1)));
+    CHECK(store.verify_notes().empty());
+
+    // Damage in the text: no note. Damage in the entry: the note reads (its text is sound), the
+    // entry fails its own checksum wherever it is parsed, and verify names the note.
+    const fs::path file = dir.path() / "c" / kKeyA.substr(0, 2) / (kKeyA + ".note");
+    const std::string good = read_bytes(file);
+    std::string bad = good;
+    bad[3] = static_cast<char>(bad[3] ^ 4);
+    write_bytes(file, bad);
+    CHECK_FALSE(store.read_note(kKeyA));
+    CHECK(store.verify_notes().size() == 1);
+    for (const std::size_t at : {good.size() - entry.size(), good.size() - entry.size() / 2, good.size() - 1}) {
+        bad = good;
+        bad[at] = static_cast<char>(bad[at] ^ 0x10);
+        write_bytes(file, bad);
+        note = store.read_note(kKeyA);
+        REQUIRE(note);
+        CHECK_FALSE(kjit::cache::parse_entry(note->entry(), kKeyB, problem));
+        const auto damaged = store.verify_notes();
+        REQUIRE(damaged.size() == 1);
+        CHECK_THAT(damaged[0].second, Contains("the entry the note carries"));
+    }
+    write_bytes(file, good);
+
+    // The size cap counts notes; the least recently used of entries and notes goes first.
+    CHECK(store.total_bytes() == good.size());
+    CHECK(store.list().empty());  // entries only
+    REQUIRE(store.write(e));
+    CHECK(store.total_bytes() == good.size() + fs::file_size(store.entry_path(kKeyB)));
+    struct timespec old[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, file.c_str(), old, 0) == 0);
+    store.prune(store.total_bytes() - 1);
+    CHECK_FALSE(fs::exists(file));                         // the note, used longest ago
+    CHECK(fs::exists(store.entry_path(kKeyB)));
 }
 
 namespace {
@@ -223,7 +287,7 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
     }
     SECTION("a damaged note is no note: the long way, from the cache, and the note written again") {
         std::string bytes = read_bytes(note);
-        bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);
+        bytes[40] = static_cast<char>(bytes[40] ^ 1);  // in its text
         write_bytes(note, bytes);
         PretendProcess later(dir);
         const std::uint64_t generated = kjit::jit::elementwise_generations();
@@ -236,7 +300,38 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         again.call();
         CHECK(kjit::cache_stats().note_hits == 1);
     }
-    SECTION("a note whose entry is gone sends the call the long way, which compiles it again") {
+    SECTION("the note carries its entry: a later process reads that one file") {
+        for (const fs::path& e : files_ending(dir, ".kjit")) fs::remove(e);
+        PretendProcess later(dir);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::cache_stats().compiles == 0);
+        REQUIRE(kjit::cache_stats().layers.size() == 1);
+        CHECK(kjit::cache_stats().layers[0].hits == 1);
+        CHECK(kjit::test::fake_state().launches == launches + 1);
+    }
+    SECTION("a damaged entry in the note is never used: the entry it names, and the note written again") {
+        const std::string good = read_bytes(note);
+        std::string bytes = good;
+        bytes[bytes.size() - 100] = static_cast<char>(bytes[bytes.size() - 100] ^ 1);  // in the entry it carries
+        write_bytes(note, bytes);
+        PretendProcess later(dir);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::jit::elementwise_generations() == generated);  // the note's plan is sound
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::test::fake_state().launches == launches + 1);
+        CHECK(read_bytes(note) == good);
+    }
+    SECTION("a note that carries no entry, whose entry is gone, sends the call the long way, which compiles it again") {
+        const std::string bytes = read_bytes(note);
+        std::string text = bytes.substr(0, bytes.find("\nxxh3=") + 1);
+        REQUIRE(text.find("\nentry=") != std::string::npos);
+        text.resize(text.find("\nentry=") + 1);
+        REQUIRE(kjit::cache::DiskStore(dir, true).write_note(note.stem().string(), text));
         for (const fs::path& e : files_ending(dir, ".kjit")) fs::remove(e);
         PretendProcess later(dir);
         later.call();
