@@ -84,7 +84,8 @@ run_step() {
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(hostname 2>/dev/null || cat /etc/hostname 2>/dev/null)"
-  echo "commit: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
+  # A build packed on another machine says which commit it is (its checkout here may be older).
+  echo "commit: $(cat "$build_dir/BUILD_COMMIT" 2>/dev/null || git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
   echo "budget: ${BENCH_BUDGET:-510} s"
   echo "gpu before (name, driver, pstate, sm MHz, mem MHz, max sm MHz, temp, power, mem used):"
   gpu_state
