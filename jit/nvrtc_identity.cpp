@@ -72,14 +72,34 @@ std::string nvrtc_identity_lines(std::string_view library) {
     return out;
 }
 
+// Compared line by line in place, as nvrtc_identity_lines() would write them now: this is the
+// check a fresh process's first cached call makes, where building those lines to compare them
+// was most of its cost.
 std::size_t held_identity_lines(std::string_view text) {
     std::size_t pos = 0;
-    for (const char* var : kEnvironment)
-        if (!field(text, pos, var)) return 0;
+    for (const char* var : kEnvironment) {
+        const std::optional<std::string_view> held = field(text, pos, var);
+        const char* now = std::getenv(var);
+        if (!held || *held != std::string_view(now != nullptr ? now : "")) return 0;
+    }
     const std::optional<std::string_view> path = field(text, pos, "path");
-    if (!path) return 0;
-    const std::string now = nvrtc_identity_lines(*path);
-    return !now.empty() && text.substr(0, now.size()) == now ? now.size() : 0;
+    char file[4096];
+    if (!path || path->empty() || path->size() >= sizeof file) return 0;
+    path->copy(file, path->size());
+    file[path->size()] = '\0';
+    struct stat st {};
+    if (::stat(file, &st) != 0) return 0;
+    auto same_number = [&](std::string_view name, auto value) {
+        const std::optional<std::string_view> held = field(text, pos, name);
+        char digits[24];
+        const auto r = std::to_chars(digits, digits + sizeof digits, value);
+        return held && *held == std::string_view(digits, static_cast<std::size_t>(r.ptr - digits));
+    };
+    if (!same_number("size", static_cast<std::uint64_t>(st.st_size)) ||
+        !same_number("mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) ||
+        !same_number("inode", static_cast<std::uint64_t>(st.st_ino)))
+        return 0;
+    return pos;
 }
 
 std::optional<NvrtcIdentity> loaded_nvrtc_identity() {

@@ -14,6 +14,7 @@
 #include "fake_driver.hpp"
 #include "gpu_data.hpp"
 #include "jit/codegen.hpp"
+#include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
 #include "jit/plan_note.hpp"
 #include "kjit/cache.hpp"
@@ -117,6 +118,34 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
         well_formed(s);
     }
     for (std::size_t cut = 0; cut < text.size(); ++cut) well_formed(text.substr(0, cut));
+}
+
+TEST_CASE("held identity lines are exactly the lines NVRTC's file and environment give now", "[plan_note]") {
+    const kjit::test::TempDir dir;
+    const fs::path library = dir.path() / "libnvrtc.so.13";
+    write_bytes(library, "not really a library");
+    const std::string lines = kjit::jit::nvrtc_identity_lines(library.string());
+    REQUIRE_FALSE(lines.empty());
+    CHECK(kjit::jit::held_identity_lines(lines) == lines.size());
+    CHECK(kjit::jit::held_identity_lines(lines + "version_key=x\n") == lines.size());  // what follows is not theirs
+    // Any byte changed, any cut: not held (never a crash).
+    for (std::size_t at = 0; at < lines.size(); ++at) {
+        std::string bad = lines;
+        bad[at] = bad[at] == '1' ? '2' : '1';
+        INFO("byte " << at);
+        CHECK(kjit::jit::held_identity_lines(bad) == 0);
+    }
+    for (std::size_t cut = 0; cut < lines.size(); ++cut) CHECK(kjit::jit::held_identity_lines(lines.substr(0, cut)) == 0);
+    // The file rewritten (size, mtime), or an environment that could choose another NVRTC: not held.
+    {
+        const kjit::test::ScopedEnv elsewhere("CUDA_HOME", "/somewhere/else");
+        CHECK(kjit::jit::held_identity_lines(lines) == 0);
+    }
+    CHECK(kjit::jit::held_identity_lines(lines) == lines.size());
+    write_bytes(library, "another library, longer");
+    CHECK(kjit::jit::held_identity_lines(lines) == 0);
+    fs::remove(library);
+    CHECK(kjit::jit::held_identity_lines(lines) == 0);
 }
 
 TEST_CASE("kjit's own build ID, which names plan notes, is read from its header as the loaded-object walk reads it", "[plan_note]") {
