@@ -327,7 +327,7 @@ jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::
     return values;
 }
 
-bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariants& v, std::vector<std::vector<std::string>>& groups) {
+bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariants& v, jit::EntryGroups& groups) {
     auto number = [&](std::string_view name, int& out, int low, int high) {
         const std::string_view* value = jit::find_value(values, name);
         if (value == nullptr) return false;
@@ -342,22 +342,23 @@ bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariant
     v.has_rows = rows == 1;
     v.has_tiled = tiled == 1;
     v.uses_index = uses_index == 1;
-    groups.assign(jit::kElementwiseEntries, {});
+    groups = jit::EntryGroups(jit::kElementwiseEntries);
     std::size_t entries = 0;
     for (int e = 0; e < jit::kElementwiseEntries; ++e) {
         const std::string_view* name =
             jit::find_value(values, jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e)), "entry.");
         if (name == nullptr) continue;
-        groups[static_cast<std::size_t>(e)].emplace_back(*name);  // not {...}: a list would copy the string once more
+        if (name->empty() || name->find('\0') != std::string_view::npos) return false;
+        groups.add(static_cast<std::size_t>(e), *name);
         ++entries;
     }
     // Every variant a call may pick must be there: the small, contiguous and strided ones always,
     // rows and tiled when said so; and nothing else in the note.
     using E = jit::ElementwiseEntry;
     for (const E e : {E::small32, E::contiguous32, E::contiguous64, E::strided32, E::strided64})
-        if (groups[static_cast<std::size_t>(e)].empty()) return false;
-    if (v.has_rows == groups[static_cast<std::size_t>(E::rows32)].empty()) return false;
-    if (v.has_tiled == groups[static_cast<std::size_t>(E::tiled32)].empty()) return false;
+        if (groups.empty(static_cast<std::size_t>(e))) return false;
+    if (v.has_rows == groups.empty(static_cast<std::size_t>(E::rows32))) return false;
+    if (v.has_tiled == groups.empty(static_cast<std::size_t>(E::tiled32))) return false;
     return entries + 6 == values.size();
 }
 
@@ -379,7 +380,7 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
                                            static_cast<std::size_t>(kElementwiseEntries),
                                            [context] { return spec_json(context->kernel, context->types, context->variant); });
     ElementwiseVariants v;
-    std::vector<std::vector<std::string>> groups;
+    EntryGroups groups;
     if (note->noted_values() && from_note(*note->noted_values(), v, groups)) {
         // A noted plan: nothing is checked or generated unless a variant the note has no key for
         // is needed.
@@ -400,7 +401,7 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
     v.has_tiled = !p.small.generated.tiled32.empty();
     v.uses_index = p.small.uses_index;
     note->set_values(note_values(v, p.groups));
-    v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program_of), std::move(p.groups), p.small.program.description, ordinal,
+    v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program_of), EntryGroups(p.groups), p.small.program.description, ordinal,
                                                  std::move(note));
     return v;
 }

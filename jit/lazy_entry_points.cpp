@@ -13,29 +13,25 @@ CachedProgram program_with_entries(const CachedProgram& whole, const EntryLines&
 
 LazyEntryPoints::LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal)
     : LazyEntryPoints(
-          [whole, lines, groups](std::size_t g) { return program_with_entries(whole, lines, groups[g]); }, groups,
+          [whole, lines, groups](std::size_t g) { return program_with_entries(whole, lines, groups[g]); }, EntryGroups(groups),
           whole.description, ordinal) {}
 
-LazyEntryPoints::LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, std::vector<std::vector<std::string>> groups,
-                                 std::string description, int ordinal, std::shared_ptr<PlanNote> note)
+LazyEntryPoints::LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, EntryGroups groups, std::string description,
+                                 int ordinal, std::shared_ptr<PlanNote> note)
     : program_of_(std::move(program_of)),
       groups_(std::move(groups)),
       description_(std::move(description)),
       ordinal_(ordinal),
-      note_(std::move(note)) {
-    if (groups_.size() > kMaxGroups) throw Error("LazyEntryPoints: too many groups");
-    for (const auto& g : groups_)
-        if (g.size() > kMaxPerGroup) throw Error("LazyEntryPoints: too many entry points in a group");
-}
+      note_(std::move(note)) {}
 
 const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::group(std::size_t g) {
-    if (g >= groups_.size() || groups_[g].empty()) throw Error("no such entry point group in " + description_);
+    if (g >= groups_.size() || groups_.empty(g)) throw Error("no such entry point group in " + description_);
     if (ready_[g].load(std::memory_order_acquire)) return functions_[g];
     // One loader at a time per kernel and device: concurrent first calls of a group load it once.
     std::lock_guard lock(mutex_);
     if (ready_[g].load(std::memory_order_relaxed)) return functions_[g];
     auto take = [&](std::shared_ptr<kjit::detail::LoadedModule> module) {
-        for (std::size_t k = 0; k < groups_[g].size(); ++k) functions_[g][k] = module->function(groups_[g][k]);
+        for (std::size_t k = 0; k < groups_.count(g); ++k) functions_[g][k] = module->function(groups_.name(g, k));
         modules_[g] = std::move(module);
         ready_[g].store(true, std::memory_order_release);
     };

@@ -14,6 +14,7 @@
 
 #include <cuda.h>
 
+#include "jit/entry_groups.hpp"
 #include "jit/entry_points.hpp"
 #include "jit/plan_note.hpp"
 #include "jit/program_lookup.hpp"
@@ -32,8 +33,8 @@ struct CompiledModules {
 
 class LazyEntryPoints {
 public:
-    static constexpr std::size_t kMaxGroups = 16;
-    static constexpr std::size_t kMaxPerGroup = 2;
+    static constexpr std::size_t kMaxGroups = EntryGroups::kMaxGroups;
+    static constexpr std::size_t kMaxPerGroup = EntryGroups::kMaxPerGroup;
     // `groups[g]`: the entry point names of group g (at most kMaxPerGroup; an empty group cannot
     // be loaded: the generator made no such entry point).
     LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal);
@@ -42,8 +43,8 @@ public:
     // the kernel in errors.
     // With `note` (jit/plan_note.hpp), a group the note knows is loaded from the cache entry it
     // names, without making its program; a group loaded the long way is noted.
-    LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, std::vector<std::vector<std::string>> groups,
-                    std::string description, int ordinal, std::shared_ptr<PlanNote> note = nullptr);
+    LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, EntryGroups groups, std::string description,
+                    int ordinal, std::shared_ptr<PlanNote> note = nullptr);
 
     // Group g's kernels on the device, in the group's order: compiled or found and loaded on the
     // first request (concurrent first requests load once), then one atomic load.
@@ -51,7 +52,7 @@ public:
 
 private:
     const std::function<CachedProgram(std::size_t)> program_of_;
-    const std::vector<std::vector<std::string>> groups_;
+    const EntryGroups groups_;
     const std::string description_;
     const int ordinal_;
     const std::shared_ptr<PlanNote> note_;  // used under mutex_

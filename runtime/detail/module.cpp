@@ -69,13 +69,13 @@ LoadedModule::~LoadedModule() {
     }
 }
 
-CUfunction LoadedModule::function(const std::string& name) const {
+CUfunction LoadedModule::function(const char* name) const {
     Driver& d = driver();
     CUfunction f = nullptr;
     KJIT_TRACE("function: getting");
-    const CUresult st = d.cuModuleGetFunction(&f, handle_, name.c_str());
+    const CUresult st = d.cuModuleGetFunction(&f, handle_, name);
     KJIT_TRACE("function: cuModuleGetFunction done");
-    if (st != CUDA_SUCCESS) throw CudaError(st, "cuModuleGetFunction(\"" + name + "\")", __FILE__, __LINE__);
+    if (st != CUDA_SUCCESS) throw CudaError(st, "cuModuleGetFunction(\"" + std::string(name) + "\")", __FILE__, __LINE__);
     return f;
 }
 

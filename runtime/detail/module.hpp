@@ -22,7 +22,8 @@ public:
     CUmodule handle() const noexcept { return handle_; }
     int device() const noexcept { return device_; }
     // Throws CudaError naming the function when the module has no such entry point.
-    CUfunction function(const std::string& name) const;
+    CUfunction function(const char* name) const;
+    CUfunction function(const std::string& name) const { return function(name.c_str()); }
 
 private:
     CUmodule handle_;
