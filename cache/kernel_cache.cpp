@@ -123,18 +123,31 @@ std::shared_ptr<const Entry> KernelCache::load_or_compile(const Request& request
     return std::make_shared<const Entry>(std::move(entry));
 }
 
+bool KernelCache::from_memory(Shard& shard, const std::string& name, std::shared_ptr<const Entry>& out) {
+    std::unique_lock lock(shard.mutex);
+    const auto it = shard.entries.find(name);
+    if (it == shard.entries.end()) return false;
+    ++memory_hits_;
+    const Slot found = it->second;
+    lock.unlock();
+    out = found->get();
+    return true;
+}
+
+std::shared_ptr<const Entry> KernelCache::keep_disk_hit(Shard& shard, const std::string& name, Entry e, std::size_t layer,
+                                                        const std::string& spec_json, const std::string& arch) {
+    ++layer_hits_[layer];
+    record(spec_json, arch);
+    auto entry = std::make_shared<const Entry>(std::move(e));
+    std::lock_guard lock(shard.mutex);
+    shard.entries.emplace(name, std::make_shared<SlotValue>(entry));
+    return entry;
+}
+
 std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_alias, const std::string& spec_json,
                                                const std::string& arch) {
     Shard& shard = shard_of(name);
-    {
-        std::unique_lock lock(shard.mutex);
-        if (auto it = shard.entries.find(name); it != shard.entries.end()) {
-            ++memory_hits_;
-            const Slot found = it->second;
-            lock.unlock();
-            return found->get();
-        }
-    }
+    if (std::shared_ptr<const Entry> found; from_memory(shard, name, found)) return found;
     ++memory_misses_;
     std::vector<DiskStore*> stores;
     if (writable_) stores.push_back(writable_.get());
@@ -142,14 +155,8 @@ std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_
     for (std::size_t layer = 0; layer < stores.size(); ++layer) {
         const std::optional<std::string> key = is_alias ? stores[layer]->read_alias(name) : std::optional(name);
         if (key) {
-            if (std::optional<Entry> e = stores[layer]->read(*key)) {
-                ++layer_hits_[layer];
-                record(spec_json, arch);
-                auto entry = std::make_shared<const Entry>(std::move(*e));
-                std::lock_guard lock(shard.mutex);
-                shard.entries.emplace(name, std::make_shared<SlotValue>(entry));
-                return entry;
-            }
+            if (std::optional<Entry> e = stores[layer]->read(*key))
+                return keep_disk_hit(shard, name, std::move(*e), layer, spec_json, arch);
         }
         ++layer_misses_[layer];
     }
@@ -187,24 +194,11 @@ std::shared_ptr<const Entry> KernelCache::take_carried_entry(const std::string& 
                                                              std::size_t layer, const std::string& spec_json,
                                                              const std::string& arch, std::string& problem) {
     Shard& shard = shard_of(key);
-    {
-        std::unique_lock lock(shard.mutex);
-        if (auto it = shard.entries.find(key); it != shard.entries.end()) {
-            ++memory_hits_;
-            const Slot found = it->second;
-            lock.unlock();
-            return found->get();
-        }
-    }
+    if (std::shared_ptr<const Entry> found; from_memory(shard, key, found)) return found;
     std::optional<Entry> e = parse_entry(bytes, key, problem);
     if (!e || layer >= (writable_ ? 1 : 0) + read_only_.size()) return nullptr;
     ++memory_misses_;
-    ++layer_hits_[layer];
-    record(spec_json, arch);
-    auto entry = std::make_shared<const Entry>(std::move(*e));
-    std::lock_guard lock(shard.mutex);
-    shard.entries.emplace(key, std::make_shared<SlotValue>(entry));
-    return entry;
+    return keep_disk_hit(shard, key, std::move(*e), layer, spec_json, arch);
 }
 
 void KernelCache::count_note_hit() { ++note_hits_; }

@@ -82,6 +82,13 @@ private:
     static constexpr std::size_t kShards = 64;
 
     Shard& shard_of(const std::string& key);
+    // The entry kept in memory under `name` (waiting while it is being made), counted as a
+    // memory hit; false, counting nothing, when there is none.
+    bool from_memory(Shard& shard, const std::string& name, std::shared_ptr<const Entry>& out);
+    // An entry read from folder layer `layer`: counted as its hit, recorded under
+    // KJIT_CACHE_RECORD, kept in memory under `name`.
+    std::shared_ptr<const Entry> keep_disk_hit(Shard& shard, const std::string& name, Entry e, std::size_t layer,
+                                               const std::string& spec_json, const std::string& arch);
     std::shared_ptr<const Entry> find(const std::string& name, bool is_alias, const std::string& spec_json,
                                       const std::string& arch);
     std::shared_ptr<const Entry> load_or_compile(const Request& request);
