@@ -579,7 +579,8 @@ bool is_check_line_of(std::string_view line, std::string_view text) {
 
 bool DiskStore::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
     if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteTextBytes ||
-        entry.size() > kMaxNoteEntryBytes || text.find(std::string("\n") + std::string(kNoteCheckPrefix)) != std::string::npos ||
+        entry.size() > kMaxNoteEntryBytes || text.starts_with(kNoteCheckPrefix) ||
+        text.find(std::string("\n") + std::string(kNoteCheckPrefix)) != std::string::npos ||
         (!text.empty() && text.back() != '\n'))
         return false;
     std::string bytes = text + note_check_line(text);

@@ -70,6 +70,22 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
     CHECK(v == values);
     CHECK(k == keys);
 
+    // The group whose entry the note carries: the last line, naming a group with a key.
+    const std::string carrying = kjit::jit::format_plan_note(keying, values, keys, 3);
+    CHECK(carrying == text + "entry=3\n");
+    std::optional<std::size_t> carried;
+    REQUIRE(kjit::jit::parse_plan_note(carrying, 4, kk, v, k, &carried));
+    CHECK(carried == std::optional<std::size_t>(3));
+    REQUIRE(kjit::jit::parse_plan_note(text, 4, kk, v, k, &carried));
+    CHECK_FALSE(carried);
+    CHECK(kjit::jit::format_plan_note(keying, values, keys, 0).empty());  // group 0 has no key
+    CHECK(kjit::jit::format_plan_note(keying, values, keys, 4).empty());  // no group 4
+    for (const std::string& bad : {text + "entry=0\n", text + "entry=4\n", text + "entry=\n", text + "entry=x\n",
+                                   carrying + "entry=1\n", carrying + "key.1=" + kKeyA + "\n"}) {
+        INFO(bad);
+        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, kk, v, k, &carried));
+    }
+
     // Values or a keying that cannot be written on one line make no note at all.
     CHECK(kjit::jit::format_plan_note(keying, {{"a", "x\ny"}}, {}).empty());
     CHECK(kjit::jit::format_plan_note(keying, {{"a=b", "x"}}, {}).empty());
@@ -215,6 +231,7 @@ TEST_CASE("a note carries an entry file after its text; it counts in the size ca
     // Texts a note cannot have, and an entry too big to carry: no note written.
     CHECK_FALSE(store.write_note(kKeyB, "a\nxxh3=0123456789abcdef\n", entry));
     CHECK_FALSE(store.write_note(kKeyB, "no line end", entry));
+    CHECK_FALSE(store.write_note(kKeyB, "xxh3=0123456789abcdef\n", entry));
     CHECK_FALSE(store.write_note(kKeyB, text, std::vector<unsigned char>(kjit::cache::DiskStore::kMaxNoteEntryBytes + 1)));
     CHECK(store.verify_notes().empty());
 
