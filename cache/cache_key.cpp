@@ -39,11 +39,6 @@ void add_field(XXH3_state_t* state, std::string_view field) {
     XXH3_128bits_update(state, field.data(), field.size());
 }
 
-// Hex digits of `value` into out[0..16).
-void put_hex16(char* out, std::uint64_t value) {
-    for (int k = 15; k >= 0; --k, value >>= 4) out[k] = "0123456789abcdef"[value & 15];
-}
-
 // One allocation (a key names the files of a fresh process's first cached call).
 std::string hex(XXH128_hash_t h) {
     std::string s(32, '0');
@@ -107,6 +102,10 @@ std::string make_fields_key(std::string_view kind, std::span<const std::string_v
     add_field(&state, std::to_string(fields.size()));
     for (const std::string_view f : fields) add_field(&state, f);
     return hex(XXH3_128bits_digest(&state));
+}
+
+void put_hex16(char* out, std::uint64_t value) {
+    for (int k = 15; k >= 0; --k, value >>= 4) out[k] = "0123456789abcdef"[value & 15];
 }
 
 std::string hex16(std::uint64_t value) {

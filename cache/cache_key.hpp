@@ -34,7 +34,9 @@ std::string make_fields_key(std::string_view kind, std::span<const std::string_v
 // Whether `text` looks like a key (32 lowercase hex digits).
 bool is_key(std::string_view text);
 
-// `value` as 16 lowercase hex digits, most significant first (keys are two of them).
+// `value` as 16 lowercase hex digits, most significant first (keys are two of them); put_hex16
+// writes them to out[0, 16) without allocating.
 std::string hex16(std::uint64_t value);
+void put_hex16(char* out, std::uint64_t value);
 
 }  // namespace kjit::cache

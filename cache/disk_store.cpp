@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -562,6 +560,7 @@ std::optional<std::string> DiskStore::read_alias(const std::string& alias) const
 namespace {
 // A note's last line: "xxh3=" and 16 hex digits of XXH3-64 over the text before it.
 constexpr std::string_view kNoteCheckPrefix = "xxh3=";
+constexpr std::string_view kNoteCheckLineStart = "\nxxh3=";  // no line of a note's text starts so
 constexpr std::size_t kNoteCheckLineBytes = 5 + 16 + 1;
 std::string note_check_line(std::string_view text) {
     return std::string(kNoteCheckPrefix) + hex16(XXH3_64bits(text.data(), text.size())) + "\n";
@@ -570,17 +569,16 @@ std::string note_check_line(std::string_view text) {
 // cached call).
 bool is_check_line_of(std::string_view line, std::string_view text) {
     if (line.size() != kNoteCheckLineBytes || !line.starts_with(kNoteCheckPrefix) || line.back() != '\n') return false;
-    std::uint64_t h = XXH3_64bits(text.data(), text.size());
-    for (std::size_t k = kNoteCheckPrefix.size() + 16; k-- > kNoteCheckPrefix.size(); h >>= 4)
-        if (line[k] != "0123456789abcdef"[h & 15]) return false;
-    return true;
+    char digits[16];
+    put_hex16(digits, XXH3_64bits(text.data(), text.size()));
+    return line.substr(kNoteCheckPrefix.size(), 16) == std::string_view(digits, 16);
 }
 }  // namespace
 
 bool DiskStore::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
     if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteTextBytes ||
         entry.size() > kMaxNoteEntryBytes || text.starts_with(kNoteCheckPrefix) ||
-        text.find(std::string("\n") + std::string(kNoteCheckPrefix)) != std::string::npos ||
+        text.find(kNoteCheckLineStart) != std::string::npos ||
         (!text.empty() && text.back() != '\n'))
         return false;
     std::string bytes = text + note_check_line(text);
@@ -599,7 +597,7 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
     const std::string_view all(reinterpret_cast<const char*>(bytes.get()), size);
     std::size_t check_at = 0;
     if (!all.starts_with(kNoteCheckPrefix)) {
-        const std::size_t found = all.find("\nxxh3=");
+        const std::size_t found = all.find(kNoteCheckLineStart);
         if (found == std::string_view::npos) return std::nullopt;
         check_at = found + 1;
     }
@@ -613,22 +611,28 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
 }
 }  // namespace
 
+namespace {
+// The note file open as `fd` (of `path`), read whole with one fstat (its size, and `st` for the
+// access time) and one read; nothing when it is not a note.
+std::optional<DiskStore::Note> read_note_file(int fd, struct stat& st) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) > kMaxNoteTextBytes + kMaxNoteEntryBytes)
+        return std::nullopt;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
+    const std::optional<std::size_t> got = read_all(fd, bytes.get(), size);
+    if (!got || *got != size) return std::nullopt;
+    return split_note(std::move(bytes), size);
+}
+}  // namespace
+
 std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) const {
     if (!usable_ || !is_valid_key(name)) return std::nullopt;
     const std::string path = file_path(dir_.native(), name, kNoteSuffix);
     Fd fd = open_retry(path.c_str(), O_RDONLY);
     if (!fd) return std::nullopt;
-    // One fstat for the size (one read then) and the access time, one read: the note is what a
-    // fresh process's first cached call reads.
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) > kMaxNoteTextBytes + kMaxNoteEntryBytes)
-        return std::nullopt;
-    const auto size = static_cast<std::size_t>(st.st_size);
-    std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
-    const std::optional<std::size_t> got = read_all(fd.get(), bytes.get(), size);
-    if (!got || *got != size) return std::nullopt;
-    std::optional<Note> note = split_note(std::move(bytes), size);
+    std::optional<Note> note = read_note_file(fd.get(), st);
     if (note && writable_ && !used_lately(st)) {
         // Kept for eviction as an entry's is (see read()).
         const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
@@ -642,12 +646,10 @@ std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {
     std::vector<std::pair<fs::path, std::string>> damaged;
     for (const auto& f : shard_files(dir_)) {
         if (f.kind != FileKind::note) continue;
-        std::ifstream in(f.path, std::ios::binary);
-        if (!in) continue;  // removed meanwhile
-        const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        std::unique_ptr<unsigned char[]> bytes(new unsigned char[all.size()]);
-        std::copy(all.begin(), all.end(), bytes.get());
-        const std::optional<Note> note = split_note(std::move(bytes), all.size());
+        Fd fd = open_retry(f.path.c_str(), O_RDONLY);
+        if (!fd) continue;  // removed meanwhile
+        struct stat st {};
+        const std::optional<Note> note = read_note_file(fd.get(), st);
         std::string problem;
         if (!note)
             damaged.emplace_back(f.path, "note fails its check line");

@@ -199,53 +199,53 @@ std::span<const unsigned char> PlanNote::carried_bytes() const {
 
 std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int ordinal) {
     if (g >= keys_.size() || keys_[g].empty()) return nullptr;
-    if (carried_group_ != g) return load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
-    const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
-    const std::string spec = kernel_cache->settings().record.empty() || !spec_json_ ? std::string() : spec_json_();
-    KJIT_TRACE("entry: looking up");
-    std::string problem;
-    std::shared_ptr<const cache::Entry> entry =
-        kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem);
-    KJIT_TRACE("entry: found");
-    if (entry) return load_entry_module(entry, ordinal, device_cc_);
-    // Damaged: never used. The entry the note names, carried from now on.
-    kjit::detail::warn_once("note-entry:" + name_, "the cache entry a plan note carries is damaged (" + problem +
-                                                       "); not used: loading the entry it names instead");
-    carried_group_.reset();
-    carried_.clear();
-    entry = kernel_cache->find_key(keys_[g], spec, target_);
-    std::shared_ptr<kjit::detail::LoadedModule> module = load_entry_module(entry, ordinal, device_cc_);
-    if (module) {
-        if (!values_ && noted_) values_.emplace(noted_values_.begin(), noted_values_.end());
-        carried_group_ = g;
-        carried_ = cache::serialize_entry(*entry);
-        write();
+    if (carried_group_ == g) {
+        const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+        const std::string spec = kernel_cache->settings().record.empty() || !spec_json_ ? std::string() : spec_json_();
+        KJIT_TRACE("entry: looking up");
+        std::string problem;
+        const std::shared_ptr<const cache::Entry> entry =
+            kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem);
+        KJIT_TRACE("entry: found");
+        if (entry) return load_entry_module(entry, ordinal, device_cc_);
+        // Damaged: never used. The entry the note names, carried from now on (below).
+        kjit::detail::warn_once("note-entry:" + name_, "the cache entry a plan note carries is damaged (" + problem +
+                                                           "); not used: loading the entry it names instead");
+        carried_group_.reset();
+        carried_.clear();
+        std::shared_ptr<kjit::detail::LoadedModule> module = load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
+        // Found just now, so in memory: no second read.
+        if (const auto found = module ? kernel_cache->find_key(keys_[g], {}, target_) : nullptr) carry(g, *found);
+        return module;
     }
-    return module;
+    return load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
 }
 
 void PlanNote::loaded(std::size_t g, const cache::Entry& entry) {
     if (g >= keys_.size() || keys_[g] == entry.key) return;
-    if (!values_ && noted_) values_.emplace(noted_values_.begin(), noted_values_.end());  // another group, the long way
-    if (!values_) return;
     keys_[g] = entry.key;
-    if (!carried_group_) {
-        std::vector<unsigned char> bytes = cache::serialize_entry(entry);
-        if (bytes.size() <= cache::DiskStore::kMaxNoteEntryBytes) {
-            carried_group_ = g;
-            carried_ = std::move(bytes);
-        }
+    if (!carried_group_) carry(g, entry);  // writes the note
+    else write();
+}
+
+// Group g's entry, carried by the note from now on (when small enough), and the note written.
+void PlanNote::carry(std::size_t g, const cache::Entry& entry) {
+    std::vector<unsigned char> bytes = cache::serialize_entry(entry);
+    if (bytes.size() <= cache::DiskStore::kMaxNoteEntryBytes) {
+        carried_group_ = g;
+        carried_ = std::move(bytes);
     }
     write();
 }
 
-// The note as known now, written to the writable folder (a failed write is only a lost shortcut).
+// The note as known now, written to the writable folder when the plan's values are known (the
+// long way's, or the note's own): a failed write is only a lost shortcut.
 void PlanNote::write() {
-    if (name_.empty() || !values_) return;
+    if (name_.empty() || (!values_ && !noted_)) return;
     const std::optional<ProgramKeying> now = program_keying(device_cc_, /*with_identity=*/true);
     if (!now) return;
     if (target_.empty()) target_ = now->target;
-    const PlanNote::NotedValues values(values_->begin(), values_->end());
+    const NotedValues values = values_ ? NotedValues(values_->begin(), values_->end()) : noted_values_;
     const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_, carried_group_);
     if (!text.empty()) cache::process_cache()->write_note(name_, text, carried_bytes());
 }

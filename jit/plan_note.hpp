@@ -80,6 +80,7 @@ public:
 private:
     bool still_keys(const NoteKeying& keying) const;
     void write();
+    void carry(std::size_t g, const cache::Entry& entry);
     std::span<const unsigned char> carried_bytes() const;
 
     int device_cc_;
