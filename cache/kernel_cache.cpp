@@ -37,18 +37,42 @@ namespace {
 
 std::mutex g_process_mutex;
 std::shared_ptr<KernelCache> g_process;
+std::shared_ptr<KernelCache> g_prepared;  // prepare_process_cache()'s, until taken or dropped
+bool g_process_was_prepared = false;      // g_process is one g_prepared was
 
 }  // namespace
 
 std::shared_ptr<KernelCache> process_cache() {
     std::lock_guard lock(g_process_mutex);
-    if (!g_process) g_process = std::make_shared<KernelCache>(CacheSettings::from_environment());
+    if (!g_process) {
+        CacheSettings settings = CacheSettings::from_environment();
+        g_process_was_prepared = g_prepared && g_prepared->settings() == settings;
+        if (g_process_was_prepared)
+            g_process = std::move(g_prepared);
+        else
+            g_process = std::make_shared<KernelCache>(std::move(settings));
+        g_prepared.reset();
+    }
     return g_process;
+}
+
+bool prepare_process_cache(const CacheSettings& settings) {
+    std::lock_guard lock(g_process_mutex);
+    if (g_process || g_prepared) return false;
+    g_prepared = std::make_shared<KernelCache>(settings);
+    return true;
+}
+
+bool process_cache_was_prepared() {
+    std::lock_guard lock(g_process_mutex);
+    return g_process && g_process_was_prepared;
 }
 
 void forget_process_cache() {
     std::lock_guard lock(g_process_mutex);
     g_process.reset();
+    g_prepared.reset();
+    g_process_was_prepared = false;
 }
 
 KernelCache::KernelCache(const CacheSettings& settings) : settings_(settings) {
@@ -252,6 +276,8 @@ void configure_cache(const CacheSettings& settings) {
     auto fresh = std::make_shared<cache::KernelCache>(settings);
     std::lock_guard lock(cache::g_process_mutex);
     cache::g_process = std::move(fresh);
+    cache::g_prepared.reset();
+    cache::g_process_was_prepared = false;
 }
 
 CacheSettings cache_settings() { return cache::process_cache()->settings(); }

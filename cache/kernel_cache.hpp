@@ -106,6 +106,15 @@ private:
 
 // The process's cache, made from the environment (or configure_cache()) on first use.
 std::shared_ptr<KernelCache> process_cache();
+// Makes a cache with `settings` ahead of the first use (its folders checked: the system calls
+// a fresh process's first call would make), for process_cache() to take if the environment
+// then still gives those settings; otherwise it is dropped. Does nothing once the process's
+// cache is made or one is prepared. Settings come from the caller, never from the environment
+// here: this runs on a thread of its own (jit/warm_start.cpp), where reading the environment
+// would race with an application's setenv. True when it made one.
+bool prepare_process_cache(const CacheSettings& settings);
+// Whether the process's cache, once made, is one that prepare_process_cache() made (tests).
+bool process_cache_was_prepared();
 // Forgets the process's cache, so that the next process_cache() makes it from the environment
 // again, as a fresh process's first call does (for the first-call probes in the tests).
 void forget_process_cache();

@@ -115,20 +115,40 @@ std::optional<NvrtcIdentity> loaded_nvrtc_identity() {
     }
 }
 
-std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
+namespace {
+// The record file in `cache_dir`, whole; nothing when it cannot be read.
+std::optional<std::string> read_record(const std::string& cache_dir) {
     if (cache_dir.empty()) return std::nullopt;
     std::string text;
-    {
-        // open/read rather than stdio: read before a fresh process's first cached call.
-        const int fd = ::open((cache_dir + "/" + kRecordName).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return std::nullopt;
-        char buf[4096];
-        ssize_t got;
-        while ((got = ::read(fd, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
-            if (got > 0) text.append(buf, static_cast<std::size_t>(got));
-        ::close(fd);
-        if (got < 0) return std::nullopt;
-    }
+    // open/read rather than stdio: read before a fresh process's first cached call.
+    const int fd = ::open((cache_dir + "/" + kRecordName).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    char buf[4096];
+    ssize_t got;
+    while ((got = ::read(fd, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
+        if (got > 0) text.append(buf, static_cast<std::size_t>(got));
+    ::close(fd);
+    if (got < 0) return std::nullopt;
+    return text;
+}
+}  // namespace
+
+void stat_recorded_nvrtc(const std::string& cache_dir) {
+    const std::optional<std::string> text = read_record(cache_dir);
+    if (!text) return;
+    // The "path=" line, wherever it is: nothing here trusts the record, it only names a file.
+    const std::size_t at = text->find("\npath=");
+    if (at == std::string::npos) return;
+    const std::size_t begin = at + 6, end = text->find('\n', begin);
+    if (end == std::string::npos || end == begin) return;
+    struct stat st {};
+    (void)::stat(text->substr(begin, end - begin).c_str(), &st);
+}
+
+std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
+    const std::optional<std::string> record = read_record(cache_dir);
+    if (!record) return std::nullopt;
+    const std::string& text = *record;
     // Format line, environment and file lines (compared with what they are now), version, archs.
     const std::string_view head = kFormatLine;
     if (std::string_view(text).substr(0, head.size()) != head) return std::nullopt;

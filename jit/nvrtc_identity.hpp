@@ -35,6 +35,12 @@ std::optional<NvrtcIdentity> loaded_nvrtc_identity();
 // nothing when there is no record, the environment differs, or the library file changed.
 std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir);
 
+// Reads the record in `cache_dir` and `stat`s the NVRTC file it names, without checking either:
+// what a fresh process's first cached call will look at (a plan note holds the same path), done
+// ahead on another thread so that it finds the file system's caches warm (jit/warm_start.cpp).
+// Reads no environment variable.
+void stat_recorded_nvrtc(const std::string& cache_dir);
+
 // Records the loaded NVRTC in `cache_dir` (atomically; failures are silent: it is only a
 // shortcut). Does nothing when NVRTC is not loaded.
 void remember_nvrtc(const std::string& cache_dir);

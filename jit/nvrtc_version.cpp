@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -100,21 +101,53 @@ std::string elf_build_id(const void* address) {
 // define the symbol when the headers are in a loaded segment, as they are by default).
 extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 
-std::string own_build_id() {
+namespace {
+// The program headers of the object kjit is linked into and its load bias, from its own ELF
+// header; false when they cannot be read so.
+struct OwnHeaders {
+    ElfW(Phdr) phdrs[64];
+    int count = 0;
+    std::uintptr_t bias = 0;
+};
+bool own_headers(OwnHeaders& out) {
     const ElfW(Ehdr)& ehdr = __ehdr_start;
     // The program headers follow the header in the mapped file, outside the object the symbol
     // names: copied out from their address, not indexed from the symbol (which would read past
     // the object that the language, and UBSan, see).
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(&ehdr);
-    ElfW(Phdr) phdrs[64];
-    const int count = ehdr.e_phnum;
-    if (ehdr.e_phentsize != sizeof(ElfW(Phdr)) || count > 64) return elf_build_id(reinterpret_cast<const void*>(&own_build_id));
-    std::memcpy(phdrs, reinterpret_cast<const void*>(base + ehdr.e_phoff), sizeof(ElfW(Phdr)) * static_cast<std::size_t>(count));
-    for (int i = 0; i < count; ++i) {
+    out.count = ehdr.e_phnum;
+    if (ehdr.e_phentsize != sizeof(ElfW(Phdr)) || out.count > 64) return false;
+    std::memcpy(out.phdrs, reinterpret_cast<const void*>(base + ehdr.e_phoff), sizeof(ElfW(Phdr)) * static_cast<std::size_t>(out.count));
+    for (int i = 0; i < out.count; ++i) {
         // The segment that maps the file's first byte maps the header: the object's load bias.
-        if (phdrs[i].p_type == PT_LOAD && phdrs[i].p_offset == 0) return build_id_in_notes(phdrs, count, base - phdrs[i].p_vaddr);
+        if (out.phdrs[i].p_type == PT_LOAD && out.phdrs[i].p_offset == 0) {
+            out.bias = base - out.phdrs[i].p_vaddr;
+            return true;
+        }
     }
-    return elf_build_id(reinterpret_cast<const void*>(&own_build_id));
+    return false;
+}
+}  // namespace
+
+std::string own_build_id() {
+    OwnHeaders own;
+    if (!own_headers(own)) return elf_build_id(reinterpret_cast<const void*>(&own_build_id));
+    return build_id_in_notes(own.phdrs, own.count, own.bias);
+}
+
+std::size_t map_in_own_image() {
+    OwnHeaders own;
+    if (!own_headers(own)) return 0;
+    const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    std::size_t pages = 0;
+    for (int i = 0; i < own.count; ++i) {
+        const ElfW(Phdr)& ph = own.phdrs[i];
+        // Code and read-only data, as the file maps them (written segments were touched at load).
+        if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) != 0 || ph.p_filesz == 0) continue;
+        const std::uintptr_t begin = (own.bias + ph.p_vaddr) & ~(page - 1), end = own.bias + ph.p_vaddr + ph.p_filesz;
+        for (std::uintptr_t at = begin; at < end; at += page, ++pages) (void)*reinterpret_cast<const volatile unsigned char*>(at);
+    }
+    return pages;
 }
 
 std::optional<std::uint64_t> file_xxh3(const std::string& path) {

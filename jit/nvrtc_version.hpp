@@ -22,6 +22,13 @@ std::string elf_build_id(const void* address);
 // process's first call, which names its plan note with it); empty when it has none.
 std::string own_build_id();
 
+// Reads one byte of every page of the code and read-only data of the object kjit is linked into,
+// so that the kernel maps them into the process (a page fault each, or one per fault-around
+// window) before a call runs that code; returns the pages read. jit/warm_start.cpp does this on
+// a thread of its own while the driver creates a context: a fresh process's first call then
+// takes no page faults for libkjit's code.
+std::size_t map_in_own_image();
+
 // XXH3-64 of a file's bytes (streamed); nullopt when it cannot be read.
 std::optional<std::uint64_t> file_xxh3(const std::string& path);
 

@@ -21,18 +21,11 @@ constexpr std::string_view kHeader = "kjit-plan-note 3\n";
 constexpr std::string_view kVersionKey = "version_key=";
 constexpr std::string_view kTarget = "target=";
 
-// The GNU build ID of the library holding this code (kjit), read once; empty without one, and
-// then nothing is noted (a note made by one build must not steer another).
-const std::string& kjit_build() {
-    static const std::string id = detail::own_build_id();
-    return id;
-}
-
 bool one_line(std::string_view s) { return s.find('\n') == std::string::npos; }
 
 // The note's name; empty without kjit's build ID.
 std::string note_name(std::span<const std::string_view> source_fields, int device_cc) {
-    if (kjit_build().empty()) return {};
+    if (kjit_build_id().empty()) return {};
     std::vector<std::string_view> fields;
     fields.reserve(source_fields.size() + 3);
     fields.assign(source_fields.begin(), source_fields.end());
@@ -41,11 +34,16 @@ std::string note_name(std::span<const std::string_view> source_fields, int devic
     fields.emplace_back(sm, static_cast<std::size_t>(r.ptr - sm));
     const char* arch = std::getenv("KJIT_ARCH");
     fields.emplace_back(arch != nullptr ? arch : "");
-    fields.emplace_back(kjit_build());
+    fields.emplace_back(kjit_build_id());
     return cache::make_fields_key("kjit-plan-note", fields);
 }
 
 }  // namespace
+
+const std::string& kjit_build_id() {
+    static const std::string id = detail::own_build_id();
+    return id;
+}
 
 std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys,
                              std::optional<std::size_t> carried_group) {

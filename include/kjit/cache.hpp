@@ -23,6 +23,7 @@ struct CacheSettings {
     std::string record;                   // manifest to append kernels to; empty: none
 
     static CacheSettings from_environment();
+    bool operator==(const CacheSettings&) const = default;
 };
 
 // Replaces the process's cache settings (tools and tests; an application normally uses the

@@ -27,6 +27,22 @@ DriverApi g_real_api;                 // entries stay null when the library did 
 std::unique_ptr<Driver> g_real;       // null when no usable GPU
 std::string g_unavailable_reason;     // why g_real is null
 
+// on_context_creation()'s hook.
+std::atomic<ContextCreationHook> g_context_hook{nullptr};
+
+// Calls the hook before a primary context is created. A table without cuDevicePrimaryCtxGetState
+// (a test's) is taken to create the context.
+void before_context_creation(const DriverApi& api, CUdevice dev) {
+    const ContextCreationHook hook = g_context_hook.load(std::memory_order_acquire);
+    if (hook == nullptr) return;
+    unsigned int flags = 0;
+    int active = 0;
+    if (api.cuDevicePrimaryCtxGetState != nullptr && api.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
+        active != 0)
+        return;
+    hook();
+}
+
 // The driver in use: the real one, or a test's override.
 std::atomic<Driver*> g_active{nullptr};
 std::string g_active_error;  // reason reported while g_active is null
@@ -130,6 +146,7 @@ CUcontext Driver::primary_context(int ordinal) {
     if (CUcontext ctx = contexts_[ordinal].load(std::memory_order_relaxed)) return ctx;
     CUdevice dev{};
     KJIT_CU_CHECK(cuDeviceGet(&dev, ordinal));
+    before_context_creation(*this, dev);
     CUcontext ctx = nullptr;
     KJIT_CU_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
     contexts_[ordinal].store(ctx, std::memory_order_release);
@@ -183,6 +200,10 @@ const DeviceProperties& Driver::properties(int ordinal, PropertiesQuery query) {
 
 const DeviceAttributes& Driver::attributes(int ordinal, AttributesQuery query) {
     return kept(attributes_, kept_attributes_, ordinal, query);
+}
+
+ContextCreationHook on_context_creation(ContextCreationHook hook) noexcept {
+    return g_context_hook.exchange(hook, std::memory_order_acq_rel);
 }
 
 Driver& driver() {

@@ -165,9 +165,12 @@ long minor_page_faults() {
 
 // --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
 // Prints its milliseconds and the minor page faults it took (first-touched code and memory, about
-// 2 us each on the H200 host: 15-20% of that call there).
+// 2 us each on the H200 host: 15-20% of that call there), then the milliseconds that making the
+// context took (Device::set_current: the driver's start, and kjit's warm start beside it).
 int probe() {
+    const auto t_context = Clock::now();
     Device::set_current(0);
+    const double context_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_context).count();
     const Stream s = Stream::legacy_default(Device::cuda(0));
     std::vector<float> host(1000, 1.5f);
     const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
@@ -186,10 +189,10 @@ int probe() {
     // code paths the first call has run already: what the first call pays for running cold code.
     if (const char* e = std::getenv("KJIT_PROBE_SECOND"); e != nullptr && e[0] == '1') {
         const auto [ms2, faults2] = first_call("y = a * x - b", "probe_axmb");
-        std::printf("%.4f %ld %.4f %ld\n", ms, faults, ms2, faults2);
+        std::printf("%.4f %ld %.4f %ld %.3f\n", ms, faults, ms2, faults2, context_ms);
         return 0;
     }
-    std::printf("%.4f %ld\n", ms, faults);
+    std::printf("%.4f %ld %.3f\n", ms, faults, context_ms);
     return 0;
 }
 

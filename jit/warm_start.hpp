@@ -1,0 +1,37 @@
+// A fresh process's first kernel call, readied while the driver creates the first context.
+//
+// Creating a device's primary context takes the driver 100 ms or more, most of it waiting on
+// the device. The first call of a cached kernel after it takes about a quarter of a millisecond
+// on the H200 host, and part of that is kjit's own once-per-process work, all of it cold: the
+// process's kernel cache (the environment, a stat and an access check of each folder), kjit's
+// build ID, a stat of libnvrtc, and page faults on libkjit's code. None of it depends on the
+// kernel. So when kjit is about to create a primary context (not when the application's is
+// already active: then there is nothing to overlap), it starts one short-lived thread that does
+// that work beside the driver, and the first call finds it done:
+//  - the process's kernel cache is made from the settings the environment gives at that moment;
+//    the first call takes it only if the environment then still gives the same settings;
+//  - kjit's build ID is read (plan notes are named with it);
+//  - the NVRTC file that the writable folder's record names is `stat`ed (a plan note's identity
+//    check `stat`s it again, then with the file system's caches warm);
+//  - every page of libkjit's code and read-only data is read once, so that the kernel maps them.
+// The thread reads no environment variable: getenv racing an application's setenv is undefined
+// behaviour, so what it needs is read before it starts. A process that exits waits for it (it
+// takes well under a millisecond); a child forked while it runs does not.
+//
+// KJIT_WARM_START=0 turns it off.
+#pragma once
+
+namespace kjit::jit {
+
+// Starts the thread described above, once per process; later calls do nothing. Never throws:
+// a thread that cannot be started is only a lost head start. Installed as the runtime's
+// context-creation hook when libkjit loads.
+void start_warm_start() noexcept;
+
+// Waits until the thread has finished, if one was started (tests).
+void wait_for_warm_start() noexcept;
+
+// Whether this process started the thread (tests).
+bool warm_start_started() noexcept;
+
+}  // namespace kjit::jit

@@ -1,0 +1,189 @@
+// The warm start (jit/warm_start.hpp): the runtime's context-creation hook, the prepared process
+// cache and when it is taken, and the thread's start, exit and fork. The warm start runs once per
+// process, so what it does to a fresh process is checked in fresh processes: this test program
+// started again with a hidden test case, on the pretend driver.
+#include "test_support.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cache/kernel_cache.hpp"
+#include "fake_driver.hpp"
+#include "jit/warm_start.hpp"
+#include "runtime/detail/driver.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using kjit::test::ScopedEnv;
+
+int g_hook_calls = 0;
+void count_hook() noexcept { ++g_hook_calls; }
+
+// A pretend driver whose primary context is already active (an application made it).
+kjit::detail::DriverApi driver_with_active_context() {
+    kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
+    api.cuDevicePrimaryCtxGetState = [](CUdevice, unsigned int* flags, int* active) {
+        *flags = 0;
+        *active = 1;
+        return CUDA_SUCCESS;
+    };
+    return api;
+}
+
+// This test program again, running only the hidden case [warm_start_child] with `mode` (and the
+// environment given, on top of this one's); its exit status (0: every check there passed).
+int run_child(const std::string& mode, const std::vector<std::string>& env) {
+    std::vector<std::string> vars = env;
+    vars.push_back("KJIT_TEST_WARM_MODE=" + mode);
+    auto set_here = [&](std::string_view var) {
+        const std::string_view name = var.substr(0, var.find('='));
+        for (const std::string& v : vars)
+            if (v.starts_with(name) && v.size() > name.size() && v[name.size()] == '=') return true;
+        return false;
+    };
+    for (char** e = environ; *e != nullptr; ++e)
+        if (!set_here(*e)) vars.emplace_back(*e);
+    std::vector<char*> envp;
+    for (std::string& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    std::string self = fs::read_symlink("/proc/self/exe").string(), tag = "[warm_start_child]";
+    char* argv[] = {self.data(), tag.data(), nullptr};
+    pid_t pid = 0;
+    REQUIRE(::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("the runtime calls the context-creation hook before it makes a primary context, not for an active one",
+          "[warm_start]") {
+    const kjit::detail::ContextCreationHook previous = kjit::detail::on_context_creation(&count_hook);
+    g_hook_calls = 0;
+    {
+        kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 1);
+        (void)kjit::detail::driver_on(0);
+        CHECK(g_hook_calls == 1);
+        (void)kjit::detail::driver_on(0);  // kept: not made again
+        CHECK(g_hook_calls == 1);
+    }
+    {
+        kjit::detail::ScopedDriverOverride fake(driver_with_active_context(), 1);
+        (void)kjit::detail::driver_on(0);
+        CHECK(g_hook_calls == 1);  // the application's context: nothing to overlap
+    }
+    CHECK(kjit::detail::on_context_creation(previous) == &count_hook);
+}
+
+TEST_CASE("a prepared process cache is taken only while the environment gives its settings", "[warm_start][kernel_cache]") {
+    const kjit::test::ProcessCacheGuard restore;
+    kjit::test::TempDir tmp;
+    const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+    fs::create_directories(a);
+    fs::create_directories(b);
+    ScopedEnv dir("KJIT_CACHE_DIR", a.c_str());
+    ScopedEnv path("KJIT_CACHE_PATH", nullptr);
+
+    kjit::cache::forget_process_cache();
+    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));
+    CHECK_FALSE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));  // one is there
+    CHECK(kjit::cache::process_cache()->settings().dir == a.string());
+    CHECK(kjit::cache::process_cache_was_prepared());
+    CHECK_FALSE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));  // made already
+
+    // The environment changed after the cache was prepared: the prepared one is dropped.
+    kjit::cache::forget_process_cache();
+    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));
+    {
+        ScopedEnv other("KJIT_CACHE_DIR", b.c_str());
+        CHECK(kjit::cache::process_cache()->settings().dir == b.string());
+        CHECK_FALSE(kjit::cache::process_cache_was_prepared());
+    }
+
+    // configure_cache() wins over a prepared cache.
+    kjit::cache::forget_process_cache();
+    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));
+    kjit::configure_cache(kjit::test::cache_in(b));
+    CHECK(kjit::cache::process_cache()->settings().dir == b.string());
+    CHECK_FALSE(kjit::cache::process_cache_was_prepared());
+}
+
+TEST_CASE("a fresh process's context creation readies its kernel cache on the warm start's thread", "[warm_start]") {
+    kjit::test::TempDir tmp;
+    const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+    fs::create_directories(a);
+    fs::create_directories(b);
+    const std::string dir_a = "KJIT_TEST_WARM_DIR=" + a.string(), no_off = "KJIT_WARM_START=1";
+    SECTION("taken when the environment is unchanged") { CHECK(run_child("taken", {dir_a, no_off}) == 0); }
+    SECTION("dropped when the environment changed before the first call") {
+        CHECK(run_child("changed:" + b.string(), {dir_a, no_off}) == 0);
+    }
+    SECTION("a cache folder that is not there is not made") {
+        CHECK(run_child("missing", {"KJIT_TEST_WARM_DIR=" + (tmp.path() / "none").string(), no_off}) == 0);
+        CHECK_FALSE(fs::exists(tmp.path() / "none"));
+    }
+    SECTION("not started with KJIT_WARM_START=0") { CHECK(run_child("off", {dir_a, "KJIT_WARM_START=0"}) == 0); }
+    SECTION("not started for an application's active context") { CHECK(run_child("active", {dir_a, no_off}) == 0); }
+    SECTION("a process that exits while it runs exits cleanly") { CHECK(run_child("exit", {dir_a, no_off}) == 0); }
+    SECTION("a child forked while it runs exits without waiting for it") {
+        CHECK(run_child("fork", {dir_a, no_off}) == 0);
+    }
+}
+
+// Not a test on its own: what run_child() starts (KJIT_TEST_WARM_MODE says what to check).
+TEST_CASE("warm start in a fresh process", "[.][warm_start_child]") {
+    const char* m = std::getenv("KJIT_TEST_WARM_MODE");
+    REQUIRE(m != nullptr);
+    const std::string mode = m;
+    const bool active = mode == "active";
+    // tests/main.cpp points KJIT_CACHE_DIR at a folder of its own: set as a process started with
+    // the test's folder would have it, before anything is made.
+    const char* dir = std::getenv("KJIT_TEST_WARM_DIR");
+    REQUIRE(dir != nullptr);
+    const ScopedEnv cache_dir("KJIT_CACHE_DIR", dir);
+    kjit::cache::forget_process_cache();
+    kjit::detail::ScopedDriverOverride fake(active ? driver_with_active_context() : kjit::test::make_fake_sm90_driver(), 1);
+    (void)kjit::detail::driver_on(0);  // the context is made: the hook runs
+    if (mode == "exit") return;        // exits now, the thread perhaps still running
+    if (mode == "fork") {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::alarm(10);  // a child that waited for a thread it does not have would hang: killed then
+            std::exit(0);  // runs the exit handlers, the warm start's among them
+        }
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+        return;
+    }
+    if (mode == "off" || active) {
+        CHECK_FALSE(kjit::jit::warm_start_started());
+        CHECK_FALSE(kjit::cache::process_cache_was_prepared());
+        (void)kjit::cache::process_cache();
+        CHECK_FALSE(kjit::cache::process_cache_was_prepared());
+        return;
+    }
+    REQUIRE(kjit::jit::warm_start_started());
+    if (mode == "missing") {
+        kjit::jit::wait_for_warm_start();
+        CHECK_FALSE(fs::exists(std::getenv("KJIT_CACHE_DIR")));  // the first call makes it, not the warm start
+        return;
+    }
+    std::optional<ScopedEnv> changed;
+    if (mode.starts_with("changed:")) changed.emplace("KJIT_CACHE_DIR", mode.substr(8).c_str());
+    kjit::jit::wait_for_warm_start();
+    const std::shared_ptr<kjit::cache::KernelCache> cache = kjit::cache::process_cache();
+    CHECK(cache->settings().dir == std::string(std::getenv("KJIT_CACHE_DIR")));
+    CHECK(kjit::cache::process_cache_was_prepared() == (mode == "taken"));
+}
