@@ -4,11 +4,14 @@
 // started again with a hidden test case, on the pretend driver.
 #include "test_support.hpp"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "fake_driver.hpp"
 #include "jit/warm_start.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/driver_warm_up.hpp"
 
 extern char** environ;
 
@@ -25,7 +29,7 @@ namespace fs = std::filesystem;
 using kjit::test::ScopedEnv;
 
 int g_hook_calls = 0;
-void count_hook() noexcept { ++g_hook_calls; }
+void count_hook(kjit::detail::Driver&, int) noexcept { ++g_hook_calls; }
 
 // A pretend driver whose primary context is already active (an application made it).
 kjit::detail::DriverApi driver_with_active_context() {
@@ -56,11 +60,25 @@ int run_child(const std::string& mode, const std::vector<std::string>& env) {
     envp.push_back(nullptr);
     std::string self = fs::read_symlink("/proc/self/exe").string(), tag = "[warm_start_child]";
     char* argv[] = {self.data(), tag.data(), nullptr};
+    // Its output goes to a file, shown only when it failed.
+    const kjit::test::TempDir out;
+    const std::string log = (out.path() / "child.log").string();
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&files, 1, 2);
     pid_t pid = 0;
-    REQUIRE(::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
+    const int spawned = ::posix_spawn(&pid, self.c_str(), &files, nullptr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&files);
+    REQUIRE(spawned == 0);
     int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (rc != 0) {
+        std::ifstream f(log);
+        UNSCOPED_INFO("the child (" << mode << ") printed:\n" << std::string(std::istreambuf_iterator<char>(f), {}));
+    }
+    return rc;
 }
 
 }  // namespace
@@ -139,12 +157,27 @@ TEST_CASE("a fresh process's context creation readies its kernel cache on the wa
     }
 }
 
+TEST_CASE("on the GPU, the warm start loads the driver's warm-up module into the new context", "[gpu][warm_start]") {
+    KJIT_REQUIRE_GPU();
+    kjit::test::TempDir tmp;
+    CHECK(run_child("gpu", {"KJIT_TEST_WARM_DIR=" + tmp.path().string(), "KJIT_WARM_START=1"}) == 0);
+    // KJIT_WARM_START=files: the rest, not the driver.
+    CHECK(run_child("gpu-files", {"KJIT_TEST_WARM_DIR=" + tmp.path().string(), "KJIT_WARM_START=files"}) == 0);
+}
+
 // Not a test on its own: what run_child() starts (KJIT_TEST_WARM_MODE says what to check).
 TEST_CASE("warm start in a fresh process", "[.][warm_start_child]") {
     const char* m = std::getenv("KJIT_TEST_WARM_MODE");
     REQUIRE(m != nullptr);
     const std::string mode = m;
     const bool active = mode == "active";
+    if (mode.starts_with("gpu")) {  // the real driver: the warm start ends with the driver's warm-up
+        kjit::Device::set_current(0);
+        REQUIRE(kjit::jit::warm_start_started());
+        kjit::jit::wait_for_warm_start();
+        CHECK(kjit::detail::driver_warmed_up() == (mode == "gpu"));
+        return;
+    }
     // tests/main.cpp points KJIT_CACHE_DIR at a folder of its own: set as a process started with
     // the test's folder would have it, before anything is made.
     const char* dir = std::getenv("KJIT_TEST_WARM_DIR");
