@@ -15,7 +15,6 @@
 #include "jit/plan_note.hpp"
 #include "kjit/cache.hpp"
 #include "runtime/detail/driver.hpp"
-#include "runtime/detail/driver_warm_up.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -37,16 +36,8 @@ bool is_folder(const std::string& dir) {
     return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// What the thread is given: read before it starts.
-struct WarmInputs {
-    CacheSettings settings;
-    kjit::detail::Driver* driver = nullptr;  // the process's driver, to warm up; null: not
-    int ordinal = 0;
-};
-
 // The thread's work (see the header). Reads no environment variable.
-void warm(const WarmInputs& in) noexcept {
-    const CacheSettings& settings = in.settings;
+void warm(const CacheSettings& settings) noexcept {
     try {
         // Only folders that exist (making the writable one is the first call's business, and an
         // application that never calls a kernel should find none made) and absolute paths (the
@@ -59,8 +50,6 @@ void warm(const WarmInputs& in) noexcept {
         }
         (void)kjit_build_id();
         (void)detail::map_in_own_image();
-        // Last: it waits for the context, which the driver is still making.
-        if (in.driver != nullptr) (void)kjit::detail::warm_up_driver(*in.driver, in.ordinal);
     } catch (...) {
         // only a head start: the first call does whatever was not done here
     }
@@ -77,20 +66,12 @@ void wait_at_exit() noexcept { wait_for_warm_start(); }
 
 }  // namespace
 
-void start_warm_start(kjit::detail::Driver& driver, int ordinal) noexcept {
+void start_warm_start() noexcept {
     try {
-        std::call_once(g_once, [&] {
-            const char* setting = std::getenv("KJIT_WARM_START");
-            const std::string_view mode = setting != nullptr ? setting : "";
-            if (mode == "0") return;
-            WarmInputs in{CacheSettings::from_environment()};
-            // A test's driver dies with its scope, which the thread may outlive: only the process's.
-            if (mode != "files" && driver.is_process_driver()) {
-                in.driver = &driver;
-                in.ordinal = ordinal;
-            }
+        std::call_once(g_once, [] {
+            if (const char* off = std::getenv("KJIT_WARM_START"); off != nullptr && std::string_view(off) == "0") return;
             auto w = std::make_unique<WarmStart>();
-            w->thread = std::thread(warm, std::move(in));
+            w->thread = std::thread(warm, CacheSettings::from_environment());
             g_warm.store(w.release());
             // Registered after every static object the thread uses was made, so that a process
             // exiting while it runs waits for it before those are destroyed.

@@ -13,27 +13,20 @@
 //  - kjit's build ID is read (plan notes are named with it);
 //  - the NVRTC file that the writable folder's record names is `stat`ed (a plan note's identity
 //    check `stat`s it again, then with the file system's caches warm);
-//  - every page of libkjit's code and read-only data is read once, so that the kernel maps them;
-//  - last, once the context is made, the driver's warm-up module is loaded into it
-//    (runtime/detail/driver_warm_up.hpp): the driver's first-module costs, paid here.
+//  - every page of libkjit's code and read-only data is read once, so that the kernel maps them.
 // The thread reads no environment variable: getenv racing an application's setenv is undefined
 // behaviour, so what it needs is read before it starts. A process that exits waits for it (it
 // takes well under a millisecond); a child forked while it runs does not.
 //
-// KJIT_WARM_START=0 turns it off; KJIT_WARM_START=files leaves the driver alone (no module
-// loaded: for an application that wants no driver call on a thread it did not start).
+// KJIT_WARM_START=0 turns it off.
 #pragma once
-
-namespace kjit::detail {
-class Driver;
-}
 
 namespace kjit::jit {
 
 // Starts the thread described above, once per process; later calls do nothing. Never throws:
 // a thread that cannot be started is only a lost head start. Installed as the runtime's
 // context-creation hook when libkjit loads.
-void start_warm_start(kjit::detail::Driver& driver, int ordinal) noexcept;
+void start_warm_start() noexcept;
 
 // Waits until the thread has finished, if one was started (tests).
 void wait_for_warm_start() noexcept;

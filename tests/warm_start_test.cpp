@@ -19,7 +19,6 @@
 #include "fake_driver.hpp"
 #include "jit/warm_start.hpp"
 #include "runtime/detail/driver.hpp"
-#include "runtime/detail/driver_warm_up.hpp"
 
 extern char** environ;
 
@@ -29,7 +28,7 @@ namespace fs = std::filesystem;
 using kjit::test::ScopedEnv;
 
 int g_hook_calls = 0;
-void count_hook(kjit::detail::Driver&, int) noexcept { ++g_hook_calls; }
+void count_hook() noexcept { ++g_hook_calls; }
 
 // A pretend driver whose primary context is already active (an application made it).
 kjit::detail::DriverApi driver_with_active_context() {
@@ -157,12 +156,11 @@ TEST_CASE("a fresh process's context creation readies its kernel cache on the wa
     }
 }
 
-TEST_CASE("on the GPU, the warm start loads the driver's warm-up module into the new context", "[gpu][warm_start]") {
+TEST_CASE("on the GPU, the warm start runs when kjit makes the context and readies the first call's cache",
+          "[gpu][warm_start]") {
     KJIT_REQUIRE_GPU();
     kjit::test::TempDir tmp;
     CHECK(run_child("gpu", {"KJIT_TEST_WARM_DIR=" + tmp.path().string(), "KJIT_WARM_START=1"}) == 0);
-    // KJIT_WARM_START=files: the rest, not the driver.
-    CHECK(run_child("gpu-files", {"KJIT_TEST_WARM_DIR=" + tmp.path().string(), "KJIT_WARM_START=files"}) == 0);
 }
 
 // Not a test on its own: what run_child() starts (KJIT_TEST_WARM_MODE says what to check).
@@ -171,11 +169,14 @@ TEST_CASE("warm start in a fresh process", "[.][warm_start_child]") {
     REQUIRE(m != nullptr);
     const std::string mode = m;
     const bool active = mode == "active";
-    if (mode.starts_with("gpu")) {  // the real driver: the warm start ends with the driver's warm-up
+    if (mode == "gpu") {  // the real driver, whose context this process has not made yet
+        const ScopedEnv cache_dir("KJIT_CACHE_DIR", std::getenv("KJIT_TEST_WARM_DIR"));
+        kjit::cache::forget_process_cache();
         kjit::Device::set_current(0);
         REQUIRE(kjit::jit::warm_start_started());
         kjit::jit::wait_for_warm_start();
-        CHECK(kjit::detail::driver_warmed_up() == (mode == "gpu"));
+        (void)kjit::cache::process_cache();
+        CHECK(kjit::cache::process_cache_was_prepared());
         return;
     }
     // tests/main.cpp points KJIT_CACHE_DIR at a folder of its own: set as a process started with

@@ -32,15 +32,15 @@ std::atomic<ContextCreationHook> g_context_hook{nullptr};
 
 // Calls the hook before a primary context is created. A table without cuDevicePrimaryCtxGetState
 // (a test's) is taken to create the context.
-void before_context_creation(Driver& driver, int ordinal, CUdevice dev) {
+void before_context_creation(const DriverApi& api, CUdevice dev) {
     const ContextCreationHook hook = g_context_hook.load(std::memory_order_acquire);
     if (hook == nullptr) return;
     unsigned int flags = 0;
     int active = 0;
-    if (driver.cuDevicePrimaryCtxGetState != nullptr &&
-        driver.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active != 0)
+    if (api.cuDevicePrimaryCtxGetState != nullptr && api.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
+        active != 0)
         return;
-    hook(driver, ordinal);
+    hook();
 }
 
 // The driver in use: the real one, or a test's override.
@@ -146,20 +146,12 @@ CUcontext Driver::primary_context(int ordinal) {
     if (CUcontext ctx = contexts_[ordinal].load(std::memory_order_relaxed)) return ctx;
     CUdevice dev{};
     KJIT_CU_CHECK(cuDeviceGet(&dev, ordinal));
-    before_context_creation(*this, ordinal, dev);
+    before_context_creation(*this, dev);
     CUcontext ctx = nullptr;
     KJIT_CU_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
     contexts_[ordinal].store(ctx, std::memory_order_release);
     return ctx;
 }
-
-CUcontext Driver::made_context(int ordinal) {
-    check_ordinal(ordinal);
-    std::lock_guard lock(mutex_);  // held while a context is made (primary_context)
-    return contexts_[ordinal].load(std::memory_order_relaxed);
-}
-
-bool Driver::is_process_driver() const noexcept { return this == g_real.get(); }
 
 void Driver::make_current(int ordinal) {
     CUcontext wanted = primary_context(ordinal);

@@ -67,12 +67,6 @@ public:
     CUcontext primary_context(int ordinal);
     // Makes the device's primary context current on this thread unless it already is.
     void make_current(int ordinal);
-    // The device's primary context once made, waiting while another thread makes it; null when
-    // it was not made (or making it failed). Never makes it.
-    CUcontext made_context(int ordinal);
-    // Whether this is the process's driver (the real one, which lives as long as the process),
-    // not a test's override.
-    bool is_process_driver() const noexcept;
     // kjit's stream-ordered memory pool for the device (created on first use).
     CUmemoryPool memory_pool(int ordinal);
     // The device's properties, asked of `query` the first time and kept: they do not change while
@@ -104,13 +98,11 @@ private:
 
 // Work to start when kjit is about to create a device's primary context: the driver's slowest
 // step (100 ms or more), which other work can overlap. Set by the layers above the runtime
-// (jit/warm_start.cpp), so that the runtime depends on none of them. Called with the driver and
-// the device's ordinal on the thread that creates the context, before kjit first retains that
-// primary context, and only when it is not active yet (an application's own context is already
-// there: nothing to overlap). Must not throw, nor wait for anything that waits for the context.
-// Returns the hook it replaces.
-class Driver;
-using ContextCreationHook = void (*)(Driver& driver, int ordinal) noexcept;
+// (jit/warm_start.cpp), so that the runtime depends on none of them. Called on the thread that
+// creates the context, before kjit first retains a device's primary context, and only when that
+// context is not active yet (an application's own context is already there: nothing to
+// overlap). Must not throw. Returns the hook it replaces.
+using ContextCreationHook = void (*)() noexcept;
 ContextCreationHook on_context_creation(ContextCreationHook hook) noexcept;
 
 // The process's driver, loaded and initialised on first use. Throws NoDeviceError saying what is
