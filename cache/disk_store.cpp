@@ -19,6 +19,7 @@
 
 #include "cache/cache_key.hpp"
 #include "cache/file_io.hpp"
+#include "cache/recent_notes.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/trace_points.hpp"
@@ -454,6 +455,12 @@ std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& k
 
 void DiskStore::clear() {
     if (!writable_) return;
+    // The list of recent notes names none of what is left (a name that names nothing is only a
+    // miss, but a cleared folder holds no list).
+    std::error_code ec;
+    for (const auto& f : fs::directory_iterator(dir_, ec))
+        if (const std::string n = f.path().filename().string(); n == kRecentNotesFile || n.starts_with(std::string(kRecentNotesFile) + ".tmp."))
+            ::unlink(f.path().c_str());
     for (const auto& f : shard_files(dir_)) {
         if (f.kind == FileKind::entry || f.kind == FileKind::alias || f.kind == FileKind::alias_temporary ||
             f.kind == FileKind::note || f.kind == FileKind::note_temporary) {
@@ -586,6 +593,7 @@ bool DiskStore::write_note(const std::string& name, const std::string& text, std
     // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line or its
     // entry's checksum.
     if (!write_small_file(name, kNoteSuffix, bytes, "note", false)) return false;
+    (void)remember_recent_note(dir_, name, file_mode_);  // a hint: a failed write loses nothing
     if (max_bytes_ > 0) prune_except(max_bytes_, file_path(dir_.native(), name, kNoteSuffix));
     return true;
 }
@@ -614,9 +622,9 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
 namespace {
 // The note file open as `fd` (of `path`), read whole with one fstat (its size, and `st` for the
 // access time) and one read; nothing when it is not a note.
-std::optional<DiskStore::Note> read_note_file(int fd, struct stat& st) {
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) > kMaxNoteTextBytes + kMaxNoteEntryBytes)
+std::optional<DiskStore::Note> read_note_file(int fd, struct stat& st,
+                                              std::uint64_t max_bytes = kMaxNoteTextBytes + kMaxNoteEntryBytes) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes)
         return std::nullopt;
     const auto size = static_cast<std::size_t>(st.st_size);
     std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
@@ -640,6 +648,29 @@ std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) con
             kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
     }
     return note;
+}
+
+std::optional<DiskStore::Note> DiskStore::peek_note(const std::string& name, std::size_t max_bytes,
+                                                   std::int64_t& last_used) const {
+    if (!usable_ || !is_valid_key(name)) return std::nullopt;
+    const std::string path = file_path(dir_.native(), name, kNoteSuffix);
+    Fd fd = open_retry(path.c_str(), O_RDONLY);
+    if (!fd) return std::nullopt;
+    struct stat st {};
+    std::optional<Note> note =
+        read_note_file(fd.get(), st, std::min<std::uint64_t>(max_bytes, kMaxNoteTextBytes + kMaxNoteEntryBytes));
+    if (note) last_used = last_used_ns(st);
+    return note;
+}
+
+void DiskStore::record_note_use(const std::string& name, std::int64_t last_used) const {
+    struct stat st {};
+    st.st_atim = {static_cast<time_t>(last_used / 1'000'000'000), static_cast<long>(last_used % 1'000'000'000)};
+    if (!writable_ || !is_valid_key(name) || used_lately(st)) return;
+    const std::string path = file_path(dir_.native(), name, kNoteSuffix);
+    const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+    if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0 && errno != ENOENT)
+        kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
 }
 
 std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {

@@ -17,6 +17,9 @@
 //
 // Thread safety: a DiskStore may be used from many threads at once; it keeps no mutable state
 // besides an atomic counter.
+//
+// Beside the shards, <dir>/recent-notes names the notes written last (cache/recent_notes.hpp),
+// and <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
 #pragma once
 
 #include <atomic>
@@ -139,6 +142,13 @@ public:
     static constexpr std::size_t kMaxNoteEntryBytes = 4 * 1024 * 1024;
     bool write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry = {});
     std::optional<Note> read_note(const std::string& name) const;
+    // A note as read_note() reads it, when its file holds at most `max_bytes`, without recording
+    // its use: for reading notes ahead (KernelCache::prefetch_notes). `last_used_ns` gets its
+    // recorded last use, for record_note_use() when it is used.
+    std::optional<Note> peek_note(const std::string& name, std::size_t max_bytes, std::int64_t& last_used_ns) const;
+    // Records a use of note `name` last used at `last_used_ns` (peek_note), as read_note() does:
+    // only when that is over a minute ago, and only in a writable folder.
+    void record_note_use(const std::string& name, std::int64_t last_used_ns) const;
     // Every note whose text fails its check line. Removes nothing.
     std::vector<std::pair<std::filesystem::path, std::string>> verify_notes() const;
 

@@ -1,5 +1,6 @@
 #include "cache/kernel_cache.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -7,6 +8,7 @@
 #include <xxhash.h>
 
 #include "cache/manifest.hpp"
+#include "cache/recent_notes.hpp"
 #include "kjit/error.hpp"
 #include "kjit/info.hpp"
 #include "runtime/detail/log.hpp"
@@ -56,11 +58,11 @@ std::shared_ptr<KernelCache> process_cache() {
     return g_process;
 }
 
-bool prepare_process_cache(const CacheSettings& settings) {
+std::shared_ptr<KernelCache> prepare_process_cache(const CacheSettings& settings) {
     std::lock_guard lock(g_process_mutex);
-    if (g_process || g_prepared) return false;
+    if (g_process || g_prepared) return nullptr;
     g_prepared = std::make_shared<KernelCache>(settings);
-    return true;
+    return g_prepared;
 }
 
 bool process_cache_was_prepared() {
@@ -203,6 +205,10 @@ std::string KernelCache::writable_dir() const {
 
 std::optional<KernelCache::FoundNote> KernelCache::read_note(const std::string& name) const {
     std::size_t layer = 0;
+    if (std::optional<PrefetchedNote> ahead = take_prefetched(name)) {
+        writable_->record_note_use(name, ahead->last_used_ns);
+        return FoundNote{std::move(ahead->note), layer};
+    }
     if (writable_) {
         if (std::optional<DiskStore::Note> note = writable_->read_note(name)) return FoundNote{std::move(*note), layer};
         ++layer;
@@ -228,7 +234,40 @@ std::shared_ptr<const Entry> KernelCache::take_carried_entry(const std::string& 
 void KernelCache::count_note_hit() { ++note_hits_; }
 
 bool KernelCache::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
+    (void)take_prefetched(name);  // what was read ahead is older than what is written now
     return writable_ && writable_->write_note(name, text, entry);
+}
+
+std::size_t KernelCache::prefetch_notes(std::size_t max_notes, std::size_t max_bytes) {
+    if (!writable_ || !writable_->usable()) return 0;
+    std::size_t taken = 0, bytes = 0;
+    for (const std::string& name : read_recent_notes(writable_->dir())) {
+        if (taken == max_notes || bytes >= max_bytes) break;
+        PrefetchedNote ahead{name, {}, 0};
+        std::optional<DiskStore::Note> note = writable_->peek_note(name, max_bytes - bytes, ahead.last_used_ns);
+        if (!note) continue;  // gone, damaged or too big: a first call reads it as before
+        bytes += note->size;
+        ahead.note = std::move(*note);
+        // The lock only around the list: a first call reading its note meanwhile is never held
+        // up by these reads.
+        std::lock_guard lock(prefetch_mutex_);
+        if (std::none_of(prefetched_.begin(), prefetched_.end(), [&](const PrefetchedNote& p) { return p.name == name; })) {
+            prefetched_.push_back(std::move(ahead));
+            ++taken;
+        }
+    }
+    return taken;
+}
+
+std::optional<KernelCache::PrefetchedNote> KernelCache::take_prefetched(const std::string& name) const {
+    std::lock_guard lock(prefetch_mutex_);
+    for (auto it = prefetched_.begin(); it != prefetched_.end(); ++it) {
+        if (it->name != name) continue;
+        PrefetchedNote found = std::move(*it);
+        prefetched_.erase(it);
+        return found;
+    }
+    return std::nullopt;
 }
 
 void KernelCache::store(const Entry& entry, const std::string& alias) {

@@ -64,6 +64,11 @@ public:
                                                     const std::string& arch, std::string& problem);
     // A note read was taken (its plan and keys used): counted in cache_stats().note_hits.
     void count_note_hit();
+    // Reads ahead up to `max_notes` of the notes the writable folder names as written last
+    // (cache/recent_notes.hpp), `max_bytes` in all, and keeps them until read_note() asks for one
+    // (which then opens no file, and records the note's use as a read would). Returns how many.
+    // For the warm start's thread (jit/warm_start.hpp); safe beside every other call.
+    std::size_t prefetch_notes(std::size_t max_notes, std::size_t max_bytes);
 
     // Stores an entry made outside a compile (a cubin the driver made from PTX) in the writable
     // folder and in memory, reachable by its key and by `alias`.
@@ -94,8 +99,18 @@ private:
     std::shared_ptr<const Entry> load_or_compile(const Request& request);
     void record(const std::string& spec_json, const std::string& arch);
 
+    // A note of the writable folder read ahead (prefetch_notes), until it is read or written.
+    struct PrefetchedNote {
+        std::string name;
+        DiskStore::Note note;
+        std::int64_t last_used_ns = 0;  // its recorded last use, as read ahead
+    };
+    std::optional<PrefetchedNote> take_prefetched(const std::string& name) const;
+
     CacheSettings settings_;
     std::unique_ptr<DiskStore> writable_;                  // null: memory only
+    mutable std::mutex prefetch_mutex_;
+    mutable std::vector<PrefetchedNote> prefetched_;  // a few: a flat list
     std::vector<std::unique_ptr<DiskStore>> read_only_;
     std::array<Shard, kShards> shards_;
 
@@ -111,8 +126,8 @@ std::shared_ptr<KernelCache> process_cache();
 // then still gives those settings; otherwise it is dropped. Does nothing once the process's
 // cache is made or one is prepared. Settings come from the caller, never from the environment
 // here: this runs on a thread of its own (jit/warm_start.cpp), where reading the environment
-// would race with an application's setenv. True when it made one.
-bool prepare_process_cache(const CacheSettings& settings);
+// would race with an application's setenv. The cache it made; null when it made none.
+std::shared_ptr<KernelCache> prepare_process_cache(const CacheSettings& settings);
 // Whether the process's cache, once made, is one that prepare_process_cache() made (tests).
 bool process_cache_was_prepared();
 // Forgets the process's cache, so that the next process_cache() makes it from the environment

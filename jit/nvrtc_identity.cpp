@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,23 @@ std::optional<std::string_view> field(std::string_view text, std::size_t& pos, s
     return value;
 }
 
+// The `stat` of one NVRTC file made ahead by stat_recorded_nvrtc(), taken by the next identity
+// check of that path (once: later checks `stat` the file themselves).
+struct StatAhead {
+    std::mutex mutex;
+    std::string path;
+    struct stat st {};
+};
+StatAhead g_stat_ahead;
+
+bool take_stat_ahead(std::string_view path, struct stat& st) {
+    const std::lock_guard lock(g_stat_ahead.mutex);
+    if (g_stat_ahead.path.empty() || g_stat_ahead.path != path) return false;
+    st = g_stat_ahead.st;
+    g_stat_ahead.path.clear();
+    return true;
+}
+
 }  // namespace
 
 std::string nvrtc_identity_lines(std::string_view library) {
@@ -88,7 +106,7 @@ std::size_t held_identity_lines(std::string_view text) {
     path->copy(file, path->size());
     file[path->size()] = '\0';
     struct stat st {};
-    if (::stat(file, &st) != 0) return 0;
+    if (!take_stat_ahead(*path, st) && ::stat(file, &st) != 0) return 0;
     auto same_number = [&](std::string_view name, auto value) {
         const std::optional<std::string_view> held = field(text, pos, name);
         char digits[24];
@@ -141,8 +159,12 @@ void stat_recorded_nvrtc(const std::string& cache_dir) {
     if (at == std::string::npos) return;
     const std::size_t begin = at + 6, end = text->find('\n', begin);
     if (end == std::string::npos || end == begin) return;
+    const std::string path = text->substr(begin, end - begin);
     struct stat st {};
-    (void)::stat(text->substr(begin, end - begin).c_str(), &st);
+    if (::stat(path.c_str(), &st) != 0) return;
+    const std::lock_guard lock(g_stat_ahead.mutex);
+    g_stat_ahead.path = path;
+    g_stat_ahead.st = st;
 }
 
 std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {

@@ -29,6 +29,10 @@ struct WarmStart {
 std::atomic<WarmStart*> g_warm{nullptr};
 std::once_flag g_once;
 
+// Notes read ahead: enough for the kernels a program's first calls use, little memory.
+constexpr std::size_t kNotesAhead = 16;
+constexpr std::size_t kNoteBytesAhead = std::size_t{1} << 20;
+
 bool absolute(const std::string& dir) { return !dir.empty() && dir.front() == '/'; }
 
 bool is_folder(const std::string& dir) {
@@ -45,8 +49,9 @@ void warm(const CacheSettings& settings) noexcept {
         bool folders = settings.disk && absolute(settings.dir) && is_folder(settings.dir);
         for (const std::string& d : settings.read_only) folders = folders && absolute(d);
         if (folders) {
-            cache::prepare_process_cache(settings);
+            const std::shared_ptr<cache::KernelCache> prepared = cache::prepare_process_cache(settings);
             stat_recorded_nvrtc(settings.dir);
+            if (prepared) (void)prepared->prefetch_notes(kNotesAhead, kNoteBytesAhead);
         }
         (void)kjit_build_id();
         (void)detail::map_in_own_image();

@@ -111,15 +111,15 @@ TEST_CASE("a prepared process cache is taken only while the environment gives it
     ScopedEnv path("KJIT_CACHE_PATH", nullptr);
 
     kjit::cache::forget_process_cache();
-    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));
-    CHECK_FALSE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));  // one is there
+    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()) != nullptr);
+    CHECK(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()) == nullptr);  // one is there
     CHECK(kjit::cache::process_cache()->settings().dir == a.string());
     CHECK(kjit::cache::process_cache_was_prepared());
-    CHECK_FALSE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));  // made already
+    CHECK(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()) == nullptr);  // made already
 
     // The environment changed after the cache was prepared: the prepared one is dropped.
     kjit::cache::forget_process_cache();
-    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));
+    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()) != nullptr);
     {
         ScopedEnv other("KJIT_CACHE_DIR", b.c_str());
         CHECK(kjit::cache::process_cache()->settings().dir == b.string());
@@ -128,7 +128,7 @@ TEST_CASE("a prepared process cache is taken only while the environment gives it
 
     // configure_cache() wins over a prepared cache.
     kjit::cache::forget_process_cache();
-    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()));
+    REQUIRE(kjit::cache::prepare_process_cache(kjit::CacheSettings::from_environment()) != nullptr);
     kjit::configure_cache(kjit::test::cache_in(b));
     CHECK(kjit::cache::process_cache()->settings().dir == b.string());
     CHECK_FALSE(kjit::cache::process_cache_was_prepared());
