@@ -4,19 +4,22 @@
 // the device. The first call of a cached kernel after it takes about a quarter of a millisecond
 // on the H200 host, and part of that is kjit's own once-per-process work, all of it cold: the
 // process's kernel cache (the environment, a stat and an access check of each folder), kjit's
-// build ID, a stat of libnvrtc, and page faults on libkjit's code. None of it depends on the
-// kernel. So when kjit is about to create a primary context (not when the application's is
-// already active: then there is nothing to overlap), it starts one short-lived thread that does
-// that work beside the driver, and the first call finds it done:
+// build ID, a stat of libnvrtc, and page faults on libkjit's code; then reading the kernel's
+// note, a file of its own. Most of it depends on no kernel, and the notes a folder wrote last
+// are the ones a program's first calls read. So when kjit is about to create a primary context
+// (not when the application's is already active: then there is nothing to overlap), it starts
+// one short-lived thread that does that work beside the driver, and the first call finds it done:
 //  - the process's kernel cache is made from the settings the environment gives at that moment;
 //    the first call takes it only if the environment then still gives the same settings;
 //  - kjit's build ID is read (plan notes are named with it);
-//  - the NVRTC file that the writable folder's record names is `stat`ed (a plan note's identity
-//    check `stat`s it again, then with the file system's caches warm);
+//  - the notes the writable folder wrote last are read into that cache (up to 16, 1 MB), so that
+//    a first call that wants one of them opens no file (cache/recent_notes.hpp);
+//  - the NVRTC file that the writable folder's record names is `stat`ed, and the next plan
+//    note's identity check of that path takes this `stat` instead of making its own;
 //  - every page of libkjit's code and read-only data is read once, so that the kernel maps them.
 // The thread reads no environment variable: getenv racing an application's setenv is undefined
 // behaviour, so what it needs is read before it starts. A process that exits waits for it (it
-// takes well under a millisecond); a child forked while it runs does not.
+// takes about a millisecond at most); a child forked while it runs does not.
 //
 // KJIT_WARM_START=0 turns it off.
 #pragma once
