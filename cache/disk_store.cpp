@@ -455,12 +455,7 @@ std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& k
 
 void DiskStore::clear() {
     if (!writable_) return;
-    // The list of recent notes names none of what is left (a name that names nothing is only a
-    // miss, but a cleared folder holds no list).
-    std::error_code ec;
-    for (const auto& f : fs::directory_iterator(dir_, ec))
-        if (const std::string n = f.path().filename().string(); n == kRecentNotesFile || n.starts_with(std::string(kRecentNotesFile) + ".tmp."))
-            ::unlink(f.path().c_str());
+    forget_recent_notes(dir_);  // it would name none of what is left
     for (const auto& f : shard_files(dir_)) {
         if (f.kind == FileKind::entry || f.kind == FileKind::alias || f.kind == FileKind::alias_temporary ||
             f.kind == FileKind::note || f.kind == FileKind::note_temporary) {
@@ -654,7 +649,10 @@ std::optional<DiskStore::Note> DiskStore::peek_note(const std::string& name, std
                                                    std::int64_t& last_used) const {
     if (!usable_ || !is_valid_key(name)) return std::nullopt;
     const std::string path = file_path(dir_.native(), name, kNoteSuffix);
-    Fd fd = open_retry(path.c_str(), O_RDONLY);
+    // O_NOATIME: reading ahead is no use; a relatime mount would otherwise record one, and the
+    // notes read ahead would never be evicted (only the file's owner may ask: else without).
+    Fd fd = open_retry(path.c_str(), O_RDONLY | O_NOATIME);
+    if (!fd && errno == EPERM) fd = open_retry(path.c_str(), O_RDONLY);
     if (!fd) return std::nullopt;
     struct stat st {};
     std::optional<Note> note =

@@ -234,7 +234,13 @@ std::shared_ptr<const Entry> KernelCache::take_carried_entry(const std::string& 
 void KernelCache::count_note_hit() { ++note_hits_; }
 
 bool KernelCache::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
-    (void)take_prefetched(name);  // what was read ahead is older than what is written now
+    {
+        // What was read ahead is older than what is written now, and so is what a read ahead
+        // still under way holds: neither is served from now on.
+        std::lock_guard lock(prefetch_mutex_);
+        std::erase_if(prefetched_, [&](const PrefetchedNote& p) { return p.name == name; });
+        if (std::find(written_notes_.begin(), written_notes_.end(), name) == written_notes_.end()) written_notes_.push_back(name);
+    }
     return writable_ && writable_->write_note(name, text, entry);
 }
 
@@ -251,7 +257,9 @@ std::size_t KernelCache::prefetch_notes(std::size_t max_notes, std::size_t max_b
         // The lock only around the list: a first call reading its note meanwhile is never held
         // up by these reads.
         std::lock_guard lock(prefetch_mutex_);
-        if (std::none_of(prefetched_.begin(), prefetched_.end(), [&](const PrefetchedNote& p) { return p.name == name; })) {
+        const auto same = [&](const auto& n) { return n == name; };
+        if (std::none_of(written_notes_.begin(), written_notes_.end(), same) &&
+            std::none_of(prefetched_.begin(), prefetched_.end(), [&](const PrefetchedNote& p) { return p.name == name; })) {
             prefetched_.push_back(std::move(ahead));
             ++taken;
         }

@@ -111,6 +111,7 @@ private:
     std::unique_ptr<DiskStore> writable_;                  // null: memory only
     mutable std::mutex prefetch_mutex_;
     mutable std::vector<PrefetchedNote> prefetched_;  // a few: a flat list
+    std::vector<std::string> written_notes_;          // notes this cache wrote: never read ahead after
     std::vector<std::unique_ptr<DiskStore>> read_only_;
     std::array<Shard, kShards> shards_;
 

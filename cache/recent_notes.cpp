@@ -67,4 +67,13 @@ bool remember_recent_note(const std::filesystem::path& dir, const std::string& n
     return true;
 }
 
+void forget_recent_notes(const std::filesystem::path& dir) {
+    const std::string temporaries = std::string(kRecentNotesFile) + ".tmp.";
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = f.path().filename().string();
+        if (name == kRecentNotesFile || name.starts_with(temporaries)) ::unlink(f.path().c_str());
+    }
+}
+
 }  // namespace kjit::cache

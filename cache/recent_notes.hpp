@@ -29,4 +29,7 @@ std::vector<std::string> read_recent_notes(const std::filesystem::path& dir);
 // with `mode`. False when it could not be written (nothing else depends on it).
 bool remember_recent_note(const std::filesystem::path& dir, const std::string& name, mode_t mode);
 
+// Removes the list in `dir`, and temporaries of it that a killed writer left (kjit cache clear).
+void forget_recent_notes(const std::filesystem::path& dir);
+
 }  // namespace kjit::cache

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <string_view>
 #include <cstdio>
 #include <cstdlib>
@@ -54,19 +55,24 @@ std::optional<std::string_view> field(std::string_view text, std::size_t& pos, s
 }
 
 // The `stat` of one NVRTC file made ahead by stat_recorded_nvrtc(), taken by the next identity
-// check of that path (once: later checks `stat` the file themselves).
+// check of that path (once: later checks `stat` the file themselves) made within kStatAheadLife
+// of it: a process's first call comes a few hundred milliseconds after its context creation,
+// and an older `stat` is not what a check "now" means.
+constexpr std::chrono::seconds kStatAheadLife{2};
 struct StatAhead {
     std::mutex mutex;
     std::string path;
     struct stat st {};
+    std::chrono::steady_clock::time_point taken;
 };
 StatAhead g_stat_ahead;
 
 bool take_stat_ahead(std::string_view path, struct stat& st) {
     const std::lock_guard lock(g_stat_ahead.mutex);
     if (g_stat_ahead.path.empty() || g_stat_ahead.path != path) return false;
-    st = g_stat_ahead.st;
     g_stat_ahead.path.clear();
+    if (std::chrono::steady_clock::now() - g_stat_ahead.taken > kStatAheadLife) return false;
+    st = g_stat_ahead.st;
     return true;
 }
 
@@ -165,6 +171,7 @@ void stat_recorded_nvrtc(const std::string& cache_dir) {
     const std::lock_guard lock(g_stat_ahead.mutex);
     g_stat_ahead.path = path;
     g_stat_ahead.st = st;
+    g_stat_ahead.taken = std::chrono::steady_clock::now();
 }
 
 std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {

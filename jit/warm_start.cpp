@@ -10,24 +10,24 @@
 #include <thread>
 
 #include "cache/kernel_cache.hpp"
+#include "jit/elf_image.hpp"
 #include "jit/nvrtc_identity.hpp"
-#include "jit/nvrtc_version.hpp"
 #include "jit/plan_note.hpp"
 #include "kjit/cache.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/log.hpp"
 
 namespace kjit::jit {
 namespace {
 
-// Made once and never destroyed: a child forked while the thread runs inherits this object but
-// not the thread, and must neither join nor destroy it.
+// Made once and never destroyed (the exit handlers run while static objects are being destroyed).
 struct WarmStart {
     std::thread thread;
     std::mutex join_mutex;
-    std::atomic<bool> forked{false};
 };
 std::atomic<WarmStart*> g_warm{nullptr};
 std::once_flag g_once;
+std::atomic<int> g_pause_ms{0};  // set_warm_start_pause_for_tests()
 
 // Notes read ahead: enough for the kernels a program's first calls use, little memory.
 constexpr std::size_t kNotesAhead = 16;
@@ -41,8 +41,9 @@ bool is_folder(const std::string& dir) {
 }
 
 // The thread's work (see the header). Reads no environment variable.
-void warm(const CacheSettings& settings) noexcept {
+void warm(const CacheSettings& settings, int pause_ms) noexcept {
     try {
+        if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
         // Only folders that exist (making the writable one is the first call's business, and an
         // application that never calls a kernel should find none made) and absolute paths (the
         // working folder may change before the first call).
@@ -53,15 +54,10 @@ void warm(const CacheSettings& settings) noexcept {
             stat_recorded_nvrtc(settings.dir);
             if (prepared) (void)prepared->prefetch_notes(kNotesAhead, kNoteBytesAhead);
         }
-        (void)kjit_build_id();
         (void)detail::map_in_own_image();
     } catch (...) {
         // only a head start: the first call does whatever was not done here
     }
-}
-
-void forget_in_child() noexcept {
-    if (WarmStart* w = g_warm.load()) w->forked.store(true);
 }
 
 void wait_at_exit() noexcept { wait_for_warm_start(); }
@@ -75,12 +71,18 @@ void start_warm_start() noexcept {
     try {
         std::call_once(g_once, [] {
             if (const char* off = std::getenv("KJIT_WARM_START"); off != nullptr && std::string_view(off) == "0") return;
+            // Made here, not on the thread: KJIT_LOG is read on first use (a warning on the thread
+            // would read it there), and a function's static object made after the exit handler
+            // below is registered would be destroyed before that handler waits for the thread.
+            (void)kjit::detail::log_level();
+            (void)kjit_build_id();
             auto w = std::make_unique<WarmStart>();
-            w->thread = std::thread(warm, CacheSettings::from_environment());
+            w->thread = std::thread(warm, CacheSettings::from_environment(), g_pause_ms.load());
             g_warm.store(w.release());
-            // Registered after every static object the thread uses was made, so that a process
-            // exiting while it runs waits for it before those are destroyed.
-            pthread_atfork(nullptr, nullptr, &forget_in_child);
+            // A process that exits, or forks, while the thread runs waits for it first: exit must
+            // not destroy what it uses, and a child must not inherit a lock it holds (the process
+            // cache's, the log's), which nothing in the child would ever release.
+            pthread_atfork(&wait_at_exit, nullptr, nullptr);
             std::atexit(&wait_at_exit);
         });
     } catch (...) {
@@ -90,15 +92,17 @@ void start_warm_start() noexcept {
 
 void wait_for_warm_start() noexcept {
     WarmStart* w = g_warm.load();
-    if (w == nullptr || w->forked.load()) return;
+    if (w == nullptr) return;
     try {
         const std::lock_guard lock(w->join_mutex);
-        if (w->thread.joinable()) w->thread.join();
+        if (w->thread.joinable() && w->thread.get_id() != std::this_thread::get_id()) w->thread.join();
     } catch (...) {
         // join failed (it cannot, short of a corrupt thread): nothing to wait for then
     }
 }
 
 bool warm_start_started() noexcept { return g_warm.load() != nullptr; }
+
+void set_warm_start_pause_for_tests(int milliseconds) noexcept { g_pause_ms.store(milliseconds); }
 
 }  // namespace kjit::jit

@@ -18,8 +18,9 @@
 //    note's identity check of that path takes this `stat` instead of making its own;
 //  - every page of libkjit's code and read-only data is read once, so that the kernel maps them.
 // The thread reads no environment variable: getenv racing an application's setenv is undefined
-// behaviour, so what it needs is read before it starts. A process that exits waits for it (it
-// takes about a millisecond at most); a child forked while it runs does not.
+// behaviour, so what it needs is read before it starts. A process that exits or forks while it
+// runs waits for it first (it takes about a millisecond): exit must not destroy what it uses,
+// and a child must not inherit a lock it holds.
 //
 // KJIT_WARM_START=0 turns it off.
 #pragma once
@@ -36,5 +37,9 @@ void wait_for_warm_start() noexcept;
 
 // Whether this process started the thread (tests).
 bool warm_start_started() noexcept;
+
+// Tests: a thread started from now on first sleeps this long (0: not at all), so that a test can
+// exit or fork while it runs.
+void set_warm_start_pause_for_tests(int milliseconds) noexcept;
 
 }  // namespace kjit::jit

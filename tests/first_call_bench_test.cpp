@@ -327,7 +327,9 @@ void print_trace_points(const char* call, std::uint64_t tsc0, std::uint64_t tsc1
 
 }  // namespace
 
-// KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_probe]".
+// KJIT_BENCH_CACHE_DIR=DIR kjit_tests "[cache_bench_probe]". The test runner turns the warm
+// start off unless KJIT_WARM_START is set: KJIT_WARM_START=1 measures a first call as a process
+// has it by default.
 TEST_CASE("a fresh process's first call of a cached kernel, whole", "[.][cache_bench_probe]") {
     using clock = std::chrono::steady_clock;
     const FreshProcess fresh(/*lazy_cache=*/true);

@@ -119,8 +119,13 @@ TEST_CASE("notes read ahead are served from memory once, their use recorded as a
         fs::remove(note_file(dir, name_of(2)));
         CHECK(fresh.read_note(name_of(2)));  // the newest, read ahead
         CHECK_FALSE(fresh.read_note(name_of(1)));
-        KernelCache small(kjit::test::cache_in(dir));
-        CHECK(small.prefetch_notes(16, 100) == 0);  // gone now, and too big before
+    }
+    SECTION("a note past the bytes left is not read ahead; a smaller older one is") {
+        KernelCache fresh(kjit::test::cache_in(dir));
+        CHECK(fresh.prefetch_notes(16, 1000) == 1);  // the newest (3 KB) is too big
+        fs::remove(note_file(dir, name_of(1)));
+        CHECK(fresh.read_note(name_of(1)));
+        CHECK(fresh.read_note(name_of(2)));  // from the folder
     }
     SECTION("a note written after it was read ahead is read from the folder") {
         KernelCache fresh(kjit::test::cache_in(dir));

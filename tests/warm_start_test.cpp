@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -28,7 +29,19 @@ namespace fs = std::filesystem;
 using kjit::test::ScopedEnv;
 
 int g_hook_calls = 0;
+int g_hook_calls_at_retain = -1;  // g_hook_calls when the driver was asked to retain a context
 void count_hook() noexcept { ++g_hook_calls; }
+
+// The pretend driver, noting when it retains a context.
+kjit::detail::DriverApi noting_driver() {
+    kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
+    api.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice d) {
+        g_hook_calls_at_retain = g_hook_calls;
+        *c = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(0x1000 + d));
+        return CUDA_SUCCESS;
+    };
+    return api;
+}
 
 // A pretend driver whose primary context is already active (an application made it).
 kjit::detail::DriverApi driver_with_active_context() {
@@ -87,9 +100,10 @@ TEST_CASE("the runtime calls the context-creation hook before it makes a primary
     const kjit::detail::ContextCreationHook previous = kjit::detail::on_context_creation(&count_hook);
     g_hook_calls = 0;
     {
-        kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 1);
+        kjit::detail::ScopedDriverOverride fake(noting_driver(), 1);
         (void)kjit::detail::driver_on(0);
         CHECK(g_hook_calls == 1);
+        CHECK(g_hook_calls_at_retain == 1);  // called before the context is made
         (void)kjit::detail::driver_on(0);  // kept: not made again
         CHECK(g_hook_calls == 1);
     }
@@ -150,10 +164,10 @@ TEST_CASE("a fresh process's context creation readies its kernel cache on the wa
     }
     SECTION("not started with KJIT_WARM_START=0") { CHECK(run_child("off", {dir_a, "KJIT_WARM_START=0"}) == 0); }
     SECTION("not started for an application's active context") { CHECK(run_child("active", {dir_a, no_off}) == 0); }
-    SECTION("a process that exits while it runs exits cleanly") { CHECK(run_child("exit", {dir_a, no_off}) == 0); }
-    SECTION("a child forked while it runs exits without waiting for it") {
-        CHECK(run_child("fork", {dir_a, no_off}) == 0);
+    SECTION("a process that exits while it runs waits for it, then exits cleanly") {
+        CHECK(run_child("exit", {dir_a, no_off}) == 0);
     }
+    SECTION("a fork while it runs waits for it; the child's cache works") { CHECK(run_child("fork", {dir_a, no_off}) == 0); }
 }
 
 TEST_CASE("on the GPU, the warm start runs when kjit makes the context and readies the first call's cache",
@@ -185,16 +199,30 @@ TEST_CASE("warm start in a fresh process", "[.][warm_start_child]") {
     REQUIRE(dir != nullptr);
     const ScopedEnv cache_dir("KJIT_CACHE_DIR", dir);
     kjit::cache::forget_process_cache();
+    // "exit" and "fork": the thread sleeps first, so that it is surely running when the process
+    // exits or forks.
+    constexpr int kPauseMs = 300;
+    if (mode == "exit" || mode == "fork") kjit::jit::set_warm_start_pause_for_tests(kPauseMs);
     kjit::detail::ScopedDriverOverride fake(active ? driver_with_active_context() : kjit::test::make_fake_sm90_driver(), 1);
+    const auto made = std::chrono::steady_clock::now();
     (void)kjit::detail::driver_on(0);  // the context is made: the hook runs
-    if (mode == "exit") return;        // exits now, the thread perhaps still running
+    if (mode == "exit") {
+        // Exits now, the thread asleep: the exit handler waits for it (this process's status,
+        // which run_child() checks, would show a crash of a thread left running through exit).
+        REQUIRE(kjit::jit::warm_start_started());
+        return;
+    }
     if (mode == "fork") {
         const pid_t pid = ::fork();
+        const auto forked = std::chrono::steady_clock::now();
         REQUIRE(pid >= 0);
         if (pid == 0) {
-            ::alarm(10);  // a child that waited for a thread it does not have would hang: killed then
-            std::exit(0);  // runs the exit handlers, the warm start's among them
+            ::alarm(10);  // a child stuck on a lock the thread held would hang: killed then
+            // The process cache, which the thread made under its lock: usable here.
+            const bool usable = kjit::cache::process_cache() != nullptr && kjit::cache::process_cache_was_prepared();
+            std::exit(usable ? 0 : 3);
         }
+        CHECK(forked - made >= std::chrono::milliseconds(kPauseMs - 50));  // fork waited for the thread
         int status = 0;
         REQUIRE(::waitpid(pid, &status, 0) == pid);
         CHECK(WIFEXITED(status));

@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The warm start as a process has it by default (the test runner turns it off unless set).
+export KJIT_WARM_START=${KJIT_WARM_START:-1}
 probe() { KJIT_BENCH_CACHE_DIR="$work/cache" "$@" "$build/tests/kjit_tests" "[cache_bench_probe]" > /dev/null 2>&1; }
 # The call's part of the trace: from the probe's first line to its last (both on stderr).
 probe_log() {

@@ -12,6 +12,8 @@ lines=${2:-45}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export KJIT_BENCH_CACHE_DIR="$work/cache" KJIT_BENCH_PRETEND_DRIVER=1
+# The warm start as a process has it by default (the test runner turns it off unless set).
+export KJIT_WARM_START=${KJIT_WARM_START:-1}
 probe() { "$@" "$build/tests/kjit_tests" "[cache_bench_probe]" 2>&1; }
 probe env > /dev/null                   # fills the cache
 # Valgrind sets LD_LIBRARY_PATH, which changes the NVRTC identity record: one run to record it.
