@@ -74,13 +74,14 @@ std::int64_t last_used_ns(const struct stat& st) {
 // Whether an entry's recorded use is recent enough that recording this one changes nothing that
 // eviction needs: least recently used to within a minute. Saves a syscall (and an inode write) on
 // the reads of processes started one after another.
-bool used_lately(const struct stat& st) {
+bool used_lately(std::int64_t last_used) {
     constexpr std::int64_t kResolutionNs = 60'000'000'000;
     timespec now{};
     if (::clock_gettime(CLOCK_REALTIME, &now) != 0) return false;
-    const std::int64_t age = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec - last_used_ns(st);
+    const std::int64_t age = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec - last_used;
     return age >= 0 && age < kResolutionNs;
 }
+bool used_lately(const struct stat& st) { return used_lately(last_used_ns(st)); }
 
 // What a file name in a shard is, and for which key.
 enum class FileKind { entry, temporary, lock, alias, alias_temporary, note, note_temporary, other };
@@ -315,28 +316,6 @@ bool DiskStore::write(const Entry& e) {
     return ok;
 }
 
-namespace {
-
-// Writes `bytes` to the new file `tmp`, fsynced and closed; "" or what went wrong. `err`
-// receives the errno of the failure.
-std::string write_file(const fs::path& tmp, const std::vector<unsigned char>& bytes, mode_t mode, int& err,
-                       bool durable = true) {
-    Fd fd = open_retry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
-    if (!fd) return err = errno, os_error("cannot create", tmp);
-    if (::fchmod(fd.get(), mode) != 0)  // the umask must not decide who can read it
-        return err = errno, os_error("cannot set the mode of", tmp);
-    const std::size_t half = bytes.size() / 2;
-    if (!write_all(fd.get(), bytes.data(), half)) return err = errno, os_error("cannot write", tmp);
-    if (write_pause_hook()) write_pause_hook()(tmp);
-    if (!write_all(fd.get(), bytes.data() + half, bytes.size() - half)) return err = errno, os_error("cannot write", tmp);
-    if (durable && ::fsync(fd.get()) != 0) return err = errno, os_error("cannot fsync", tmp);
-    // close() reports write-back errors of some file systems (NFS): checked, not left to ~Fd.
-    if (::close(fd.release()) != 0) return err = errno, os_error("cannot close", tmp);
-    return {};
-}
-
-}  // namespace
-
 // The entry goes to a temporary file first and is renamed over `path` once complete and on
 // disk, so that the name only ever points at a whole entry, even across a crash.
 bool DiskStore::write_locked(const Entry& e, const fs::path& path) {
@@ -350,7 +329,7 @@ bool DiskStore::write_locked(const Entry& e, const fs::path& path) {
     const fs::path tmp = path.string() + std::string(".tmp.") + std::to_string(::getpid()) + "." +
                          std::to_string(tmp_counter_.fetch_add(1));
     int err = 0;
-    std::string error = write_file(tmp, bytes, file_mode_, err);
+    std::string error = write_new_file(tmp, bytes, file_mode_, err, /*durable=*/true, write_pause_hook());
     if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) {
         err = errno;
         error = os_error("cannot rename into place", path);
@@ -515,7 +494,8 @@ bool DiskStore::write_small_file(const std::string& name, std::string_view suffi
         const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
                              std::to_string(tmp_counter_.fetch_add(1));
         int err = 0;
-        error = write_file(tmp, std::vector<unsigned char>(bytes.begin(), bytes.end()), file_mode_, err, durable);
+        error = write_new_file(tmp, std::span(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()), file_mode_, err,
+                               durable, write_pause_hook());
         if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = os_error("cannot rename into place", path);
         if (error.empty()) return true;
         ::unlink(tmp.c_str());
@@ -662,9 +642,7 @@ std::optional<DiskStore::Note> DiskStore::peek_note(const std::string& name, std
 }
 
 void DiskStore::record_note_use(const std::string& name, std::int64_t last_used) const {
-    struct stat st {};
-    st.st_atim = {static_cast<time_t>(last_used / 1'000'000'000), static_cast<long>(last_used % 1'000'000'000)};
-    if (!writable_ || !is_valid_key(name) || used_lately(st)) return;
+    if (!writable_ || !is_valid_key(name) || used_lately(last_used)) return;
     const std::string path = file_path(dir_.native(), name, kNoteSuffix);
     const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
     if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0 && errno != ENOENT)

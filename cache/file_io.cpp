@@ -80,4 +80,18 @@ void fsync_dir(const fs::path& dir) {
         kjit::detail::warn_once("cache-fsync-dir:" + dir.string(), os_error("cannot fsync cache folder", dir));
 }
 
+std::string write_new_file(const fs::path& tmp, std::span<const unsigned char> bytes, mode_t mode, int& err, bool durable,
+                           const std::function<void(const fs::path&)>& halfway) {
+    Fd fd = open_retry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
+    if (!fd) return err = errno, os_error("cannot create", tmp);
+    if (::fchmod(fd.get(), mode) != 0) return err = errno, os_error("cannot set the mode of", tmp);
+    const std::size_t half = bytes.size() / 2;
+    if (!write_all(fd.get(), bytes.data(), half)) return err = errno, os_error("cannot write", tmp);
+    if (halfway) halfway(tmp);
+    if (!write_all(fd.get(), bytes.data() + half, bytes.size() - half)) return err = errno, os_error("cannot write", tmp);
+    if (durable && ::fsync(fd.get()) != 0) return err = errno, os_error("cannot fsync", tmp);
+    if (::close(fd.release()) != 0) return err = errno, os_error("cannot close", tmp);
+    return {};
+}
+
 }  // namespace kjit::cache

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -89,6 +91,13 @@ bool write_all(int fd, const unsigned char* data, std::size_t size);
 // Reads up to `size` bytes from the start of `fd` into `out`; how many it read (fewer when the
 // file is shorter than fstat said), or nothing on an error.
 std::optional<std::size_t> read_all(int fd, unsigned char* out, std::size_t size);
+
+// Writes `bytes` to the new file `tmp` (O_EXCL) with exactly `mode` (not what the umask leaves),
+// fsynced when `durable`, and closed with its error checked (NFS reports write-back errors
+// there); "" or what went wrong, with the errno of the failure in `err`. `halfway`, when set, is
+// called with `tmp` after the first half of the bytes is written (tests kill a writer there).
+std::string write_new_file(const std::filesystem::path& tmp, std::span<const unsigned char> bytes, mode_t mode, int& err,
+                           bool durable, const std::function<void(const std::filesystem::path&)>& halfway = {});
 
 // Makes a rename or a new name in `dir` durable (warns once when it cannot); what was renamed is
 // visible without it.

@@ -239,7 +239,7 @@ bool KernelCache::write_note(const std::string& name, const std::string& text, s
         // still under way holds: neither is served from now on.
         std::lock_guard lock(prefetch_mutex_);
         std::erase_if(prefetched_, [&](const PrefetchedNote& p) { return p.name == name; });
-        if (std::find(written_notes_.begin(), written_notes_.end(), name) == written_notes_.end()) written_notes_.push_back(name);
+        if (std::ranges::find(written_notes_, name) == written_notes_.end()) written_notes_.push_back(name);
     }
     return writable_ && writable_->write_note(name, text, entry);
 }
@@ -257,9 +257,8 @@ std::size_t KernelCache::prefetch_notes(std::size_t max_notes, std::size_t max_b
         // The lock only around the list: a first call reading its note meanwhile is never held
         // up by these reads.
         std::lock_guard lock(prefetch_mutex_);
-        const auto same = [&](const auto& n) { return n == name; };
-        if (std::none_of(written_notes_.begin(), written_notes_.end(), same) &&
-            std::none_of(prefetched_.begin(), prefetched_.end(), [&](const PrefetchedNote& p) { return p.name == name; })) {
+        if (std::ranges::find(written_notes_, name) == written_notes_.end() &&
+            std::ranges::find(prefetched_, name, &PrefetchedNote::name) == prefetched_.end()) {
             prefetched_.push_back(std::move(ahead));
             ++taken;
         }
@@ -269,13 +268,11 @@ std::size_t KernelCache::prefetch_notes(std::size_t max_notes, std::size_t max_b
 
 std::optional<KernelCache::PrefetchedNote> KernelCache::take_prefetched(const std::string& name) const {
     std::lock_guard lock(prefetch_mutex_);
-    for (auto it = prefetched_.begin(); it != prefetched_.end(); ++it) {
-        if (it->name != name) continue;
-        PrefetchedNote found = std::move(*it);
-        prefetched_.erase(it);
-        return found;
-    }
-    return std::nullopt;
+    const auto it = std::ranges::find(prefetched_, name, &PrefetchedNote::name);
+    if (it == prefetched_.end()) return std::nullopt;
+    PrefetchedNote found = std::move(*it);
+    prefetched_.erase(it);
+    return found;
 }
 
 void KernelCache::store(const Entry& entry, const std::string& alias) {

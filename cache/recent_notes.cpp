@@ -55,16 +55,11 @@ bool remember_recent_note(const std::filesystem::path& dir, const std::string& n
     for (const std::string& n : names) (text += n) += '\n';
     const std::string path = list_path(dir);
     const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_temporaries++);
-    Fd fd = open_retry(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, mode);
-    if (!fd) return false;
-    const bool written = write_all(fd.get(), reinterpret_cast<const unsigned char*>(text.data()), text.size()) &&
-                         ::fchmod(fd.get(), mode) == 0;
-    const int raw = fd.release();
-    if (::close(raw) != 0 || !written || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        return false;
-    }
-    return true;
+    int err = 0;
+    const std::span bytes(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    if (write_new_file(tmp, bytes, mode, err, /*durable=*/false).empty() && ::rename(tmp.c_str(), path.c_str()) == 0) return true;
+    ::unlink(tmp.c_str());
+    return false;
 }
 
 void forget_recent_notes(const std::filesystem::path& dir) {
