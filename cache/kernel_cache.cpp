@@ -160,11 +160,11 @@ bool KernelCache::from_memory(Shard& shard, const std::string& name, std::shared
     return true;
 }
 
-std::shared_ptr<const Entry> KernelCache::keep_disk_hit(Shard& shard, const std::string& name, Entry e, std::size_t layer,
+std::shared_ptr<const Entry> KernelCache::keep_disk_hit(Shard& shard, const std::string& name,
+                                                        std::shared_ptr<const Entry> entry, std::size_t layer,
                                                         const std::string& spec_json, const std::string& arch) {
     ++layer_hits_[layer];
     record(spec_json, arch);
-    auto entry = std::make_shared<const Entry>(std::move(e));
     std::lock_guard lock(shard.mutex);
     shard.entries.emplace(name, std::make_shared<SlotValue>(entry));
     return entry;
@@ -182,7 +182,7 @@ std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_
         const std::optional<std::string> key = is_alias ? stores[layer]->read_alias(name) : std::optional(name);
         if (key) {
             if (std::optional<Entry> e = stores[layer]->read(*key))
-                return keep_disk_hit(shard, name, std::move(*e), layer, spec_json, arch);
+                return keep_disk_hit(shard, name, std::make_shared<const Entry>(std::move(*e)), layer, spec_json, arch);
         }
         ++layer_misses_[layer];
     }
@@ -207,14 +207,14 @@ std::optional<KernelCache::FoundNote> KernelCache::read_note(const std::string& 
     std::size_t layer = 0;
     if (std::optional<PrefetchedNote> ahead = take_prefetched(name)) {
         writable_->record_note_use(name, ahead->last_used_ns);
-        return FoundNote{std::move(ahead->note), layer};
+        return FoundNote{std::move(ahead->note), layer, std::move(ahead->carried)};
     }
     if (writable_) {
-        if (std::optional<DiskStore::Note> note = writable_->read_note(name)) return FoundNote{std::move(*note), layer};
+        if (std::optional<DiskStore::Note> note = writable_->read_note(name)) return FoundNote{std::move(*note), layer, nullptr};
         ++layer;
     }
     for (const auto& store : read_only_) {
-        if (std::optional<DiskStore::Note> note = store->read_note(name)) return FoundNote{std::move(*note), layer};
+        if (std::optional<DiskStore::Note> note = store->read_note(name)) return FoundNote{std::move(*note), layer, nullptr};
         ++layer;
     }
     return std::nullopt;
@@ -222,13 +222,19 @@ std::optional<KernelCache::FoundNote> KernelCache::read_note(const std::string& 
 
 std::shared_ptr<const Entry> KernelCache::take_carried_entry(const std::string& key, std::span<const unsigned char> bytes,
                                                              std::size_t layer, const std::string& spec_json,
-                                                             const std::string& arch, std::string& problem) {
+                                                             const std::string& arch, std::string& problem,
+                                                             const std::shared_ptr<const Entry>& parsed) {
     Shard& shard = shard_of(key);
     if (std::shared_ptr<const Entry> found; from_memory(shard, key, found)) return found;
-    std::optional<Entry> e = parse_entry(bytes, key, problem);
-    if (!e || layer >= (writable_ ? 1 : 0) + read_only_.size()) return nullptr;
+    if (layer >= (writable_ ? 1 : 0) + read_only_.size()) return nullptr;
+    std::shared_ptr<const Entry> entry = parsed && parsed->key == key ? parsed : nullptr;
+    if (!entry) {
+        std::optional<Entry> e = parse_entry(bytes, key, problem);
+        if (!e) return nullptr;
+        entry = std::make_shared<const Entry>(std::move(*e));
+    }
     ++memory_misses_;
-    return keep_disk_hit(shard, key, std::move(*e), layer, spec_json, arch);
+    return keep_disk_hit(shard, key, std::move(entry), layer, spec_json, arch);
 }
 
 void KernelCache::count_note_hit() { ++note_hits_; }
@@ -249,10 +255,16 @@ std::size_t KernelCache::prefetch_notes(std::size_t max_notes, std::size_t max_b
     std::size_t taken = 0, bytes = 0;
     for (const std::string& name : read_recent_notes(writable_->dir())) {
         if (taken == max_notes || bytes >= max_bytes) break;
-        PrefetchedNote ahead{name, {}, 0};
+        PrefetchedNote ahead{name, {}, 0, nullptr};
         std::optional<DiskStore::Note> note = writable_->peek_note(name, max_bytes - bytes, ahead.last_used_ns);
         if (!note) continue;  // gone, damaged or too big: a first call reads it as before
         bytes += note->size;
+        // Its entry checked here, off the first call's path (XXH3 over a few KB, and the parse).
+        if (!note->entry().empty()) {
+            std::string problem;
+            if (std::optional<Entry> e = parse_entry(note->entry(), {}, problem))
+                ahead.carried = std::make_shared<const Entry>(std::move(*e));
+        }
         ahead.note = std::move(*note);
         // The lock only around the list: a first call reading its note meanwhile is never held
         // up by these reads.
@@ -264,6 +276,14 @@ std::size_t KernelCache::prefetch_notes(std::size_t max_notes, std::size_t max_b
         }
     }
     return taken;
+}
+
+std::vector<std::shared_ptr<const Entry>> KernelCache::entries_read_ahead() const {
+    std::vector<std::shared_ptr<const Entry>> entries;
+    std::lock_guard lock(prefetch_mutex_);
+    for (const PrefetchedNote& p : prefetched_)
+        if (p.carried) entries.push_back(p.carried);
+    return entries;
 }
 
 std::optional<KernelCache::PrefetchedNote> KernelCache::take_prefetched(const std::string& name) const {

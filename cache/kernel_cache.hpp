@@ -50,6 +50,9 @@ public:
     struct FoundNote {
         DiskStore::Note note;
         std::size_t layer = 0;
+        // The entry the note carries, parsed and checked (not yet against a key) when the note
+        // was read ahead; null otherwise.
+        std::shared_ptr<const Entry> carried;
     };
     std::optional<FoundNote> read_note(const std::string& name) const;
     // Stores a note, and the entry file it carries, in the writable folder (false when there is
@@ -59,9 +62,12 @@ public:
     // entry file read from that folder is, and taken as such a read would be (kept in memory,
     // counted as that layer's hit, recorded under KJIT_CACHE_RECORD); an entry already in memory
     // is that one. Null, with `problem` saying why, when the bytes are not a sound entry of `key`.
+    // `parsed`, when not null, is those bytes already parsed and checked (FoundNote::carried):
+    // taken when it is `key`'s.
     std::shared_ptr<const Entry> take_carried_entry(const std::string& key, std::span<const unsigned char> bytes,
                                                     std::size_t layer, const std::string& spec_json,
-                                                    const std::string& arch, std::string& problem);
+                                                    const std::string& arch, std::string& problem,
+                                                    const std::shared_ptr<const Entry>& parsed = nullptr);
     // A note read was taken (its plan and keys used): counted in cache_stats().note_hits.
     void count_note_hit();
     // Reads ahead up to `max_notes` of the notes the writable folder names as written last
@@ -69,6 +75,11 @@ public:
     // (which then opens no file, and records the note's use as a read would). Returns how many.
     // For the warm start's thread (jit/warm_start.hpp); safe beside every other call.
     std::size_t prefetch_notes(std::size_t max_notes, std::size_t max_bytes);
+    // The entries that the notes read ahead and not yet read carry, parsed and checked, in the
+    // order the folder wrote them, newest first (for loading their modules ahead of need:
+    // jit/module_preload.hpp). Neither counted nor kept as cache hits: a first call that takes
+    // its note is what counts.
+    std::vector<std::shared_ptr<const Entry>> entries_read_ahead() const;
 
     // Stores an entry made outside a compile (a cubin the driver made from PTX) in the writable
     // folder and in memory, reachable by its key and by `alias`.
@@ -92,8 +103,8 @@ private:
     bool from_memory(Shard& shard, const std::string& name, std::shared_ptr<const Entry>& out);
     // An entry read from folder layer `layer`: counted as its hit, recorded under
     // KJIT_CACHE_RECORD, kept in memory under `name`.
-    std::shared_ptr<const Entry> keep_disk_hit(Shard& shard, const std::string& name, Entry e, std::size_t layer,
-                                               const std::string& spec_json, const std::string& arch);
+    std::shared_ptr<const Entry> keep_disk_hit(Shard& shard, const std::string& name, std::shared_ptr<const Entry> entry,
+                                               std::size_t layer, const std::string& spec_json, const std::string& arch);
     std::shared_ptr<const Entry> find(const std::string& name, bool is_alias, const std::string& spec_json,
                                       const std::string& arch);
     std::shared_ptr<const Entry> load_or_compile(const Request& request);
@@ -104,6 +115,7 @@ private:
         std::string name;
         DiskStore::Note note;
         std::int64_t last_used_ns = 0;  // its recorded last use, as read ahead
+        std::shared_ptr<const Entry> carried;  // the entry it carries, parsed; null when none or damaged
     };
     std::optional<PrefetchedNote> take_prefetched(const std::string& name) const;
 

@@ -173,7 +173,10 @@ PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_c
         target_ = std::string(keying.target);
         keys_ = std::move(keys);
         // A carried group with no bytes after the text is a note cut short: nothing carried.
-        if (carried && !note_.entry().empty()) carried_group_ = carried;
+        if (carried && !note_.entry().empty()) {
+            carried_group_ = carried;
+            carried_parsed_ = std::move(found->carried);
+        }
     } else {
         noted_values_.clear();
     }
@@ -203,7 +206,8 @@ std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int or
         KJIT_TRACE("entry: looking up");
         std::string problem;
         const std::shared_ptr<const cache::Entry> entry =
-            kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem);
+            kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem,
+                                             carried_.empty() ? carried_parsed_ : nullptr);
         KJIT_TRACE("entry: found");
         if (entry) return load_entry_module(entry, ordinal, device_cc_);
         // Damaged: never used. The entry the note names, carried from now on (below).
@@ -211,6 +215,7 @@ std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int or
                                                            "); not used: loading the entry it names instead");
         carried_group_.reset();
         carried_.clear();
+        carried_parsed_.reset();
         std::shared_ptr<kjit::detail::LoadedModule> module = load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
         // Found just now, so in memory: no second read.
         if (const auto found = module ? kernel_cache->find_key(keys_[g], {}, target_) : nullptr) carry(g, *found);
@@ -232,6 +237,7 @@ void PlanNote::carry(std::size_t g, const cache::Entry& entry) {
     if (bytes.size() <= cache::DiskStore::kMaxNoteEntryBytes) {
         carried_group_ = g;
         carried_ = std::move(bytes);
+        carried_parsed_.reset();
     }
     write();
 }

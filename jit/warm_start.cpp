@@ -3,14 +3,19 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <sys/stat.h>
 #include <thread>
+#include <vector>
 
 #include "cache/kernel_cache.hpp"
 #include "jit/elf_image.hpp"
+#include "jit/module_preload.hpp"
 #include "jit/nvrtc_identity.hpp"
 #include "jit/plan_note.hpp"
 #include "kjit/cache.hpp"
@@ -24,6 +29,12 @@ namespace {
 struct WarmStart {
     std::thread thread;
     std::mutex join_mutex;
+    // The news of the context's creation (on_context_created), which the thread waits for.
+    std::mutex news_mutex;
+    std::condition_variable news;
+    bool context_done = false;
+    bool context_made = false;
+    int ordinal = 0;
 };
 std::atomic<WarmStart*> g_warm{nullptr};
 std::once_flag g_once;
@@ -32,6 +43,11 @@ std::atomic<int> g_pause_ms{0};  // set_warm_start_pause_for_tests()
 // Notes read ahead: enough for the kernels a program's first calls use, little memory.
 constexpr std::size_t kNotesAhead = 16;
 constexpr std::size_t kNoteBytesAhead = std::size_t{1} << 20;
+// Modules loaded ahead (jit/module_preload.hpp): a program's first few kernels.
+constexpr std::size_t kModulesAhead = 8;
+// How long the thread waits for the context before it gives the modules up: far longer than the
+// driver takes (about 0.2 s on the H200 host), short enough that exit never waits long on it.
+constexpr auto kContextWait = std::chrono::seconds(5);
 
 bool absolute(const std::string& dir) { return !dir.empty() && dir.front() == '/'; }
 
@@ -40,8 +56,16 @@ bool is_folder(const std::string& dir) {
     return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// The device whose context was made, once the driver is done making it; nothing when it failed
+// or took too long.
+std::optional<int> wait_for_context(WarmStart& w) {
+    std::unique_lock lock(w.news_mutex);
+    if (!w.news.wait_for(lock, kContextWait, [&] { return w.context_done; }) || !w.context_made) return std::nullopt;
+    return w.ordinal;
+}
+
 // The thread's work (see the header). Reads no environment variable.
-void warm(const CacheSettings& settings, int pause_ms) noexcept {
+void warm(WarmStart& w, const CacheSettings& settings, int pause_ms, bool load_modules) noexcept {
     try {
         if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
         // Only folders that exist (making the writable one is the first call's business, and an
@@ -49,36 +73,63 @@ void warm(const CacheSettings& settings, int pause_ms) noexcept {
         // working folder may change before the first call).
         bool folders = settings.disk && absolute(settings.dir) && is_folder(settings.dir);
         for (const std::string& d : settings.read_only) folders = folders && absolute(d);
+        std::vector<std::shared_ptr<const cache::Entry>> entries;
         if (folders) {
             const std::shared_ptr<cache::KernelCache> prepared = cache::prepare_process_cache(settings);
             stat_recorded_nvrtc(settings.dir);
-            if (prepared) (void)prepared->prefetch_notes(kNotesAhead, kNoteBytesAhead);
+            if (prepared && prepared->prefetch_notes(kNotesAhead, kNoteBytesAhead) > 0 && load_modules)
+                entries = prepared->entries_read_ahead();
         }
         (void)detail::map_in_own_image();
+        if (!entries.empty())
+            if (const std::optional<int> ordinal = wait_for_context(w))
+                (void)preload_modules(entries, *ordinal, kModulesAhead);
     } catch (...) {
         // only a head start: the first call does whatever was not done here
     }
 }
 
+// The runtime's news that the context is made (or failed), handed to the thread.
+void context_created(int ordinal, bool created) noexcept {
+    WarmStart* w = g_warm.load();
+    if (w == nullptr) return;
+    {
+        const std::lock_guard lock(w->news_mutex);
+        if (w->context_done) return;  // the first context's news only
+        w->context_done = true;
+        w->context_made = created;
+        w->ordinal = ordinal;
+    }
+    w->news.notify_all();
+}
+
 void wait_at_exit() noexcept { wait_for_warm_start(); }
 
 // Installed when libkjit loads: the runtime calls it before it creates a primary context.
-[[maybe_unused]] const bool g_installed = (kjit::detail::on_context_creation(&start_warm_start), true);
+[[maybe_unused]] const bool g_installed = (kjit::detail::on_context_creation(&start_warm_start),
+                                            kjit::detail::on_context_created(&context_created), true);
 
 }  // namespace
 
 void start_warm_start() noexcept {
     try {
         std::call_once(g_once, [] {
-            if (const char* off = std::getenv("KJIT_WARM_START"); off != nullptr && std::string_view(off) == "0") return;
+            const char* setting = std::getenv("KJIT_WARM_START");
+            const std::string_view mode = setting != nullptr ? setting : "";
+            if (mode == "0") return;
             // Made here, not on the thread: KJIT_LOG is read on first use (a warning on the thread
             // would read it there), and a function's static object made after the exit handler
             // below is registered would be destroyed before that handler waits for the thread.
             (void)kjit::detail::log_level();
             (void)kjit_build_id();
             auto w = std::make_unique<WarmStart>();
-            w->thread = std::thread(warm, CacheSettings::from_environment(), g_pause_ms.load());
+            // Published before the thread starts: the runtime's news of the context may come
+            // before the thread looks for it.
+            WarmStart& started = *w;
             g_warm.store(w.release());
+            const std::lock_guard lock(started.join_mutex);  // a wait meanwhile finds the thread set
+            started.thread = std::thread(warm, std::ref(started), CacheSettings::from_environment(), g_pause_ms.load(),
+                                         mode != "files");
             // A process that exits, or forks, while the thread runs waits for it first: exit must
             // not destroy what it uses, and a child must not inherit a lock it holds (the process
             // cache's, the log's), which nothing in the child would ever release.

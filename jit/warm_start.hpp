@@ -16,13 +16,16 @@
 //    a first call that wants one of them opens no file (cache/recent_notes.hpp);
 //  - the NVRTC file that the writable folder's record names is `stat`ed, and the next plan
 //    note's identity check of that path takes this `stat` instead of making its own;
-//  - every page of libkjit's code and read-only data is read once, so that the kernel maps them.
+//  - every page of libkjit's code and read-only data is read once, so that the kernel maps them;
+//  - the entries those notes carry are checked, and once the driver has made the context (the
+//    runtime's on_context_created news), up to 8 of their modules are loaded onto the device
+//    (jit/module_preload.hpp), so that the first calls find their kernels loaded or loading.
 // The thread reads no environment variable: getenv racing an application's setenv is undefined
 // behaviour, so what it needs is read before it starts. A process that exits or forks while it
-// runs waits for it first (it takes about a millisecond): exit must not destroy what it uses,
-// and a child must not inherit a lock it holds.
+// runs waits for it first (about a millisecond, or until the context it waits for is made):
+// exit must not destroy what it uses, and a child must not inherit a lock it holds.
 //
-// KJIT_WARM_START=0 turns it off.
+// KJIT_WARM_START=0 turns it off; KJIT_WARM_START=files does all but load the modules.
 #pragma once
 
 namespace kjit::jit {

@@ -177,3 +177,42 @@ TEST_CASE("the stat of NVRTC's file taken ahead serves the next identity check o
     fs::remove(library);
     CHECK(kjit::jit::held_identity_lines(now) == 0);
 }
+
+TEST_CASE("entries the notes read ahead carry are checked ahead, listed newest first, and taken by their key only",
+          "[recent_notes][kernel_cache]") {
+    const kjit::test::TempDir tmp;
+    const fs::path dir = tmp.path() / "c";
+    const auto entry_of = [](char digit) {
+        kjit::cache::Entry e;
+        e.key = std::string(32, digit);
+        e.meta.arch = "sm_90";
+        e.cubin = {1, 2, 3, static_cast<unsigned char>(digit)};
+        return e;
+    };
+    const kjit::cache::Entry first = entry_of('1'), second = entry_of('2');
+    {
+        KernelCache writer(kjit::test::cache_in(dir));
+        REQUIRE(writer.write_note(name_of(1), "first\n", kjit::cache::serialize_entry(first)));
+        REQUIRE(writer.write_note(name_of(2), "second\n", kjit::cache::serialize_entry(second)));
+        REQUIRE(writer.write_note(name_of(3), "not an entry\n", std::vector<unsigned char>(100, 9)));
+    }
+    KernelCache fresh(kjit::test::cache_in(dir));
+    REQUIRE(fresh.prefetch_notes(16, 1 << 20) == 3);
+    const auto ahead = fresh.entries_read_ahead();
+    REQUIRE(ahead.size() == 2);  // the one carrying no entry is not listed
+    CHECK(*ahead[0] == second);
+    CHECK(*ahead[1] == first);
+
+    auto one = fresh.read_note(name_of(1));
+    REQUIRE(one);
+    REQUIRE(one->carried);
+    CHECK(fresh.entries_read_ahead().size() == 1);  // a note read is no longer ahead
+    std::string problem;
+    // Parsed for another key: not taken; the bytes are parsed for the key asked (and do not match).
+    CHECK_FALSE(fresh.take_carried_entry(second.key, one->note.entry(), 0, {}, "sm_90", problem, one->carried));
+    CHECK_THAT(problem, Catch::Matchers::Contains("key differs"));
+    const auto taken = fresh.take_carried_entry(first.key, one->note.entry(), 0, {}, "sm_90", problem, one->carried);
+    CHECK(taken == one->carried);  // the entry parsed ahead, no second parse
+    CHECK(fresh.stats().layers.at(0).hits == 1);
+    CHECK_FALSE(fresh.read_note(name_of(3))->carried);  // read from its folder, or ahead with no entry
+}

@@ -16,10 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "cache/entry.hpp"
 #include "cache/kernel_cache.hpp"
 #include "fake_driver.hpp"
+#include "gpu_data.hpp"
+#include "kjit/elementwise_kernel.hpp"
 #include "jit/warm_start.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/module.hpp"
 
 extern char** environ;
 
@@ -170,11 +174,41 @@ TEST_CASE("a fresh process's context creation readies its kernel cache on the wa
     SECTION("a fork while it runs waits for it; the child's cache works") { CHECK(run_child("fork", {dir_a, no_off}) == 0); }
 }
 
+TEST_CASE("the warm start loads the module a note read ahead carries once the context is made", "[warm_start][module_preload]") {
+    kjit::test::TempDir tmp;
+    const fs::path a = tmp.path() / "a";
+    kjit::cache::Entry e;
+    e.key = "0123456789abcdef0123456789abcdef";
+    e.meta.arch = "sm_90";
+    e.meta.kernel_name = "noted";
+    e.cubin = {0x7f, 'E', 'L', 'F', 1, 2, 3};
+    {
+        kjit::cache::KernelCache writer(kjit::test::cache_in(a));
+        REQUIRE(writer.write_note(std::string(32, 'e'), "a note\n", kjit::cache::serialize_entry(e)));
+    }
+    const auto env = [&](const std::string& setting) {
+        return std::vector<std::string>{"KJIT_TEST_WARM_DIR=" + a.string(), "KJIT_TEST_WARM_KEY=" + e.key,
+                                        "KJIT_WARM_START=" + setting};
+    };
+    SECTION("loaded, its functions on the GPU") { CHECK(run_child("preload", env("1")) == 0); }
+    SECTION("not with KJIT_WARM_START=files") { CHECK(run_child("preload-files", env("files")) == 0); }
+    SECTION("not when the context could not be made") { CHECK(run_child("preload-failed", env("1")) == 0); }
+}
+
 TEST_CASE("on the GPU, the warm start runs when kjit makes the context and readies the first call's cache",
           "[gpu][warm_start]") {
     KJIT_REQUIRE_GPU();
     kjit::test::TempDir tmp;
     CHECK(run_child("gpu", {"KJIT_TEST_WARM_DIR=" + tmp.path().string(), "KJIT_WARM_START=1"}) == 0);
+}
+
+TEST_CASE("on the GPU, a module loaded ahead is the one the first call runs, and computes what the host does",
+          "[gpu][warm_start][module_preload]") {
+    KJIT_REQUIRE_GPU();
+    kjit::test::TempDir tmp;
+    const std::vector<std::string> env{"KJIT_TEST_WARM_DIR=" + tmp.path().string(), "KJIT_WARM_START=1"};
+    REQUIRE(run_child("gpu-note", env) == 0);     // compiles the kernel: its note is written
+    CHECK(run_child("gpu-preload", env) == 0);    // a fresh process: loaded ahead, then called
 }
 
 // Not a test on its own: what run_child() starts (KJIT_TEST_WARM_MODE says what to check).
@@ -193,6 +227,25 @@ TEST_CASE("warm start in a fresh process", "[.][warm_start_child]") {
         CHECK(kjit::cache::process_cache_was_prepared());
         return;
     }
+    if (mode == "gpu-note" || mode == "gpu-preload") {  // y = a * x + b, noted, then loaded ahead
+        const ScopedEnv cache_dir("KJIT_CACHE_DIR", std::getenv("KJIT_TEST_WARM_DIR"));
+        kjit::cache::forget_process_cache();
+        kjit::Device::set_current(0);
+        REQUIRE(kjit::jit::warm_start_started());
+        kjit::jit::wait_for_warm_start();
+        const std::size_t loaded_ahead = kjit::detail::ModuleRegistry::process().size();
+        CHECK(loaded_ahead == (mode == "gpu-preload" ? 1u : 0u));  // nothing noted before the first process
+        const std::int64_t n = 4099;
+        const kjit::test::DeviceData x = kjit::test::random_device(kjit::DType::float32, {n});
+        const kjit::Array y = kjit::test::poisoned(kjit::DType::float32, {n});
+        const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "warm_axpb");
+        axpb.launch({x.device, 1.75f, -0.5f, y});
+        const auto* xs = reinterpret_cast<const float*>(x.host.data());
+        CHECK(kjit::test::mismatches(y, [&](std::size_t k) { return 1.75 * double(xs[k]) - 0.5; }, 1e-6, 1e-6) == 0);
+        // The call ran the module loaded ahead: no other was loaded.
+        CHECK(kjit::detail::ModuleRegistry::process().size() == (mode == "gpu-preload" ? loaded_ahead : 1u));
+        return;
+    }
     // tests/main.cpp points KJIT_CACHE_DIR at a folder of its own: set as a process started with
     // the test's folder would have it, before anything is made.
     const char* dir = std::getenv("KJIT_TEST_WARM_DIR");
@@ -203,6 +256,30 @@ TEST_CASE("warm start in a fresh process", "[.][warm_start_child]") {
     // exits or forks.
     constexpr int kPauseMs = 300;
     if (mode == "exit" || mode == "fork") kjit::jit::set_warm_start_pause_for_tests(kPauseMs);
+    if (mode.starts_with("preload")) {
+        const auto start = std::chrono::steady_clock::now();
+        const bool fails = mode == "preload-failed";
+        kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
+        if (fails) api.cuDevicePrimaryCtxRetain = [](CUcontext*, CUdevice) { return CUDA_ERROR_OUT_OF_MEMORY; };
+        kjit::detail::ScopedDriverOverride fake(api, 1);
+        if (fails) CHECK_THROWS(kjit::detail::driver_on(0));
+        else (void)kjit::detail::driver_on(0);
+        REQUIRE(kjit::jit::warm_start_started());
+        kjit::jit::wait_for_warm_start();  // at once: it waited for the context's news, not for a timeout
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+        const bool loads = mode == "preload";
+        CHECK(kjit::test::fake_state().modules_loaded == (loads ? 1 : 0));
+        CHECK(kjit::test::fake_state().functions_loaded == (loads ? 1 : 0));
+        if (loads) {
+            bool loaded_now = false;
+            (void)kjit::detail::ModuleRegistry::process().get(std::getenv("KJIT_TEST_WARM_KEY"), 0, [&] {
+                loaded_now = true;
+                return std::make_shared<kjit::detail::LoadedModule>(nullptr, 0);
+            });
+            CHECK_FALSE(loaded_now);  // the registry has it: a first call would wait for it, not load it
+        }
+        return;
+    }
     kjit::detail::ScopedDriverOverride fake(active ? driver_with_active_context() : kjit::test::make_fake_sm90_driver(), 1);
     const auto made = std::chrono::steady_clock::now();
     (void)kjit::detail::driver_on(0);  // the context is made: the hook runs

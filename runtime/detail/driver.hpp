@@ -41,6 +41,7 @@ namespace kjit::detail {
     X(cuMemcpyHtoDAsync, 3020) X(cuMemcpyDtoHAsync, 3020) X(cuMemcpyDtoDAsync, 3020)               \
     X(cuMemsetD8Async, 3020) X(cuPointerGetAttribute, 4000)                                        \
     X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000) X(cuModuleGetFunction, 2000)                 \
+    X(cuModuleGetFunctionCount, 12040) X(cuModuleEnumerateFunctions, 12040) X(cuFuncLoad, 12040)   \
     X(cuLaunchKernel, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
     X(cuFuncGetParamInfo, 12040)                                                                   \
     X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050)
@@ -104,6 +105,12 @@ private:
 // overlap). Must not throw. Returns the hook it replaces.
 using ContextCreationHook = void (*)() noexcept;
 ContextCreationHook on_context_creation(ContextCreationHook hook) noexcept;
+// Called once that creation is over, for every context before which the hook above was called:
+// the device's ordinal, and whether the context was made (kjit holds it from then on). On the
+// creating thread, with kjit's per-device lock held: it must only hand the news on. Returns the
+// hook it replaces.
+using ContextCreatedHook = void (*)(int ordinal, bool created) noexcept;
+ContextCreatedHook on_context_created(ContextCreatedHook hook) noexcept;
 
 // The process's driver, loaded and initialised on first use. Throws NoDeviceError saying what is
 // missing (library, a symbol, or any GPU).

@@ -3,6 +3,8 @@
 // also hands back the cubin it made so that the caller can cache it.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +26,11 @@ public:
     // Throws CudaError naming the function when the module has no such entry point.
     CUfunction function(const char* name) const;
     CUfunction function(const std::string& name) const { return function(name.c_str()); }
+    // Puts every function of the module on the GPU now. Under the driver's lazy loading (the
+    // default) that happens at a function's first cuModuleGetFunction, about 25 us of a fresh
+    // process's first call on the H200 host; a module loaded ahead (jit/module_preload.hpp) pays
+    // it there. Throws CudaError when the driver fails.
+    void load_functions() const;
 
 private:
     CUmodule handle_;
@@ -62,12 +69,16 @@ public:
     std::shared_ptr<LoadedModule> get(const std::string& key, int device,
                                       const std::function<std::shared_ptr<LoadedModule>()>& load);
     std::size_t size() const;
+    // How many loads get() has started (a `load` called), failed ones included: whoever loads
+    // ahead of need (jit/module_preload.hpp) stops once loads other than its own begin.
+    std::uint64_t loads_started() const noexcept { return loads_started_.load(std::memory_order_relaxed); }
 
 private:
     struct Shard;
     Shard& shard_of(const std::string& name) const;
     static constexpr std::size_t kShards = 32;
     std::unique_ptr<Shard[]> shards_;
+    std::atomic<std::uint64_t> loads_started_{0};
 };
 
 }  // namespace kjit::detail
