@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <atomic>
+#include <chrono>
 #include <thread>
+#include <vector>
 
 #include "kjit/array.hpp"
 #include "kjit/cache.hpp"
@@ -73,6 +76,54 @@ TEST_CASE("which cubins run on which GPUs", "[module]") {
     CHECK_FALSE(cubin_runs_on("sm_80", 90));  // another major: PTX needed
     CHECK_FALSE(cubin_runs_on("compute_90", 90));
     CHECK_FALSE(cubin_runs_on("nonsense", 90));
+}
+
+TEST_CASE("the module registry loads a key once; a caller that waited for a failed load loads it itself", "[module]") {
+    kjit::detail::ModuleRegistry registry;
+    const auto module = [] { return std::make_shared<kjit::detail::LoadedModule>(nullptr, 0); };
+    std::atomic<int> loads{0};
+    SECTION("concurrent callers wait for the one load") {
+        std::vector<std::thread> callers;
+        std::vector<std::shared_ptr<kjit::detail::LoadedModule>> got(4);
+        for (std::size_t k = 0; k < got.size(); ++k)
+            callers.emplace_back([&, k] {
+                got[k] = registry.get("k1", 0, [&] {
+                    ++loads;
+                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                    return module();
+                });
+            });
+        for (auto& t : callers) t.join();
+        CHECK(loads == 1);
+        for (const auto& m : got) CHECK(m == got[0]);
+        CHECK(registry.loads_started() == 1);
+    }
+    SECTION("a failed load is another waiter's to retry, and not remembered") {
+        std::atomic<bool> failing_started{false};
+        std::thread failing([&] {
+            CHECK_THROWS_AS(registry.get("k2", 0,
+                                         [&]() -> std::shared_ptr<kjit::detail::LoadedModule> {
+                                             failing_started = true;
+                                             std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                             throw kjit::Error("out of memory, say");
+                                         }),
+                            kjit::Error);
+        });
+        while (!failing_started) std::this_thread::yield();
+        const auto mine = registry.get("k2", 0, [&] {
+            ++loads;
+            return module();
+        });
+        failing.join();
+        CHECK(mine != nullptr);
+        CHECK(loads == 1);  // its own load, after the other's failed
+        CHECK(registry.get("k2", 0, [&] {
+            ++loads;
+            return module();
+        }) == mine);
+        CHECK(loads == 1);
+        CHECK(registry.loads_started() == 2);
+    }
 }
 
 TEST_CASE("load() puts the device's cubin on the GPU", "[gpu][module]") {

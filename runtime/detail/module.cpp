@@ -146,14 +146,25 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
     const std::string name = key + "@" + std::to_string(device);
     Shard& shard = shard_of(name);
     auto slot = std::make_shared<OnceValue<std::shared_ptr<LoadedModule>>>();
-    {
+    // Waits while another thread loads it. When that load fails, this caller loads it itself
+    // (once): a failure is not remembered, and the load that failed may have been one made ahead
+    // of need (jit/module_preload.hpp) under conditions that no longer hold. Failing again is
+    // this caller's own failure.
+    for (int attempt = 0;; ++attempt) {
         std::unique_lock lock(shard.mutex);
-        if (auto it = shard.modules.find(name); it != shard.modules.end()) {
-            const auto found = it->second;
-            lock.unlock();
-            return found->get();  // waits while another thread loads it; rethrows its failure
+        const auto it = shard.modules.find(name);
+        if (it == shard.modules.end()) {
+            shard.modules.emplace(name, slot);
+            break;
         }
-        shard.modules.emplace(name, slot);
+        const auto found = it->second;
+        lock.unlock();
+        if (attempt > 0) return found->get();
+        try {
+            return found->get();
+        } catch (...) {
+            // another thread's failed load: try once more
+        }
     }
     loads_started_.fetch_add(1, std::memory_order_relaxed);
     try {
@@ -161,9 +172,12 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
         slot->set(module);
         return module;
     } catch (...) {
+        {
+            // Gone from the map before the waiters wake: one that loads again makes a new slot.
+            std::lock_guard lock(shard.mutex);
+            shard.modules.erase(name);
+        }
         slot->fail(std::current_exception());
-        std::lock_guard lock(shard.mutex);
-        shard.modules.erase(name);
         throw;
     }
 }

@@ -65,7 +65,8 @@ public:
     ~ModuleRegistry();
     static ModuleRegistry& process();
     // The module for (key, device), calling `load` (once) when there is none yet. A failed load
-    // is not remembered.
+    // is not remembered: a caller that waited for another thread's load that failed then loads
+    // it itself.
     std::shared_ptr<LoadedModule> get(const std::string& key, int device,
                                       const std::function<std::shared_ptr<LoadedModule>()>& load);
     std::size_t size() const;
