@@ -226,7 +226,10 @@ std::shared_ptr<const Entry> KernelCache::take_carried_entry(const std::string& 
                                                              const std::shared_ptr<const Entry>& parsed) {
     Shard& shard = shard_of(key);
     if (std::shared_ptr<const Entry> found; from_memory(shard, key, found)) return found;
-    if (layer >= (writable_ ? 1 : 0) + read_only_.size()) return nullptr;
+    if (layer >= (writable_ ? 1 : 0) + read_only_.size()) {
+        problem = "no cache folder of layer " + std::to_string(layer);
+        return nullptr;
+    }
     std::shared_ptr<const Entry> entry = parsed && parsed->key == key ? parsed : nullptr;
     if (!entry) {
         std::optional<Entry> e = parse_entry(bytes, key, problem);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <sys/stat.h>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cache/kernel_cache.hpp"
@@ -21,6 +23,7 @@
 #include "kjit/cache.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/log.hpp"
+#include "runtime/detail/module.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -35,6 +38,10 @@ struct WarmStart {
     bool context_done = false;
     bool context_made = false;
     int ordinal = 0;
+    std::uint64_t loads_at_context = 0;  // the module registry's loads started by then
+    // Set when the process exits or forks: the thread loads no further module and waits no
+    // longer for the context (what it has not done is only a lost head start).
+    std::atomic<bool> stopping{false};
 };
 std::atomic<WarmStart*> g_warm{nullptr};
 std::once_flag g_once;
@@ -56,12 +63,13 @@ bool is_folder(const std::string& dir) {
     return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// The device whose context was made, once the driver is done making it; nothing when it failed
-// or took too long.
-std::optional<int> wait_for_context(WarmStart& w) {
+// The device whose context was made, and the registry's loads started by then, once the
+// driver is done making it; nothing when it failed, took too long, or the process is exiting.
+std::optional<std::pair<int, std::uint64_t>> wait_for_context(WarmStart& w) {
     std::unique_lock lock(w.news_mutex);
-    if (!w.news.wait_for(lock, kContextWait, [&] { return w.context_done; }) || !w.context_made) return std::nullopt;
-    return w.ordinal;
+    const bool news = w.news.wait_for(lock, kContextWait, [&] { return w.context_done || w.stopping.load(); });
+    if (!news || !w.context_made || w.stopping.load()) return std::nullopt;
+    return std::pair{w.ordinal, w.loads_at_context};
 }
 
 // The thread's work (see the header). Reads no environment variable.
@@ -82,8 +90,8 @@ void warm(WarmStart& w, const CacheSettings& settings, int pause_ms, bool load_m
         }
         (void)detail::map_in_own_image();
         if (!entries.empty())
-            if (const std::optional<int> ordinal = wait_for_context(w))
-                (void)preload_modules(entries, *ordinal, kModulesAhead);
+            if (const auto context = wait_for_context(w))
+                (void)preload_modules(entries, context->first, kModulesAhead, context->second, w.stopping);
     } catch (...) {
         // only a head start: the first call does whatever was not done here
     }
@@ -93,17 +101,37 @@ void warm(WarmStart& w, const CacheSettings& settings, int pause_ms, bool load_m
 void context_created(int ordinal, bool created) noexcept {
     WarmStart* w = g_warm.load();
     if (w == nullptr) return;
-    {
-        const std::lock_guard lock(w->news_mutex);
-        if (w->context_done) return;  // the first context's news only
-        w->context_done = true;
-        w->context_made = created;
-        w->ordinal = ordinal;
+    try {
+        {
+            const std::lock_guard lock(w->news_mutex);
+            if (w->context_done) return;  // the first context's news only
+            w->context_done = true;
+            w->context_made = created;
+            w->ordinal = ordinal;
+            // Counted now: any load from here on that the thread did not start is the
+            // application's, however late the thread comes to look.
+            w->loads_at_context = kjit::detail::ModuleRegistry::process().loads_started();
+        }
+        w->news.notify_all();
+    } catch (...) {
+        // a lock that cannot be taken: the thread gives the modules up after its wait
     }
-    w->news.notify_all();
 }
 
-void wait_at_exit() noexcept { wait_for_warm_start(); }
+// At exit and before a fork: the thread stops loading modules, and is waited for.
+void stop_at_exit() noexcept {
+    if (WarmStart* w = g_warm.load()) {
+        w->stopping.store(true);
+        try {
+            { const std::lock_guard lock(w->news_mutex); }  // a waiting thread sees the flag when woken
+            w->news.notify_all();
+        } catch (...) {
+            // it wakes at its time limit then
+        }
+    }
+    wait_for_warm_start();
+}
+
 
 // Installed when libkjit loads: the runtime calls it before it creates a primary context.
 [[maybe_unused]] const bool g_installed = (kjit::detail::on_context_creation(&start_warm_start),
@@ -133,8 +161,8 @@ void start_warm_start() noexcept {
             // A process that exits, or forks, while the thread runs waits for it first: exit must
             // not destroy what it uses, and a child must not inherit a lock it holds (the process
             // cache's, the log's), which nothing in the child would ever release.
-            pthread_atfork(&wait_at_exit, nullptr, nullptr);
-            std::atexit(&wait_at_exit);
+            pthread_atfork(&stop_at_exit, nullptr, nullptr);
+            std::atexit(&stop_at_exit);
         });
     } catch (...) {
         // no thread: only a lost head start

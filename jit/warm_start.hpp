@@ -22,8 +22,9 @@
 //    (jit/module_preload.hpp), so that the first calls find their kernels loaded or loading.
 // The thread reads no environment variable: getenv racing an application's setenv is undefined
 // behaviour, so what it needs is read before it starts. A process that exits or forks while it
-// runs waits for it first (about a millisecond, or until the context it waits for is made):
-// exit must not destroy what it uses, and a child must not inherit a lock it holds.
+// runs tells it to load no further module, and waits for it (at most the module load under way,
+// or the file work of about a millisecond): exit must not destroy what it uses, and a child must
+// not inherit a lock it holds.
 //
 // KJIT_WARM_START=0 turns it off; KJIT_WARM_START=files does all but load the modules.
 #pragma once

@@ -3,6 +3,7 @@
 #include "test_support.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,17 @@ bool registered(const Entry& e) {
     return !loaded_now;
 }
 
+const std::atomic<bool> g_never{false};
+
+// preload_modules() as the warm start calls it, the loads counted from now.
+std::size_t preload(const Entries& entries, std::size_t max_modules, const std::atomic<bool>& stop = g_never) {
+    return kjit::jit::preload_modules(entries, 0, max_modules, kjit::detail::ModuleRegistry::process().loads_started(), stop);
+}
+
+// What an application's call loads while the first module loaded ahead is loading.
+std::string g_app_key;
+bool g_app_loaded = false;
+
 }  // namespace
 
 TEST_CASE("modules are loaded ahead from the oldest entry read ahead, only those the device runs", "[module_preload]") {
@@ -50,7 +62,7 @@ TEST_CASE("modules are loaded ahead from the oldest entry read ahead, only those
     const Entries entries{newest, other_gpu, middle, oldest};
 
     SECTION("within the budget, oldest first") {
-        CHECK(kjit::jit::preload_modules(entries, 0, 2) == 2);
+        CHECK(preload(entries, 2) == 2);
         CHECK(kjit::test::fake_state().modules_loaded == 2);
         CHECK(kjit::test::fake_state().functions_loaded == 2);  // each module's functions put on the GPU
         CHECK(registered(*oldest));
@@ -59,22 +71,52 @@ TEST_CASE("modules are loaded ahead from the oldest entry read ahead, only those
         CHECK_FALSE(registered(*newest));
     }
     SECTION("all that run on the device") {
-        CHECK(kjit::jit::preload_modules(entries, 0, 8) == 3);
+        CHECK(preload(entries, 8) == 3);
         CHECK(registered(*newest));
         CHECK_FALSE(registered(*other_gpu));
     }
-    SECTION("it stops at a module another load made") {
-        REQUIRE_FALSE(registered(*middle));  // loaded here, as an application's call would
-        const int before = kjit::test::fake_state().modules_loaded;
-        CHECK(kjit::jit::preload_modules(entries, 0, 8) == 1);  // the oldest, then the middle one was there
-        CHECK(kjit::test::fake_state().modules_loaded == before + 1);
-        CHECK_FALSE(registered(*newest));
+    SECTION("a module the registry has is skipped, and so is a second note carrying one entry") {
+        REQUIRE_FALSE(registered(*middle));  // loaded before the count starts, as a call's would be
+        const Entries twice{newest, oldest, oldest};
+        CHECK(preload(twice, 8) == 2);
+        CHECK(kjit::test::fake_state().modules_loaded == 2);
+        CHECK(registered(*newest));
+    }
+    SECTION("it stops once a load it did not start begins") {
+        kjit::detail::DriverApi api = kjit::test::make_fake_sm90_driver();
+        g_app_key = entry_for("sm_90")->key;
+        g_app_loaded = false;
+        api.cuModuleLoadData = [](CUmodule* m, const void*) {
+            ++kjit::test::fake_state().modules_loaded;
+            if (!g_app_loaded) {  // the application's call loads a module of its own meanwhile
+                g_app_loaded = true;
+                (void)kjit::detail::ModuleRegistry::process().get(g_app_key, 0, [] {
+                    return std::make_shared<kjit::detail::LoadedModule>(nullptr, 0);
+                });
+            }
+            *m = reinterpret_cast<CUmodule>(std::uintptr_t{0x6000});
+            return CUDA_SUCCESS;
+        };
+        kjit::detail::ScopedDriverOverride busy(api, 1);
+        CHECK(preload(entries, 8) == 1);  // the oldest, then no more
+        CHECK_FALSE(registered(*middle));
+    }
+    SECTION("a load begun after the context was made, before it looked, stops it at once") {
+        const std::uint64_t at_context = kjit::detail::ModuleRegistry::process().loads_started();
+        REQUIRE_FALSE(registered(*newest));  // the application's first call, quicker than the thread
+        CHECK(kjit::jit::preload_modules(entries, 0, 8, at_context, g_never) == 0);
+        CHECK_FALSE(registered(*oldest));
+    }
+    SECTION("nothing once the process is exiting") {
+        const std::atomic<bool> stopping{true};
+        CHECK(preload(entries, 8, stopping) == 0);
+        CHECK(kjit::test::fake_state().modules_loaded == 0);
     }
     SECTION("a failed load stops it, and is not kept") {
         kjit::detail::DriverApi failing = kjit::test::make_fake_sm90_driver();
         failing.cuModuleLoadData = [](CUmodule*, const void*) { return CUDA_ERROR_OUT_OF_MEMORY; };
         kjit::detail::ScopedDriverOverride broken(failing, 1);
-        CHECK(kjit::jit::preload_modules(entries, 0, 8) == 0);
+        CHECK(preload(entries, 8) == 0);
         CHECK_FALSE(registered(*oldest));  // loaded now by the check: the failure was not remembered
     }
 }

@@ -268,6 +268,9 @@ TEST_CASE("warm start in a fresh process", "[.][warm_start_child]") {
         kjit::jit::wait_for_warm_start();  // at once: it waited for the context's news, not for a timeout
         CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
         const bool loads = mode == "preload";
+        // Every setting read the note ahead, and its entry with it: only the loads differ.
+        CHECK(kjit::cache::process_cache()->entries_read_ahead().size() == 1);
+        CHECK(kjit::cache::process_cache_was_prepared());
         CHECK(kjit::test::fake_state().modules_loaded == (loads ? 1 : 0));
         CHECK(kjit::test::fake_state().functions_loaded == (loads ? 1 : 0));
         if (loads) {

@@ -107,7 +107,7 @@ using ContextCreationHook = void (*)() noexcept;
 ContextCreationHook on_context_creation(ContextCreationHook hook) noexcept;
 // Called once that creation is over, for every context before which the hook above was called:
 // the device's ordinal, and whether the context was made (kjit holds it from then on). On the
-// creating thread, with kjit's per-device lock held: it must only hand the news on. Returns the
+// creating thread, with kjit's driver lock held: it must only hand the news on. Returns the
 // hook it replaces.
 using ContextCreatedHook = void (*)(int ordinal, bool created) noexcept;
 ContextCreatedHook on_context_created(ContextCreatedHook hook) noexcept;

@@ -145,39 +145,59 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
                                                   const std::function<std::shared_ptr<LoadedModule>()>& load) {
     const std::string name = key + "@" + std::to_string(device);
     Shard& shard = shard_of(name);
-    auto slot = std::make_shared<OnceValue<std::shared_ptr<LoadedModule>>>();
-    // Waits while another thread loads it. When that load fails, this caller loads it itself
-    // (once): a failure is not remembered, and the load that failed may have been one made ahead
-    // of need (jit/module_preload.hpp) under conditions that no longer hold. Failing again is
-    // this caller's own failure.
-    for (int attempt = 0;; ++attempt) {
+    // Waits while another thread loads it. A wait that ends in that thread's failure sends this
+    // caller round again, until it finds the module or runs its own load: a failure is not
+    // remembered, and it may have been a load made ahead of need (jit/module_preload.hpp) under
+    // conditions that no longer hold. Each round follows another caller's failed load of its
+    // own, so the rounds end.
+    for (;;) {
         std::unique_lock lock(shard.mutex);
         const auto it = shard.modules.find(name);
         if (it == shard.modules.end()) {
+            auto slot = std::make_shared<OnceValue<std::shared_ptr<LoadedModule>>>();
             shard.modules.emplace(name, slot);
-            break;
+            lock.unlock();
+            return run_load(shard, name, *slot, load);
         }
         const auto found = it->second;
         lock.unlock();
-        if (attempt > 0) return found->get();
         try {
             return found->get();
         } catch (...) {
-            // another thread's failed load: try once more
+            // another caller's load failed: round again
         }
     }
+}
+
+bool ModuleRegistry::load_if_absent(const std::string& key, int device,
+                                    const std::function<std::shared_ptr<LoadedModule>()>& load) {
+    const std::string name = key + "@" + std::to_string(device);
+    Shard& shard = shard_of(name);
+    std::unique_lock lock(shard.mutex);
+    if (shard.modules.contains(name)) return false;
+    auto slot = std::make_shared<OnceValue<std::shared_ptr<LoadedModule>>>();
+    shard.modules.emplace(name, slot);
+    lock.unlock();
+    (void)run_load(shard, name, *slot, load);
+    return true;
+}
+
+std::shared_ptr<LoadedModule> ModuleRegistry::run_load(Shard& shard, const std::string& name,
+                                                       OnceValue<std::shared_ptr<LoadedModule>>& slot,
+                                                       const std::function<std::shared_ptr<LoadedModule>()>& load) {
     loads_started_.fetch_add(1, std::memory_order_relaxed);
     try {
         std::shared_ptr<LoadedModule> module = load();
-        slot->set(module);
+        slot.set(module);
         return module;
     } catch (...) {
         {
-            // Gone from the map before the waiters wake: one that loads again makes a new slot.
+            // Gone from the map before the waiters wake: one that goes round again makes a new
+            // slot instead of finding this failed one.
             std::lock_guard lock(shard.mutex);
             shard.modules.erase(name);
         }
-        slot->fail(std::current_exception());
+        slot.fail(std::current_exception());
         throw;
     }
 }

@@ -12,6 +12,8 @@
 
 #include <cuda.h>
 
+#include "runtime/detail/once_value.hpp"
+
 namespace kjit::detail {
 
 // A module loaded on one device, unloaded (in its context) when the last owner lets go.
@@ -65,18 +67,26 @@ public:
     ~ModuleRegistry();
     static ModuleRegistry& process();
     // The module for (key, device), calling `load` (once) when there is none yet. A failed load
-    // is not remembered: a caller that waited for another thread's load that failed then loads
-    // it itself.
+    // is not remembered: a caller whose wait for another thread's load ended in its failure
+    // tries again, and fails only by its own load.
     std::shared_ptr<LoadedModule> get(const std::string& key, int device,
                                       const std::function<std::shared_ptr<LoadedModule>()>& load);
+    // Calls `load` for (key, device) and keeps the module, unless the registry has that module
+    // or a load of it under way: then returns false at once, waiting for nothing. Throws what
+    // `load` throws (nothing kept then). For loads made ahead of need.
+    bool load_if_absent(const std::string& key, int device, const std::function<std::shared_ptr<LoadedModule>()>& load);
     std::size_t size() const;
-    // How many loads get() has started (a `load` called), failed ones included: whoever loads
+    // How many loads get() and load_if_absent() have started, failed ones included: whoever loads
     // ahead of need (jit/module_preload.hpp) stops once loads other than its own begin.
     std::uint64_t loads_started() const noexcept { return loads_started_.load(std::memory_order_relaxed); }
 
 private:
     struct Shard;
     Shard& shard_of(const std::string& name) const;
+    // Runs `load` into `slot`, the slot of `name` just added; a failure leaves the map first.
+    std::shared_ptr<LoadedModule> run_load(Shard& shard, const std::string& name,
+                                           OnceValue<std::shared_ptr<LoadedModule>>& slot,
+                                           const std::function<std::shared_ptr<LoadedModule>()>& load);
     static constexpr std::size_t kShards = 32;
     std::unique_ptr<Shard[]> shards_;
     std::atomic<std::uint64_t> loads_started_{0};
