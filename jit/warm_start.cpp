@@ -50,8 +50,12 @@ std::atomic<int> g_pause_ms{0};  // set_warm_start_pause_for_tests()
 // Notes read ahead: enough for the kernels a program's first calls use, little memory.
 constexpr std::size_t kNotesAhead = 16;
 constexpr std::size_t kNoteBytesAhead = std::size_t{1} << 20;
-// Modules loaded ahead (jit/module_preload.hpp): a program's first few kernels.
-constexpr std::size_t kModulesAhead = 8;
+// Modules loaded ahead (jit/module_preload.hpp): those of every note read ahead. Which of them
+// the first calls want is a guess (a run of the side by side at 15:12 UTC, 2026-12-04, called
+// the newest note's kernel first, where 8 loaded oldest first missed it); loading all of them
+// takes 1-3 ms on the H200 host, less than an application's setup before its first call (the
+// input's allocation alone: 7-12 ms there), and their cubins are within the notes' 1 MB.
+constexpr std::size_t kModulesAhead = kNotesAhead;
 // How long the thread waits for the context before it gives the modules up: far longer than the
 // driver takes (about 0.2 s on the H200 host), short enough that exit never waits long on it.
 constexpr auto kContextWait = std::chrono::seconds(5);

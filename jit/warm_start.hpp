@@ -18,7 +18,7 @@
 //    note's identity check of that path takes this `stat` instead of making its own;
 //  - every page of libkjit's code and read-only data is read once, so that the kernel maps them;
 //  - the entries those notes carry are checked, and once the driver has made the context (the
-//    runtime's on_context_created news), up to 8 of their modules are loaded onto the device
+//    runtime's on_context_created news), their modules are loaded onto the device
 //    (jit/module_preload.hpp), so that the first calls find their kernels loaded or loading.
 // The thread reads no environment variable: getenv racing an application's setenv is undefined
 // behaviour, so what it needs is read before it starts. A process that exits or forks while it
