@@ -11,10 +11,11 @@ CachedProgram program_with_entries(const CachedProgram& whole, const EntryLines&
     return p;
 }
 
-LazyEntryPoints::LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal)
+LazyEntryPoints::LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
+                                 std::shared_ptr<PlanNote> note)
     : LazyEntryPoints(
           [whole, lines, groups](std::size_t g) { return program_with_entries(whole, lines, groups[g]); }, EntryGroups(groups),
-          whole.description, ordinal) {}
+          whole.description, ordinal, std::move(note)) {}
 
 LazyEntryPoints::LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, EntryGroups groups, std::string description,
                                  int ordinal, std::shared_ptr<PlanNote> note)

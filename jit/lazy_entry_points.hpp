@@ -37,7 +37,8 @@ public:
     static constexpr std::size_t kMaxPerGroup = EntryGroups::kMaxPerGroup;
     // `groups[g]`: the entry point names of group g (at most kMaxPerGroup; an empty group cannot
     // be loaded: the generator made no such entry point).
-    LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal);
+    LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
+                    std::shared_ptr<PlanNote> note = nullptr);
     // The same with each group's program made by `program_of(g)` (a generator that writes a
     // group's program on its own rather than cutting it out of the whole); `description` names
     // the kernel in errors.

@@ -51,8 +51,13 @@ std::vector<std::string> reduction_group_entries(const GeneratedReduction& g, Re
 CachedProgram reduction_group_program(const CachedProgram& whole, const GeneratedReduction& g, ReductionEntryGroup group,
                                       bool index64);
 
-// A loader of the groups of `whole` on device `ordinal` (jit/reduction_groups.cpp).
-std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal);
+// The entry point names of every group, one per strategy and index width (group * 2 + index64).
+std::vector<std::vector<std::string>> reduction_groups(const GeneratedReduction& g);
+
+// A loader of the groups of `whole` on device `ordinal` (jit/reduction_groups.cpp), which notes
+// what it loads in `note` when given one.
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal,
+                                                             std::shared_ptr<PlanNote> note = nullptr);
 
 // The module of `kernel` for this binding and variant (inputs passed as scalars, array inputs
 // stored as another dtype), compiled or found in a cache, loaded on device `ordinal`.

@@ -3,6 +3,7 @@
 #include "jit/entry_points.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <sstream>
 
@@ -88,7 +89,14 @@ std::string source_with_entries(const GeneratedReduction& g, const std::vector<s
     return keep_entry_points(g.source, g.entry_lines, keep);
 }
 
+namespace {
+std::atomic<std::uint64_t> g_generations{0};
+}  // namespace
+
+std::uint64_t reduction_generations() noexcept { return g_generations.load(std::memory_order_relaxed); }
+
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& c, const Binding& binding) {
+    g_generations.fetch_add(1, std::memory_order_relaxed);
     if (!c.complete || !c.reduce_type)
         throw TypeError("reduction '" + spec.name + "': every type placeholder needs a type to generate code");
     const std::string& name = spec.name;

@@ -4,6 +4,7 @@
 // points.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -75,5 +76,9 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
 // `checked` must be complete.
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& checked,
                                       const Binding& binding);
+
+// How many times this process generated reduction code: for tests of the paths that must not (a
+// call planned from a plan note, jit/reduction_note.hpp).
+std::uint64_t reduction_generations() noexcept;
 
 }  // namespace kjit::jit

@@ -36,13 +36,20 @@ namespace {
 std::size_t slot_of(ReductionEntryGroup group, bool index64) { return static_cast<std::size_t>(group) * 2 + (index64 ? 1 : 0); }
 }  // namespace
 
-std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal) {
+std::vector<std::vector<std::string>> reduction_groups(const GeneratedReduction& g) {
     std::vector<std::vector<std::string>> groups(kReductionEntryGroups * 2);
     for (int k = 0; k < kReductionEntryGroups; ++k)
         for (const bool index64 : {false, true})
             groups[slot_of(static_cast<ReductionEntryGroup>(k), index64)] =
                 reduction_group_entries(g, static_cast<ReductionEntryGroup>(k), index64);
-    return std::make_shared<LazyEntryPoints>(std::move(whole), std::move(g.entry_lines), std::move(groups), ordinal);
+    return groups;
+}
+
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal,
+                                                             std::shared_ptr<PlanNote> note) {
+    std::vector<std::vector<std::string>> groups = reduction_groups(g);
+    return std::make_shared<LazyEntryPoints>(std::move(whole), std::move(g.entry_lines), std::move(groups), ordinal,
+                                             std::move(note));
 }
 
 ReductionEntries ReductionModule::entries(ReductionEntryGroup group, bool index64) const {

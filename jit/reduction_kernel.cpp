@@ -1,6 +1,7 @@
 #include "kjit/reduction_kernel.hpp"
 
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -12,8 +13,10 @@
 #include "jit/program_lookup.hpp"
 #include "jit/reduction_calls.hpp"
 #include "jit/reduction_codegen.hpp"
+#include "jit/reduction_note.hpp"
 #include "jit/type_checker.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/module.hpp"
 
 namespace kjit {
@@ -463,14 +466,38 @@ jit::CheckedReduction jit::check_reduction(const ReductionKernel& kernel, const 
 
 jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                          int ordinal) {
-    Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
+    const CustomGenerator& custom = ReductionKernelAccess::generator(kernel);
+    std::shared_ptr<PlanNote> note;
+    if (!custom) {  // a user's reduction: noted (jit/reduction_note.hpp)
+        const ReductionNoteFields fields(kernel, types, variant);
+        note = std::make_shared<PlanNote>(fields.fields, kjit::detail::device_attributes(ordinal).compute_capability(),
+                                          static_cast<std::size_t>(kReductionEntryGroups) * 2,
+                                          [kernel, types, variant] { return spec_json(kernel, types, variant); });
+        ReductionModule m;
+        EntryGroups groups;
+        if (note->noted_values() && reduction_from_note(*note->noted_values(), m, groups)) {
+            // A noted plan: nothing is checked or generated unless a group the note has no key
+            // for is needed.
+            auto program_of = [kernel, types, variant, made = std::optional<Prepared>()](std::size_t s) mutable {
+                if (!made) made = prepare(kernel, {}, types, variant);
+                return reduction_group_program(made->program, made->generated, static_cast<ReductionEntryGroup>(s / 2),
+                                               s % 2 == 1);
+            };
+            m.loader = std::make_shared<LazyEntryPoints>(std::move(program_of), std::move(groups),
+                                                         "reduction '" + kernel.name() + "' (" + format_type_binding(types) + ")",
+                                                         ordinal, std::move(note));
+            return m;
+        }
+    }
+    Prepared p = prepare(kernel, custom, types, variant);
     ReductionModule m;
     m.reduce_itemsize = p.reduce_itemsize;
     m.has_identity = p.has_identity;
     m.array_inputs = p.generated.array_inputs;
     m.outputs = p.generated.outputs;
     m.vector_width = p.generated.vector_width;
-    m.loader = make_reduction_group_loader(std::move(p.program), std::move(p.generated), ordinal);
+    if (note) note->set_values(reduction_note_values(m, reduction_groups(p.generated)));
+    m.loader = make_reduction_group_loader(std::move(p.program), std::move(p.generated), ordinal, std::move(note));
     return m;
 }
 

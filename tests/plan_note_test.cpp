@@ -14,11 +14,13 @@
 #include "fake_driver.hpp"
 #include "gpu_data.hpp"
 #include "jit/codegen.hpp"
+#include "jit/reduction_codegen.hpp"
 #include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
 #include "jit/plan_note.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
+#include "kjit/reduction_kernel.hpp"
 #include "kjit/stream.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/nvrtc.hpp"
@@ -492,5 +494,71 @@ TEST_CASE("a noted kernel that reads i still visits elements in C order", "[gpu]
                          static_cast<double>(f);
               }, 1e-6) == 0);
         CHECK(kjit::cache_stats().note_hits == static_cast<std::uint64_t>(process));
+    }
+}
+
+TEST_CASE("a user reduction's first call through its plan note loads it without checking or generating it",
+          "[kernel_cache][nvrtc][plan_note]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
+    api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
+    const kjit::detail::ScopedDriverOverride fake(api, 1);
+    const fs::path dir = work.path() / "cache";
+    const auto call = [](const std::string& name) {
+        const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", name);
+        const kjit::Array x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+        const kjit::Array y = kjit::Array::empty({}, DType::float32, kjit::Device::cuda(0));
+        sumsq.launch({x, y});
+    };
+    kjit::configure_cache(cache_in(dir));
+    call("noted_sumsq");
+    CHECK(kjit::cache_stats().compiles == 1);
+    CHECK(kjit::cache_stats().note_hits == 0);
+    REQUIRE(files_ending(dir, ".note").size() == 1);
+    const int launches = kjit::test::fake_state().launches;
+
+    SECTION("a later process finds the note") {
+        kjit::configure_cache(cache_in(dir));
+        const std::uint64_t generated = kjit::jit::reduction_generations();
+        call("noted_sumsq");
+        CHECK(kjit::jit::reduction_generations() == generated);
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::test::fake_state().launches > launches);
+    }
+    SECTION("another name, or another KJIT_TUNE_RED_UNROLL, is another note") {
+        kjit::configure_cache(cache_in(dir));
+        call("noted_sumsq_other");
+        CHECK(kjit::cache_stats().note_hits == 0);
+        const kjit::test::ScopedEnv unroll("KJIT_TUNE_RED_UNROLL", "2");
+        kjit::configure_cache(cache_in(dir));
+        call("noted_sumsq");
+        CHECK(kjit::cache_stats().note_hits == 0);
+    }
+}
+
+TEST_CASE("a user reduction loaded through its plan note computes what the host does", "[gpu][plan_note]") {
+    KJIT_REQUIRE_GPU();
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    const std::int64_t n = 100003;
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float64, {n});
+    long double sum = 0;  // the host's reference, in higher precision
+    for (std::int64_t i = 0; i < n; ++i) {
+        const long double v = kjit::test::element_value(x.host, DType::float64, static_cast<std::size_t>(i)).real();
+        sum += v * v;
+    }
+    const double want = static_cast<double>(sum);
+    for (int process = 0; process < 2; ++process) {
+        INFO("process " << process);
+        kjit::configure_cache(cache_in(work.path()));  // a fresh cache object: only the disk remembers
+        const std::uint64_t generated = kjit::jit::reduction_generations();
+        const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "noted_sumsq_gpu");
+        const kjit::Array y = kjit::test::poisoned(DType::float64, {});
+        sumsq.launch({x.device, y});
+        CHECK(kjit::test::mismatches(y, [&](std::size_t) { return want; }, 1e-10) == 0);
+        CHECK(kjit::cache_stats().note_hits == static_cast<std::uint64_t>(process));
+        CHECK((kjit::jit::reduction_generations() == generated) == (process == 1));
     }
 }

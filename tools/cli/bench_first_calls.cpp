@@ -195,6 +195,18 @@ int probe() {
         s.synchronize();
         return std::pair{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), minor_page_faults() - faults};
     };
+    // KJIT_PROBE_REDUCTION=1 (a measurement): the first call is a user reduction's (a sum of
+    // squares of x) instead, which has no plan note: it takes the long way to its cache entry.
+    if (const char* e = std::getenv("KJIT_PROBE_REDUCTION"); e != nullptr && e[0] == '1') {
+        const long faults = minor_page_faults();
+        const auto t0 = Clock::now();
+        const ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "probe_sumsq");
+        (void)sumsq({x}, ReduceOptions{std::nullopt, false, s});
+        s.synchronize();
+        const double red_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        std::printf("%.4f %ld %.3f %.4f\n", red_ms, minor_page_faults() - faults, context_ms, setup_ms);
+        return 0;
+    }
     const auto [ms, faults] = first_call("y = a * x + b", "probe_axpb");
     // KJIT_PROBE_SECOND=1 (a measurement): then the first call of another kernel on disk, whose
     // code paths the first call has run already: what the first call pays for running cold code.
