@@ -24,6 +24,11 @@ namespace kjit::jit {
 struct ModuleVariant {
     std::vector<bool> scalar;
     std::vector<std::optional<DType>> storage;
+
+    // The variant as a plan note's name takes it (jit/plan_note.hpp): which parameters are
+    // scalars ("0110"), and each input's storage dtype ("-,float16,").
+    std::string scalar_field() const;
+    std::string storage_field() const;
 };
 
 // The module of `kernel` for this binding and variant, compiled or found in a cache, loaded on

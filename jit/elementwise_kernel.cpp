@@ -1,7 +1,6 @@
 #include "kjit/elementwise_kernel.hpp"
 
 #include <cctype>
-#include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -292,12 +291,10 @@ struct NoteFields {
     std::vector<std::string_view> fields;
 
     NoteFields(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant)
-        : options(std::to_string(k.options().nvrtc_options.size())), binding(format_type_binding(types)) {
-        for (const bool b : variant.scalar) scalar += b ? '1' : '0';
-        for (const auto& d : variant.storage) {
-            storage += d ? d->name() : "-";
-            storage += ',';
-        }
+        : options(std::to_string(k.options().nvrtc_options.size())),
+          binding(format_type_binding(types)),
+          scalar(variant.scalar_field()),
+          storage(variant.storage_field()) {
         fields.reserve(13 + k.options().nvrtc_options.size());
         fields.insert(fields.end(), {"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(),
                                      k.options().preamble, options});
@@ -328,13 +325,7 @@ jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::
 }
 
 bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariants& v, jit::EntryGroups& groups) {
-    auto number = [&](std::string_view name, int& out, int low, int high) {
-        const std::string_view* value = jit::find_value(values, name);
-        if (value == nullptr) return false;
-        const char* end = value->data() + value->size();
-        const auto [at, error] = std::from_chars(value->data(), end, out);
-        return error == std::errc() && at == end && out >= low && out <= high;
-    };
+    auto number = [&](std::string_view name, int& out, int low, int high) { return jit::find_number(values, name, out, low, high); };
     int rows = 0, tiled = 0, uses_index = 0;
     if (!number("vector_width", v.vector_width, 1, 16) || !number("unroll", v.unroll, 1, 64) || !number("tile", v.tile, 1, 1024) ||
         !number("rows", rows, 0, 1) || !number("tiled", tiled, 0, 1) || !number("uses_index", uses_index, 0, 1))
@@ -363,6 +354,21 @@ bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariant
 }
 
 }  // namespace
+
+std::string jit::ModuleVariant::scalar_field() const {
+    std::string s;
+    for (const bool b : scalar) s += b ? '1' : '0';
+    return s;
+}
+
+std::string jit::ModuleVariant::storage_field() const {
+    std::string s;
+    for (const auto& d : storage) {
+        s += d ? d->name() : "-";
+        s += ',';
+    }
+    return s;
+}
 
 jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {

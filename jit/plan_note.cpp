@@ -149,6 +149,14 @@ const std::string_view* find_value(const PlanNote::NotedValues& values, std::str
     return nullptr;
 }
 
+bool find_number(const PlanNote::NotedValues& values, std::string_view name, int& out, int low, int high) {
+    const std::string_view* value = find_value(values, name);
+    if (value == nullptr) return false;
+    const char* end = value->data() + value->size();
+    const auto [at, error] = std::from_chars(value->data(), end, out);
+    return error == std::errc() && at == end && out >= low && out <= high;
+}
+
 PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_cc, std::size_t groups,
                    std::function<std::string()> spec_json)
     : device_cc_(device_cc), spec_json_(std::move(spec_json)), name_(note_name(source_fields, device_cc)), keys_(groups) {

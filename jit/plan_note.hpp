@@ -113,5 +113,8 @@ bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keyi
                      std::vector<std::string>& keys, std::optional<std::size_t>* carried_group = nullptr);
 // The value named `prefix` + `name` in `values`, or null.
 const std::string_view* find_value(const PlanNote::NotedValues& values, std::string_view name, std::string_view prefix = {});
+// The value named `name` read as a whole decimal number into `out`: false when it is missing,
+// not exactly a number, or outside [low, high].
+bool find_number(const PlanNote::NotedValues& values, std::string_view name, int& out, int low, int high);
 
 }  // namespace kjit::jit

@@ -1,6 +1,5 @@
 #include "jit/reduction_note.hpp"
 
-#include <charconv>
 #include <cstdlib>
 
 #include "kjit/elementwise_kernel.hpp"
@@ -24,12 +23,10 @@ constexpr std::size_t kFacts = 5;  // the values before the entries
 }  // namespace
 
 ReductionNoteFields::ReductionNoteFields(const ReductionKernel& k, const TypeBinding& types, const ModuleVariant& variant)
-    : options(std::to_string(k.options().nvrtc_options.size())), binding(format_type_binding(types)) {
-    for (const bool b : variant.scalar) scalar += b ? '1' : '0';
-    for (const auto& d : variant.storage) {
-        storage += d ? d->name() : "-";
-        storage += ',';
-    }
+    : options(std::to_string(k.options().nvrtc_options.size())),
+      binding(format_type_binding(types)),
+      scalar(variant.scalar_field()),
+      storage(variant.storage_field()) {
     fields.reserve(16 + k.options().nvrtc_options.size());
     fields.insert(fields.end(), {"reduction", k.name(), k.in_params(), k.out_params(), k.map_expr(), k.reduce_expr(),
                                  k.post_map_expr(), k.identity(), k.options().preamble, k.options().reduce_type, options});
@@ -53,13 +50,7 @@ PlanNote::Values reduction_note_values(const ReductionModule& m, const std::vect
 }
 
 bool reduction_from_note(const PlanNote::NotedValues& values, ReductionModule& m, EntryGroups& groups) {
-    auto number = [&](std::string_view name, int& out, int low, int high) {
-        const std::string_view* value = find_value(values, name);
-        if (value == nullptr) return false;
-        const char* end = value->data() + value->size();
-        const auto [at, error] = std::from_chars(value->data(), end, out);
-        return error == std::errc() && at == end && out >= low && out <= high;
-    };
+    auto number = [&](std::string_view name, int& out, int low, int high) { return find_number(values, name, out, low, high); };
     int itemsize = 0, identity = 0;
     if (!number("reduce_itemsize", itemsize, 1, 1024) || !number("has_identity", identity, 0, 1) ||
         !number("array_inputs", m.array_inputs, 0, 64) || !number("outputs", m.outputs, 1, 64) ||
