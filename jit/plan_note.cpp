@@ -118,7 +118,7 @@ bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keyi
     if (keying.nvrtc_lines.empty() || keying.nvrtc_version.empty()) return false;
     if (!next_line() || !line.starts_with(kTarget) || line.size() == kTarget.size()) return false;
     keying.target = line.substr(kTarget.size());
-    values.reserve(16);
+    values.reserve(24);  // a reduction's note has 21 values, an elementwise kernel's up to 13
     while (at < text.size()) {
         if (!next_line()) return false;
         const std::size_t eq = line.find('=');

@@ -77,8 +77,9 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& checked,
                                       const Binding& binding);
 
-// How many times this process generated reduction code: for tests of the paths that must not (a
-// call planned from a plan note, jit/reduction_note.hpp).
+// How many times this process generated the code of a reduction written as strings (not argmin
+// or argmax, jit/arg_reduction.hpp): for tests of the paths that must not (a call planned from a
+// plan note, jit/reduction_note.hpp).
 std::uint64_t reduction_generations() noexcept;
 
 }  // namespace kjit::jit

@@ -2,8 +2,9 @@
 // depends on, and what its first call learns by checking the kernel and generating its code (the
 // facts the launcher uses, the entry point names of each strategy's group), so that a fresh
 // process's first call of a cached reduction loads it with no check and no code generation, as
-// an elementwise kernel's does. Built-in reductions (kjit::sum, argmax...) have generators of
-// their own and no notes.
+// an elementwise kernel's does. kjit::sum, prod, mean, min and max are such string reductions
+// (jit/reductions.cpp) and are noted too; argmin and argmax have a generator of their own and
+// no notes.
 #pragma once
 
 #include <string>

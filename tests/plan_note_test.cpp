@@ -15,6 +15,7 @@
 #include "gpu_data.hpp"
 #include "jit/codegen.hpp"
 #include "jit/reduction_codegen.hpp"
+#include "jit/reduction_note.hpp"
 #include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
 #include "jit/plan_note.hpp"
@@ -505,11 +506,17 @@ TEST_CASE("a user reduction's first call through its plan note loads it without 
     api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
     const kjit::detail::ScopedDriverOverride fake(api, 1);
     const fs::path dir = work.path() / "cache";
-    const auto call = [](const std::string& name) {
-        const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", name);
-        const kjit::Array x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
-        const kjit::Array y = kjit::Array::empty({}, DType::float32, kjit::Device::cuda(0));
-        sumsq.launch({x, y});
+    // A sum of squares of 1000 float32 to a 0-d output (the `full` strategy), or of a 100 x 1000
+    // array along its rows (a rows strategy: another group of the module); `reduce_type` as given.
+    const auto call = [](const std::string& name, bool rows = false, const std::string& reduce_type = {}) {
+        kjit::ReductionOptions o;
+        o.reduce_type = reduce_type;
+        const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", name, o);
+        const kjit::Shape in = rows ? kjit::Shape{100, 1000} : kjit::Shape{1000}, out = rows ? kjit::Shape{100} : kjit::Shape{};
+        const kjit::Array x = kjit::Array::empty(in, DType::float32, kjit::Device::cuda(0));
+        const kjit::Array y = kjit::Array::empty(out, DType::float32, kjit::Device::cuda(0));
+        sumsq.launch({x, y}, kjit::ReduceOptions{rows ? std::optional<std::vector<int>>(std::vector<int>{1}) : std::nullopt, false,
+                                                 std::nullopt});
     };
     kjit::configure_cache(cache_in(dir));
     call("noted_sumsq");
@@ -531,11 +538,68 @@ TEST_CASE("a user reduction's first call through its plan note loads it without 
         kjit::configure_cache(cache_in(dir));
         call("noted_sumsq_other");
         CHECK(kjit::cache_stats().note_hits == 0);
+        kjit::configure_cache(cache_in(dir));
+        call("noted_sumsq", false, "float64");
+        CHECK(kjit::cache_stats().note_hits == 0);
         const kjit::test::ScopedEnv unroll("KJIT_TUNE_RED_UNROLL", "2");
         kjit::configure_cache(cache_in(dir));
         call("noted_sumsq");
         CHECK(kjit::cache_stats().note_hits == 0);
     }
+    SECTION("a strategy the note has no key for is generated then, once, and noted") {
+        kjit::configure_cache(cache_in(dir));
+        const std::uint64_t generated = kjit::jit::reduction_generations();
+        call("noted_sumsq", true);
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::jit::reduction_generations() == generated + 1);
+        CHECK(kjit::cache_stats().compiles == 1);
+        // A third process has both strategies noted: nothing generated, nothing compiled.
+        kjit::configure_cache(cache_in(dir));
+        const std::uint64_t before_third = kjit::jit::reduction_generations();
+        call("noted_sumsq", true);
+        call("noted_sumsq");
+        CHECK(kjit::jit::reduction_generations() == before_third);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::cache_stats().note_hits >= 1);
+    }
+}
+
+TEST_CASE("a reduction's plan note values read back only when they are exactly a plan", "[plan_note]") {
+    kjit::jit::ReductionModule m;
+    m.reduce_itemsize = 8;
+    m.has_identity = true;
+    m.array_inputs = 1;
+    m.outputs = 1;
+    m.vector_width = 4;
+    kjit::jit::GeneratedReduction g;
+    int k = 0;
+    for (std::string* name : {&g.full32, &g.full64, &g.rows_warp32, &g.rows_warp64, &g.rows_block32, &g.rows_block64, &g.columns32,
+                              &g.columns64, &g.columns_split32, &g.columns_split64, &g.columns_finish32, &g.columns_finish64,
+                              &g.segments_warp32, &g.segments_warp64, &g.segments_block32, &g.segments_block64})
+        *name = "k_" + std::to_string(k++);
+    const std::vector<std::vector<std::string>> groups = kjit::jit::reduction_groups(g);
+    const kjit::jit::PlanNote::Values values = kjit::jit::reduction_note_values(m, groups);
+    const auto read = [](const kjit::jit::PlanNote::Values& v, kjit::jit::ReductionModule& out, kjit::jit::EntryGroups& names) {
+        const kjit::jit::PlanNote::NotedValues views(v.begin(), v.end());
+        return kjit::jit::reduction_from_note(views, out, names);
+    };
+    kjit::jit::ReductionModule back;
+    kjit::jit::EntryGroups names;
+    REQUIRE(read(values, back, names));
+    CHECK(back.reduce_itemsize == 8);
+    CHECK(back.has_identity);
+    CHECK(back.vector_width == 4);
+    REQUIRE(names.size() == groups.size());
+    for (std::size_t s = 0; s < groups.size(); ++s) CHECK(names.names(s) == groups[s]);
+
+    kjit::jit::PlanNote::Values extra = values, missing = values, wrong = values;
+    extra.emplace_back("entry.full32.1", "k_more");
+    missing.pop_back();
+    for (auto& [n, v] : wrong)
+        if (n == "vector_width") v = "17";
+    CHECK_FALSE(read(extra, back, names));
+    CHECK_FALSE(read(missing, back, names));
+    CHECK_FALSE(read(wrong, back, names));
 }
 
 TEST_CASE("a user reduction loaded through its plan note computes what the host does", "[gpu][plan_note]") {
