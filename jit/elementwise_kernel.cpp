@@ -325,10 +325,10 @@ jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::
 }
 
 bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariants& v, jit::EntryGroups& groups) {
-    auto number = [&](std::string_view name, int& out, int low, int high) { return jit::find_number(values, name, out, low, high); };
     int rows = 0, tiled = 0, uses_index = 0;
-    if (!number("vector_width", v.vector_width, 1, 16) || !number("unroll", v.unroll, 1, 64) || !number("tile", v.tile, 1, 1024) ||
-        !number("rows", rows, 0, 1) || !number("tiled", tiled, 0, 1) || !number("uses_index", uses_index, 0, 1))
+    if (!jit::find_number(values, "vector_width", v.vector_width, 1, 16) || !jit::find_number(values, "unroll", v.unroll, 1, 64) ||
+        !jit::find_number(values, "tile", v.tile, 1, 1024) || !jit::find_number(values, "rows", rows, 0, 1) ||
+        !jit::find_number(values, "tiled", tiled, 0, 1) || !jit::find_number(values, "uses_index", uses_index, 0, 1))
         return false;
     v.has_rows = rows == 1;
     v.has_tiled = tiled == 1;

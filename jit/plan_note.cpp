@@ -214,8 +214,7 @@ std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int or
         KJIT_TRACE("entry: looking up");
         std::string problem;
         const std::shared_ptr<const cache::Entry> entry =
-            kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem,
-                                             carried_.empty() ? carried_parsed_ : nullptr);
+            kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem, carried_parsed_);
         KJIT_TRACE("entry: found");
         if (entry) return load_entry_module(entry, ordinal, device_cc_);
         // Damaged: never used. The entry the note names, carried from now on (below).

@@ -93,7 +93,8 @@ private:
     NotedValues noted_values_;
     std::optional<std::size_t> carried_group_;  // the group whose entry the note carries
     std::vector<unsigned char> carried_;        // that entry's bytes, when not note_'s
-    std::shared_ptr<const cache::Entry> carried_parsed_;  // note_'s entry, parsed when read ahead
+    // note_'s entry, parsed when read ahead; null once carried_ holds the bytes carried
+    std::shared_ptr<const cache::Entry> carried_parsed_;
     std::optional<Values> values_;
     std::vector<std::string> keys_;  // per group, empty when not known
 };

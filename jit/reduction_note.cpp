@@ -50,11 +50,10 @@ PlanNote::Values reduction_note_values(const ReductionModule& m, const std::vect
 }
 
 bool reduction_from_note(const PlanNote::NotedValues& values, ReductionModule& m, EntryGroups& groups) {
-    auto number = [&](std::string_view name, int& out, int low, int high) { return find_number(values, name, out, low, high); };
     int itemsize = 0, identity = 0;
-    if (!number("reduce_itemsize", itemsize, 1, 1024) || !number("has_identity", identity, 0, 1) ||
-        !number("array_inputs", m.array_inputs, 0, 64) || !number("outputs", m.outputs, 1, 64) ||
-        !number("vector_width", m.vector_width, 1, 16))
+    if (!find_number(values, "reduce_itemsize", itemsize, 1, 1024) || !find_number(values, "has_identity", identity, 0, 1) ||
+        !find_number(values, "array_inputs", m.array_inputs, 0, 64) || !find_number(values, "outputs", m.outputs, 1, 64) ||
+        !find_number(values, "vector_width", m.vector_width, 1, 16))
         return false;
     m.reduce_itemsize = static_cast<std::size_t>(itemsize);
     m.has_identity = identity == 1;

@@ -136,7 +136,6 @@ void stop_at_exit() noexcept {
     wait_for_warm_start();
 }
 
-
 // Installed when libkjit loads: the runtime calls it before it creates a primary context.
 [[maybe_unused]] const bool g_installed = (kjit::detail::on_context_creation(&start_warm_start),
                                             kjit::detail::on_context_created(&context_created), true);
