@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -66,7 +67,8 @@ detail::OperandView operand_view(const Array& a);
 std::vector<detail::ArgField> arg_fields(const CallSignature& sig, const BoundCall& bound);
 
 // Writes the argument struct at `a`: pointer fields from pointer_of(k); scalars cast to their
-// parameter's type; raw fields as {data, size} of raw_array(k), which must be C-contiguous (else a
+// parameter's type (a NaN or an infinity for an integer parameter is a TypeError starting with
+// where(k)); raw fields as {data, size} of raw_array(k), which must be C-contiguous (else a
 // ShapeError starting with where(k)). A template so that a warm call's lambdas inline.
 template <class PointerOf, class RawArray, class Where>
 void write_args(unsigned char* a, const detail::ArgsLayout& layout, const BoundCall& bound, std::span<const KernelArg> args,
@@ -80,7 +82,13 @@ void write_args(unsigned char* a, const detail::ArgsLayout& layout, const BoundC
                 break;
             }
             case detail::ArgField::value: {
-                const Scalar v = args[k].scalar().cast(bound.param_types[k]);
+                const Scalar& given = args[k].scalar();
+                // C leaves a NaN or an infinity converted to an integer undefined: say so instead.
+                if (bound.param_types[k].is_integer() && !given.dtype().is_integer() && !given.dtype().is_bool() &&
+                    !std::isfinite(given.to_double()))
+                    throw TypeError(where(k) + " is " + std::string(bound.param_types[k].name()) + ", and " +
+                                    given.to_string() + " has no integer value");
+                const Scalar v = given.cast(bound.param_types[k]);
                 std::memcpy(a + field.offset, v.data(), bound.param_types[k].itemsize());
                 break;
             }

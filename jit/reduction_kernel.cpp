@@ -80,6 +80,19 @@ ReduceTypeSpec parse_reduce_type(const std::string& raw) {
                     "a dtype (float32, float64, int64...), a C type name or a placeholder (one upper-case letter)");
 }
 
+// The reduce type CuPy takes when none is given: the first output's, as that output declares it.
+ReduceTypeSpec output_reduce_type(const std::vector<jit::Param>& params) {
+    for (const jit::Param& p : params) {
+        if (!p.is_output) continue;
+        ReduceTypeSpec r;
+        r.text = p.type.spelling;
+        if (p.is_placeholder) r.placeholder = p.type.spelling;
+        else r.dtype = p.dtype;
+        return r;
+    }
+    return {};  // no output: analyze() has already refused the kernel
+}
+
 // A synthetic parameter of the reduce type (a, b, _kjit_r).
 jit::Param reduce_param(const std::string& name, const ReduceTypeSpec& rt, const std::optional<DType>& resolved, bool output) {
     jit::Param p;
@@ -219,7 +232,10 @@ jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types
     }
     if (n_outputs == 0) jit::fail_parse(sources.out, {}, "a reduction needs at least one output");
 
-    const ReduceTypeSpec rt = parse_reduce_type(k.options().reduce_type);
+    // CuPy's rule: without a reduce type, the partial results have the type of the first
+    // output (an int8 input summed into an int64 output adds in int64).
+    ReduceTypeSpec rt = parse_reduce_type(k.options().reduce_type);
+    if (rt.text.empty()) rt = output_reduce_type(c.params);
     std::set<std::string> param_placeholders;
     for (const jit::Param& p : c.params)
         if (p.is_placeholder) param_placeholders.insert(p.type.spelling);
@@ -244,25 +260,10 @@ jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types
     std::vector<jit::Param> inputs, outputs;
     for (const jit::Param& p : c.params) (p.is_output ? outputs : inputs).push_back(p);
 
-    // The reduce type: as written, or the map expression's.
-    if (!rt.text.empty()) {
-        if (rt.dtype) c.reduce_type = rt.dtype;
-        else if (auto it = types.find(rt.placeholder); it != types.end()) c.reduce_type = it->second;
-    }
+    if (rt.dtype) c.reduce_type = rt.dtype;
+    else if (auto it = types.find(rt.placeholder); it != types.end()) c.reduce_type = it->second;
 
-    const std::string& map_text = k.map_expr();
-    const jit::SourceText map_src{"map", map_text};
-    if (rt.text.empty()) {
-        jit::Body probe;
-        jit::ExprPtr e = jit::parse_expression(map_src);
-        NameRules(map_src, true).expr(e.get());
-        jit::Expr* raw = e.get();
-        probe.statements.push_back(std::make_unique<jit::ExprStmt>(e->pos, std::move(e)));
-        jit::KernelSources s = sources;
-        s.body = map_src;
-        jit::check_kernel(inputs, probe, s, types, preamble);
-        c.reduce_type = raw->type;
-    }
+    const jit::SourceText map_src{"map", k.map_expr()};
     auto check_piece = [&](const jit::SourceText& src, jit::Body body, std::vector<jit::Param> params) {
         jit::KernelSources s = sources;
         s.body = src;

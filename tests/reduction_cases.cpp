@@ -196,6 +196,39 @@ std::vector<ReductionCase> make_cases() {
                             return Values{s};
                         },
                         0, 0));
+    // Without a reduce type, CuPy reduces in the first output's type (issue 29): map's value is
+    // converted to it element by element, then summed in it. Every input dtype into every output
+    // dtype (a complex into a real one is refused). Values are small and, for unsigned and bool
+    // outputs, not negative, so that no sum wraps and no conversion is undefined.
+    for (DType t : all_dtypes()) {
+        for (DType o : all_dtypes()) {
+            if (t.is_complex() && !o.is_complex()) continue;
+            const bool non_negative = o.is_bool() || (o.is_integer() && !o.is_signed()) || t.is_bool() ||
+                                      (t.is_integer() && !t.is_signed());
+            const double lo = t.is_bool() ? 0 : non_negative ? 0 : -3, hi = t.is_bool() ? 1 : 3;
+            const double tol = o.is_floating() || o.is_complex() ? (o.itemsize() == 2 ? 8 : 4) * eps_of(o) : 0;
+            cs.push_back(kernel("sum_into_" + std::string(o.name()) + "_from_" + std::string(t.name()), "T x",
+                                std::string(o.name()) + " y", "x", "a + b", "y = a", "0", {{t, {6, 40}, lo, hi}}, std::vector<int>{1},
+                                [o](const std::vector<Values>& r) {
+                                    C s = 0;
+                                    for (const C& v : r[0]) s += as(o, v);
+                                    return Values{as(o, s)};
+                                },
+                                eps_of(o), tol));
+        }
+    }
+    // The two CuPy ports that gave wrong numbers: int8 values of 100 summed into an int64 output,
+    // and a count of true values into an int32 output.
+    cs.push_back(kernel("sum_int8_hundreds_into_int64", "T x", "int64 y", "x", "a + b", "y = a", "0", {{DType::int8, {1000}, 100, 100}},
+                        std::nullopt, [](const std::vector<Values>& r) { return Values{C(100.0 * static_cast<double>(r[0].size()))}; }, 0, 0));
+    cs.push_back(kernel("count_true_bool_into_int32", "T x", "int32 c", "x ? 1 : 0", "a + b", "c = a", "0", {{DType::bool_, {3, 500}, 0, 1}},
+                        std::vector<int>{0, 1},
+                        [](const std::vector<Values>& r) {
+                            double s = 0;
+                            for (const C& v : r[0]) s += v.real() != 0 ? 1 : 0;
+                            return Values{s};
+                        },
+                        0, 0));
     return cs;
 }
 

@@ -156,10 +156,16 @@ TEST_CASE("reduction bindings: every placeholder, the reduce type's too", "[redu
     CHECK_THAT(error_of([&] { k.source({{"U", DType::float32}}); }), Contains("placeholder 'T'"));
     CHECK_THAT(error_of([&] { k.source({{"T", DType::float32}, {"U", DType::float64}, {"V", DType::int8}}); }),
                Contains("'V' is not a type placeholder"));
-    // Without a reduce type, the map expression's type, by C's rules: int8 * int8 is int.
+    // Without a reduce type, the first output's type, as in CuPy (not the map's: int8 * int8 is
+    // int, and summing in int would wrap where the int64 output would not).
     const ReductionKernel sq("T x", "int64 y", "x * x", "a + b", "y = a", "0", "sq");
-    CHECK_THAT(sq.source({{"T", DType::int8}}), Contains("reduce type: int32"));
-    CHECK_THAT(sq.source({{"T", DType::float64}}), Contains("reduce type: float64"));
+    CHECK_THAT(sq.source({{"T", DType::int8}}), Contains("reduce type: int64"));
+    CHECK_THAT(sq.source({{"T", DType::float64}}), Contains("reduce type: int64"));
+    const ReductionKernel both("T x", "U y, T z", "x", "a + b", "y = a; z = a", "0", "both");
+    CHECK_THAT(both.source({{"T", DType::float32}, {"U", DType::int16}}), Contains("reduce type: int16"));
+    // A complex map into a real first output is refused, as CuPy's C++ would refuse it.
+    const ReductionKernel lossy("T x", "float64 y", "x", "a + b", "y = a", "0", "lossy");
+    CHECK_THAT(error_of([&] { lossy.source({{"T", DType::complex64}}); }), Contains("map") && Contains("complex64"));
 }
 
 TEST_CASE("the generated reduction shows the user's pieces and its entry points", "[reduction]") {

@@ -14,7 +14,7 @@
 // - identity: an expression of the reduce type that `reduce` leaves unchanged ("0" for a sum),
 //   or empty: then reducing no elements is an error at call time.
 // - options.reduce_type: the type of `a`, `b` and the partial results, a dtype or a placeholder;
-//   empty: the type of map_expr.
+//   empty: the type of the first output, as in CuPy (map_expr's value is converted to it).
 //
 // Construction is cheap and checks nothing; check(), source() and compile() parse and type-check
 // the strings (errors: ParseError and TypeError naming the string: "in", "out", "map", "reduce",
@@ -50,7 +50,7 @@ struct ReductionOptions {
     // Extra NVRTC options ("-lineinfo", "--use_fast_math"...).
     std::vector<std::string> nvrtc_options;
     // The type of the partial results: a dtype ("float64") or a placeholder ("T"); empty: the
-    // type of map_expr.
+    // type of the first output, as in CuPy.
     std::string reduce_type;
 };
 

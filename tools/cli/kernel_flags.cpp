@@ -98,7 +98,7 @@ void add_kernel_flags(CLI::App& cmd, KernelFlags& f) {
     cmd.add_option("--reduce", f.reduce, "Reduction: how partial results a and b combine, e.g. \"a + b\" (@FILE)");
     cmd.add_option("--post", f.post, "Reduction: the outputs from the reduced value a, e.g. \"y = sqrt(a)\" (@FILE)");
     cmd.add_option("--identity", f.identity, "Reduction: the value reducing nothing gives, e.g. \"0\" (empty: none)");
-    cmd.add_option("--reduce-type", f.reduce_type, "Reduction: the type of a and b, e.g. float64 or T (default: map's)");
+    cmd.add_option("--reduce-type", f.reduce_type, "Reduction: the type of a and b, e.g. float64 or T (default: the first output's type, as in CuPy)");
     cmd.add_option("--name", f.name, "Kernel name (a C identifier)")->capture_default_str();
     cmd.add_option("--preamble", f.preamble, "Raw CUDA helpers placed before the kernel (@FILE reads a file)");
     cmd.add_option("--types", f.types, "Placeholder types, e.g. T=float32,U=int64");
