@@ -27,6 +27,7 @@ enum class UnaryOp { plus, minus, logical_not, bit_not, pre_increment, pre_decre
 
 enum class BinaryOp {
     mul, div, mod, add, sub, shl, shr, lt, gt, le, ge, eq, ne, bit_and, bit_xor, bit_or, logical_and, logical_or,
+    comma,  // `a, b`: a, then b, whose value it is (CuPy's post-map `s = a, q = a * a`)
 };
 
 // `=` is `assign`; the others are compound assignments with the named binary operator.
@@ -35,7 +36,8 @@ enum class AssignOp { assign, add, sub, mul, div, mod, bit_and, bit_or, bit_xor,
 enum class CastStyle { c_style, functional, static_cast_ };
 
 // What a name refers to, once checked.
-enum class NameKind { unresolved, param, local, index_i, size_n, preamble_function };
+// constant: CUDA's math constants and the kernel's own macros (jit/named_constants.hpp).
+enum class NameKind { unresolved, param, local, index_i, size_n, preamble_function, constant };
 
 struct Expr {
     ExprKind kind;
@@ -72,7 +74,7 @@ struct BoolLiteral : Expr {
 struct NameExpr : Expr {
     std::string name;
     NameKind refers_to = NameKind::unresolved;  // set by the checker
-    int index = -1;                              // param or local index, set by the checker
+    int index = -1;  // param, local or CheckedKernel::constants index, set by the checker
     NameExpr(SourcePos p) : Expr(ExprKind::name, p) {}
 };
 

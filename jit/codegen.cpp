@@ -189,7 +189,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         const Param& p = params[k];
         const std::string t = cuda_type(*kernel.param_types[k]);
         if (p.raw)
-            body_params.push_back("const kjit::Raw<" + std::string(p.is_output ? "" : "const ") + t + "> " + p.name);
+            body_params.push_back("const kjit::Raw<" + std::string(p.is_output || p.non_const ? "" : "const ") + t + "> " + p.name);
         else
             body_params.push_back(p.is_output ? t + "& " + p.name : "const " + t + " " + p.name);
     }
@@ -215,7 +215,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     for (std::size_t k = 0; k < np; ++k) {
         const Param& p = params[k];
         const std::string t = cuda_type(stored(k));
-        const std::string cst = p.is_output ? "" : "const ";
+        const std::string cst = p.is_output || (p.raw && p.non_const) ? "" : "const ";
         if (p.raw)
             s << "    kjit::Raw<" << cst << t << "> " << p.name << ";\n";
         else if (scalar[k])
@@ -484,17 +484,23 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     return m;
 }
 
+namespace {
+
+// Whether evaluating `e` always assigns parameter k: `k = ...`, or one of `a, b`'s operands does.
+bool assigns(const Expr& e, int k) {
+    if (e.kind == ExprKind::binary && static_cast<const BinaryExpr&>(e).op == BinaryOp::comma)
+        return assigns(*static_cast<const BinaryExpr&>(e).lhs, k) || assigns(*static_cast<const BinaryExpr&>(e).rhs, k);
+    if (e.kind != ExprKind::assign) return false;
+    const auto& a = static_cast<const AssignExpr&>(e);
+    return a.op == AssignOp::assign && a.target->kind == ExprKind::name &&
+           static_cast<const NameExpr&>(*a.target).refers_to == NameKind::param && static_cast<const NameExpr&>(*a.target).index == k;
+}
+
+}  // namespace
+
 bool definitely_assigned(const Body& body, int k) {
-    for (const StmtPtr& s : body.statements) {
-        if (s->kind != StmtKind::expr) continue;
-        const Expr& e = *static_cast<const ExprStmt&>(*s).expr;
-        if (e.kind != ExprKind::assign) continue;
-        const auto& a = static_cast<const AssignExpr&>(e);
-        if (a.op == AssignOp::assign && a.target->kind == ExprKind::name &&
-            static_cast<const NameExpr&>(*a.target).refers_to == NameKind::param &&
-            static_cast<const NameExpr&>(*a.target).index == k)
-            return true;
-    }
+    for (const StmtPtr& s : body.statements)
+        if (s->kind == StmtKind::expr && assigns(*static_cast<const ExprStmt&>(*s).expr, k)) return true;
     return false;
 }
 

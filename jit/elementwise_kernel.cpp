@@ -52,7 +52,7 @@ Checked parse_and_check(const std::string& in, const std::string& out, const std
     if (need_complete || !types.empty()) jit::check_binding(params, sources, types);
     Checked c;
     c.body = jit::parse_body(sources.body);
-    c.kernel = jit::check_kernel(std::move(params), c.body, sources, types, jit::scan_preamble(options.preamble));
+    c.kernel = jit::check_kernel(std::move(params), c.body, sources, types, jit::outside_names(options.preamble, options.nvrtc_options));
     return c;
 }
 

@@ -90,15 +90,22 @@ private:
         fail_parse(source_, pos, message, std::string(hint));
     }
 
-    // param := ['raw'] type name
+    // param := modifier* type name
+    // modifier := 'raw' | '_non_const'       (CuPy's; in any order, repeats allowed as CuPy allows them)
     Param parse_param() {
         if (at_punct(",")) fail(peek().pos, "expected a parameter before ','");
         if (at_end()) fail(end_of(previous()), "expected a parameter after ','");
         Param p;
         p.is_output = outputs_;
-        if (peek().kind == TokenKind::identifier && peek().text == "raw") {
+        for (;;) {
+            if (peek().kind == TokenKind::identifier && peek().text == "raw") {
+                p.raw = true;
+            } else if (peek().kind == TokenKind::identifier && peek().text == "_non_const") {
+                p.non_const = true;
+            } else {
+                break;
+            }
             advance();
-            p.raw = true;
         }
         parse_type(p);
         parse_name(p);
@@ -112,7 +119,7 @@ private:
             fail(first.pos, "'const' is not needed in parameter lists", "inputs are read-only; outputs are written");
         }
         if (first.kind != TokenKind::identifier) {
-            if (first.kind == TokenKind::end) fail(end_of(previous()), "expected a type after 'raw'");
+            if (first.kind == TokenKind::end) fail(end_of(previous()), "expected a type after '" + std::string(previous().text) + "'");
             fail(first.pos, "expected a parameter type, found '" + std::string(first.text) + "'", kTypesHint);
         }
         advance();

@@ -16,6 +16,7 @@ struct Param {
     SourcePos pos;          // of the name
     TypeName type;          // as written
     bool raw = false;       // `raw`: indexed explicitly with [], not element by element
+    bool non_const = false; // `_non_const` (CuPy's): a raw input the kernel may write
     bool is_output = false;
     bool is_placeholder = false;  // the type is a placeholder such as T
     std::optional<DType> dtype;   // the fixed dtype when the type is not a placeholder

@@ -9,10 +9,18 @@ namespace kjit::jit::parsing {
 // ---------------------------------------------------------------------------------------------
 // Expressions
 
-// expression := assignment           (there is no comma operator: ',' here is an error)
+// expression := assignment (',' assignment)*        (the comma operator, left-associative)
 ExprPtr Parser::parse_expression() {
     ExprPtr e = parse_assignment();
-    if (at_punct(",")) reject_comma();
+    int chain = 0;
+    while (at_punct(",")) {
+        enter();  // each comma adds a level to the tree
+        ++chain;
+        const Token comma = advance();
+        ExprPtr next = parse_assignment();
+        e = std::make_unique<BinaryExpr>(comma.pos, BinaryOp::comma, std::move(e), std::move(next));
+    }
+    depth_ -= chain;
     return e;
 }
 
@@ -115,7 +123,10 @@ ExprPtr Parser::parse_postfix() {
             enter();
             ++chain;
             advance();
-            ExprPtr index = parse_expression();
+            // One index: `x[a, b]` would index by b alone (C++'s comma operator), never a 2-D element.
+            ExprPtr index = parse_assignment();
+            if (at_punct(",")) fail(peek().pos, "an index is one expression: ',' here would drop all but the last",
+                                    "index a raw parameter by one flat index: table[row * columns + column]");
             expect_closing("]", t);
             e = std::make_unique<IndexExpr>(t.pos, std::move(e), std::move(index));
         } else if (t.text == "++" || t.text == "--") {

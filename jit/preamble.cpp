@@ -96,4 +96,8 @@ std::vector<PreambleFunction> scan_preamble(std::string_view s) {
     return found;
 }
 
+OutsideNames outside_names(std::string_view preamble, const std::vector<std::string>& nvrtc_options) {
+    return OutsideNames{scan_preamble(preamble), kernel_macros(preamble, nvrtc_options)};
+}
+
 }  // namespace kjit::jit

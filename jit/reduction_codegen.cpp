@@ -178,7 +178,8 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         std::vector<std::string> ps;
         for (int k : inputs) {
             const Param& p = c.params[k];
-            ps.push_back(p.raw ? "const kjit::Raw<const " + param_type(k) + "> " + p.name : "const " + param_type(k) + " " + p.name);
+            ps.push_back(p.raw ? "const kjit::Raw<" + std::string(p.non_const ? "" : "const ") + param_type(k) + "> " + p.name
+                               : "const " + param_type(k) + " " + p.name);
         }
         ps.push_back("const long long i");
         ps.push_back("const long long n");
@@ -206,7 +207,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     for (int k : inputs) {
         const Param& p = c.params[k];
         if (p.raw)
-            s << "    kjit::Raw<const " << param_type(k) << "> " << p.name << ";\n";
+            s << "    kjit::Raw<" << (p.non_const ? "" : "const ") << param_type(k) << "> " << p.name << ";\n";
         else if (scalar[k])
             s << "    " << param_type(k) << " " << p.name << ";\n";
         else

@@ -256,7 +256,7 @@ jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types
             if (auto it = types.find(p.type.spelling); it != types.end()) t = it->second;
         c.param_types.push_back(t);
     }
-    const std::vector<jit::PreambleFunction> preamble = jit::scan_preamble(k.options().preamble);
+    const jit::OutsideNames preamble = jit::outside_names(k.options().preamble, k.options().nvrtc_options);
     std::vector<jit::Param> inputs, outputs;
     for (const jit::Param& p : c.params) (p.is_output ? outputs : inputs).push_back(p);
 

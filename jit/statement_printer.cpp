@@ -53,7 +53,7 @@ std::string convert(const std::string& e, DType from, DType to) {
 // --- expressions ---
 
 // C's precedence levels, higher binds tighter.
-enum Prec { kAssign = 2, kConditional = 3, kLogicalOr = 4, kLogicalAnd = 5, kBitOr = 6, kBitXor = 7, kBitAnd = 8,
+enum Prec { kComma = 1, kAssign = 2, kConditional = 3, kLogicalOr = 4, kLogicalAnd = 5, kBitOr = 6, kBitXor = 7, kBitAnd = 8,
             kEquality = 9, kRelational = 10, kShift = 11, kAdditive = 12, kMultiplicative = 13, kUnary = 15,
             kPostfix = 16 };
 
@@ -69,12 +69,13 @@ int precedence(BinaryOp op) {
         case BinaryOp::bit_or: return kBitOr;
         case BinaryOp::logical_and: return kLogicalAnd;
         case BinaryOp::logical_or: return kLogicalOr;
+        case BinaryOp::comma: return kComma;
     }
     return kAssign;
 }
 
 const char* spelling(BinaryOp op) {
-    static const char* const k[] = {"*", "/", "%", "+", "-", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|", "&&", "||"};
+    static const char* const k[] = {"*", "/", "%", "+", "-", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|", "&&", "||", ","};
     return k[static_cast<int>(op)];
 }
 
@@ -186,7 +187,11 @@ private:
             case ExprKind::int_literal: return static_cast<const IntLiteral&>(e).text;
             case ExprKind::float_literal: return static_cast<const FloatLiteral&>(e).text;
             case ExprKind::bool_literal: return static_cast<const BoolLiteral&>(e).value ? "true" : "false";
-            case ExprKind::name: return static_cast<const NameExpr&>(e).name;
+            case ExprKind::name: {
+                const auto& n = static_cast<const NameExpr&>(e);
+                if (n.refers_to == NameKind::constant) return kernel_.constants[static_cast<std::size_t>(n.index)].spelling;
+                return n.name;
+            }
             case ExprKind::unary: return unary(static_cast<const UnaryExpr&>(e), prec);
             case ExprKind::binary: return binary(static_cast<const BinaryExpr&>(e), prec);
             case ExprKind::assign: return assign(static_cast<const AssignExpr&>(e), prec);
@@ -231,6 +236,7 @@ private:
 
     std::string binary(const BinaryExpr& b, int& prec) {
         prec = precedence(b.op);
+        if (b.op == BinaryOp::comma) return expr(*b.lhs, kComma) + ", " + expr(*b.rhs, kAssign);
         const std::optional<DType> operand = b.operand_type;
         // Spaces around every operator but the multiplicative ones inside sums read as written.
         return expr_as(*b.lhs, operand, prec) + " " + spelling(b.op) + " " + expr_as(*b.rhs, operand, prec + 1);

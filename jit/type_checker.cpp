@@ -1,9 +1,11 @@
 #include "jit/type_checker.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "jit/conversions.hpp"
 #include "jit/math_functions.hpp"
+#include "jit/named_constants.hpp"
 #include "jit/parser.hpp"
 #include "kjit/error.hpp"
 
@@ -36,6 +38,7 @@ const char* binary_spelling(BinaryOp op) {
         case BinaryOp::bit_or: return "|";
         case BinaryOp::logical_and: return "&&";
         case BinaryOp::logical_or: return "||";
+        case BinaryOp::comma: return ",";
     }
     return "?";
 }
@@ -200,7 +203,23 @@ private:
         if (scopes_.back().count(name)) fail(pos, "'" + name + "' is already declared in this block");
         for (const Param& p : out_.params)
             if (p.name == name) fail(pos, "'" + name + "' is already a parameter", "choose another name for the local");
+        check_not_a_macro(name, pos, src_.body);
     }
+
+    // NVRTC would replace a macro's name wherever it stands, a declaration's too.
+    void check_not_a_macro(const std::string& name, SourcePos pos, const SourceText& where) const {
+        for (const NamedConstant& m : out_.macros)
+            if (m.name == name)
+                fail_type(where, pos, "'" + name + "' is a macro defined in " + m.defined_where + ": it cannot name a variable",
+                          "choose another name");
+    }
+
+public:
+    void check_params_against_macros() const {
+        for (const Param& p : out_.params) check_not_a_macro(p.name, p.pos, p.is_output ? src_.out : src_.in);
+    }
+
+private:
 
     // --- expressions ---
 
@@ -222,6 +241,10 @@ private:
             if (p.raw)
                 fail(e.pos, "raw parameter '" + e.name + "' must be indexed, as in " + e.name + "[i]",
                      "raw parameters are whole arrays; elementwise parameters are one element each");
+            if (use != Use::read && !p.is_output && p.non_const)
+                fail(e.pos, "cannot assign to input parameter '" + e.name + "': kjit writes a _non_const input only when it is raw",
+                     "declare it 'raw _non_const " + p.type.spelling + " " + e.name + "' and write " + e.name +
+                         "[i], or declare it in the output list");
             if (use != Use::read && !p.is_output)
                 fail(e.pos, "cannot assign to input parameter '" + e.name + "'",
                      "inputs are read-only; declare it in the output list to write it");
@@ -239,13 +262,34 @@ private:
             e.type = DType::int64;
             return;
         }
+        if (resolve_constant(e, use)) return;
         std::vector<std::string> candidates{"i", "n"};
         for (const Param& p : out_.params) candidates.push_back(p.name);
         for (const Local& l : out_.locals) candidates.push_back(l.name);
+        for (const NamedConstant& m : out_.macros) candidates.push_back(m.name);
+        if (e.name.rfind("CUDART_", 0) == 0)
+            for (std::string& c : cuda_constant_names()) candidates.push_back(std::move(c));
         const std::string near = closest_name(e.name, candidates);
         if (find_math_function(e.name) || is_preamble_function(e.name))
             fail(e.pos, "'" + e.name + "' is a function; call it as " + e.name + "(...)");
         fail(e.pos, "unknown name '" + e.name + "'", near.empty() ? std::string() : "did you mean '" + near + "'?");
+    }
+
+    // A macro of the kernel's, else one of CUDA's math constants: a read-only value.
+    bool resolve_constant(NameExpr& e, Use use) {
+        const NamedConstant* k = nullptr;
+        for (const NamedConstant& m : out_.macros)
+            if (m.name == e.name) k = &m;
+        if (k == nullptr) k = find_cuda_constant(e.name);
+        if (k == nullptr) return false;
+        if (!k->unusable.empty()) fail(e.pos, "'" + e.name + "' cannot be used here: " + k->unusable);
+        if (use != Use::read) fail(e.pos, "cannot assign to '" + e.name + "': it is a constant of " + k->defined_where);
+        auto used = std::find_if(out_.constants.begin(), out_.constants.end(), [&](const NamedConstant& c) { return c.name == e.name; });
+        if (used == out_.constants.end()) used = out_.constants.insert(out_.constants.end(), *k);
+        e.refers_to = NameKind::constant;
+        e.index = static_cast<int>(used - out_.constants.begin());
+        e.type = k->type;
+        return true;
     }
 
     bool is_preamble_function(const std::string& name) const {
@@ -399,6 +443,10 @@ private:
     void check_binary(BinaryExpr& e) {
         check_expr(*e.lhs, Use::read);
         check_expr(*e.rhs, Use::read);
+        if (e.op == BinaryOp::comma) {  // the right operand's value, unconverted
+            e.type = e.rhs->type;
+            return;
+        }
         e.type = binary_type(e.op, e.lhs->type, e.rhs->type, e.pos, &e.operand_type);
         mark(e.operand_type);
     }
@@ -495,9 +543,9 @@ private:
             fail(e.pos, "only raw parameters can be indexed; '" + base.name + "' is not one");
         }
         const Param& p = out_.params[param];
-        if (use != Use::read && !p.is_output)
+        if (use != Use::read && !p.is_output && !p.non_const)
             fail(e.pos, "cannot assign to an element of input parameter '" + p.name + "'",
-                 "inputs are read-only; declare it in the output list to write it");
+                 "inputs are read-only; declare it '_non_const' (CuPy's modifier) or in the output list to write it");
         base.refers_to = NameKind::param;
         base.index = param;
         base.type = out_.param_types[param];
@@ -542,10 +590,11 @@ void check_binding(const std::vector<Param>& params, const KernelSources& source
 }
 
 CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const Binding& binding,
-                           std::vector<PreambleFunction> preamble_functions) {
+                           OutsideNames outside) {
     CheckedKernel out;
     out.params = std::move(params);
-    out.preamble_functions = std::move(preamble_functions);
+    out.preamble_functions = std::move(outside.functions);
+    out.macros = std::move(outside.macros);
     out.complete = true;
     for (const Param& p : out.params) {
         std::optional<DType> t = p.dtype;
@@ -560,6 +609,7 @@ CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSo
     out.param_read.assign(out.params.size(), false);
     out.param_written.assign(out.params.size(), false);
     Checker checker(sources, binding, out);
+    checker.check_params_against_macros();
     checker.check_body(body);
     // A body whose every expression typed is complete only if no expression stayed generic;
     // parameters decide that, since every generic type comes from a placeholder.

@@ -43,6 +43,8 @@ struct CheckedKernel {
     std::vector<bool> param_written;                // the body assigns to it
     std::vector<Local> locals;                      // every declared local, in order
     std::vector<PreambleFunction> preamble_functions;
+    std::vector<NamedConstant> macros;              // the kernel's own (-D options, the preamble's #defines)
+    std::vector<NamedConstant> constants;           // every constant the body names, in order of first use
     bool uses_i = false;
     bool uses_n = false;
     bool complete = false;                          // every type is known
@@ -54,7 +56,7 @@ struct CheckedKernel {
 // Checks `body` (annotating it in place) against `params`. Placeholders missing from `binding`
 // are left generic. Throws ParseError/TypeError with positions.
 CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const Binding& binding,
-                           std::vector<PreambleFunction> preamble_functions);
+                           OutsideNames outside);
 
 // Validates a binding against the parameters: every placeholder used gets a type ("no type for
 // placeholder 'T'..."), and no name in it is unknown. Throws TypeError.

@@ -121,3 +121,109 @@ void nan_for_integer_parameter(Device d) {
 KJIT_ON_BOTH_BACK_ENDS("a NaN or an infinity for an integer parameter is a TypeError naming it", nan_for_integer_parameter)
 
 }  // namespace
+
+namespace {
+
+// --- CUDA's math constants, the kernel's own macros ---
+
+void cuda_constants(Device d) {
+    INFO("seed " << seed());
+    const std::vector<double> x = draw(1000, -4, 4, false);
+    const ElementwiseKernel k("T x", "T y, float64 w", "y = x * CUDART_PI_F + CUDART_SQRT_HALF_F; w = x * CUDART_PI - CUDART_LN2",
+                              "port_constants");
+    const Array y = poisoned_on(d, DType::float32, {1000}), w = poisoned_on(d, DType::float64, {1000});
+    const std::vector<float> xf = cast_all<float>(x);
+    k.launch({on(d, xf, DType::float32), y, w});
+    CHECK(mismatches(y, [&](std::size_t j) { return C(double(xf[j]) * 3.14159265358979 + 0.70710678118); }, 1e-6, 1e-6) == 0);
+    CHECK(mismatches(w, [&](std::size_t j) { return C(double(xf[j]) * M_PI - M_LN2); }, 1e-15, 1e-15) == 0);
+
+    // -CUDART_INF_F, the usual identity of a max: what a row of no elements gives.
+    const ReductionKernel max_kernel("T x", "T y", "x", "max(a, b)", "y = a", "-CUDART_INF_F", "port_max");
+    const Array empty_rows = on(d, std::vector<float>{}, DType::float32, {3, 0});
+    const Array m = max_kernel({empty_rows}, {.axis = std::vector<int>{1}});
+    CHECK(mismatches(m, [](std::size_t) { return C(-std::numeric_limits<double>::infinity()); }, 0) == 0);
+    const Array full = max_kernel({on(d, xf, DType::float32, {10, 100})}, {.axis = std::vector<int>{1}});
+    CHECK(mismatches(full, [&](std::size_t r) { return C(*std::max_element(xf.begin() + long(r) * 100, xf.begin() + long(r + 1) * 100)); }, 0) == 0);
+    // CUDART_NAN_F and CUDART_INF are what they say.
+    const ElementwiseKernel special("T x", "T y, T z", "y = isnan(CUDART_NAN_F) ? x : 0; z = x < CUDART_INF ? x : 0", "port_special");
+    const Outputs s = special({on(d, xf, DType::float32)});
+    CHECK(mismatches(s[0], [&](std::size_t j) { return C(xf[j]); }, 0) == 0);
+    CHECK(mismatches(s[1], [&](std::size_t j) { return C(xf[j]); }, 0) == 0);
+}
+KJIT_ON_BOTH_BACK_ENDS("CUDA's math constants mean what math_constants.h says, in ops and identities", cuda_constants)
+
+void option_macros(Device d) {
+    INFO("seed " << seed());
+    const std::vector<double> x = draw(500, -100, 100, true);
+    KernelOptions options;
+    options.nvrtc_options = {"-DFACTOR=3", "-D", "OFFSET=-2.5f", "--define-macro=FLAG"};
+    const ElementwiseKernel k("T x", "T y, float32 z", "y = x * FACTOR + FLAG; z = x + OFFSET", "port_option_macros", options);
+    const Outputs out = k({on(d, cast_all<std::int64_t>(x), DType::int64)});
+    CHECK(out[0].dtype() == DType::int64);
+    CHECK(mismatches(out[0], [&](std::size_t j) { return C(x[j] * 3 + 1); }, 0) == 0);
+    CHECK(mismatches(out[1], [&](std::size_t j) { return C(x[j] - 2.5); }, 0) == 0);
+}
+KJIT_ON_BOTH_BACK_ENDS("NVRTC's -D options define constants the operation may use", option_macros)
+
+// --- the comma operator, CuPy's post-map with comma-separated assignments ---
+
+void comma_operator(Device d) {
+    INFO("seed " << seed());
+    const std::vector<double> x = draw(40 * 64, -2, 2, false);
+    const ReductionKernel sums("T x", "T s, T q", "x", "a + b", "s = a, q = a * a", "0", "port_comma_post");
+    const Outputs out = sums({on(d, x, DType::float64, {40, 64})}, {.axis = std::vector<int>{1}});
+    auto row_sum = [&](std::size_t r) {
+        double t = 0;
+        for (std::size_t j = 0; j < 64; ++j) t += x[r * 64 + j];
+        return t;
+    };
+    CHECK(mismatches(out[0], [&](std::size_t r) { return C(row_sum(r)); }, 1e-13, 1e-13) == 0);
+    CHECK(mismatches(out[1], [&](std::size_t r) { return C(row_sum(r) * row_sum(r)); }, 1e-12, 1e-12) == 0);
+    // In a for header, and as a value: (t = x * 2, t + 1).
+    const ElementwiseKernel loop("T x", "T y", "T p = 1; int k; for (k = 0, p = 1; k < 3; ++k, p *= x) {} T t; y = (t = x * 2, t + p)",
+                                 "port_comma_loop");
+    const Array y = loop({on(d, x, DType::float64)});
+    CHECK(mismatches(y, [&](std::size_t j) { return C(x[j] * 2 + x[j] * x[j] * x[j]); }, 1e-14, 1e-14) == 0);
+}
+KJIT_ON_BOTH_BACK_ENDS("the comma operator and CuPy's comma-separated post-map assignments", comma_operator)
+
+// --- CuPy's parameter modifiers ---
+
+void non_const_raw_input(Device d) {
+    INFO("seed " << seed());
+    const std::vector<double> x = draw(300, -50, 50, true);
+    // The kernel writes its raw input in place (CuPy's `_non_const`) and reads its other input.
+    const ElementwiseKernel k("raw raw _non_const T table, T x", "T y", "table[i] = x * 2; y = x + 1", "port_non_const");
+    const Array table = poisoned_on(d, DType::int32, {300});
+    const Array y = k({table, on(d, cast_all<std::int32_t>(x), DType::int32)});
+    CHECK(mismatches(table, [&](std::size_t j) { return C(x[j] * 2); }, 0) == 0);
+    CHECK(mismatches(y, [&](std::size_t j) { return C(x[j] + 1); }, 0) == 0);
+}
+KJIT_ON_BOTH_BACK_ENDS("a raw _non_const input may be written, as in CuPy", non_const_raw_input)
+
+}  // namespace
+
+TEST_CASE("CuPy's names and forms the checker accepts, and what it refuses with a position", "[cupy]") {
+    auto check = [](const std::string& in, const std::string& out, const std::string& op, KernelOptions options = {}) {
+        return error_of([&] { ElementwiseKernel(in, out, op, "k", std::move(options)).check({{"T", DType::float32}}); });
+    };
+    CHECK(check("T x", "T y", "y = x * CUDART_PI_F + CUDART_TWO_TO_23 + CUDART_REMQUO_BITS_F") == "no error");
+    CHECK_THAT(check("T x", "T y", "y = x * CUDART_PIF"), Contains("op:1:9") && Contains("did you mean 'CUDART_PI_F'"));
+    CHECK_THAT(check("T x", "T y", "CUDART_PI = x; y = x"), Contains("op:1:1") && Contains("cannot assign to 'CUDART_PI'"));
+    KernelOptions preamble;
+    preamble.preamble = "#define SCALE 2.5f\n#  define COUNT 0x10u // sixteen\n#define TWICE(v) ((v) * 2)\n#define CALL f(1)\n";
+    CHECK(check("T x", "T y", "y = x * SCALE + COUNT", preamble) == "no error");
+    CHECK_THAT(check("T x", "T y", "y = x * CALL", preamble),
+               Contains("op:1:9") && Contains("the preamble as 'f(1)'") && Contains("not a number literal"));
+    CHECK_THAT(check("T x", "T y", "y = TWICE", preamble), Contains("unknown name 'TWICE'"));
+    CHECK_THAT(check("T x, T SCALE", "T y", "y = x", preamble), Contains("in:1:8") && Contains("'SCALE' is a macro"));
+    CHECK_THAT(check("T x", "T y", "float COUNT = 1; y = x", preamble), Contains("op:1:7") && Contains("'COUNT' is a macro"));
+    KernelOptions option;
+    option.nvrtc_options = {"-DLIMIT=sqrt(2)"};
+    CHECK_THAT(check("T x", "T y", "y = LIMIT", option), Contains("NVRTC option '-DLIMIT=sqrt(2)'"));
+    // Modifiers in any order, repeated as CuPy allows; a non-raw _non_const input stays read-only.
+    CHECK(check("raw raw _non_const T x, _non_const raw T z", "T y", "x[i] = z[i]; z[0] = 1; y = 0") == "no error");
+    CHECK_THAT(check("_non_const T x", "T y", "x = 1; y = x"), Contains("op:1:1") && Contains("only when it is raw"));
+    CHECK_THAT(check("raw T x", "T y", "x[i] = 1; y = 0"), Contains("'_non_const'"));
+    CHECK_THAT(check("raw _non_const", "T y", "y = 0"), Contains("expected a type after '_non_const'"));
+}

@@ -34,7 +34,7 @@ const char* unary_name(UnaryOp op) {
 
 const char* binary_name(BinaryOp op) {
     constexpr const char* names[] = {"*", "/", "%", "+", "-", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|",
-                                     "&&", "||"};
+                                     "&&", "||", ","};
     return names[static_cast<int>(op)];
 }
 
@@ -192,6 +192,11 @@ TEST_CASE("parser: unary, postfix, assignment and conditional", "[parser]") {
     CHECK(expr("y = a > b ? a : b") == "(= y (? (> a b) a b))");
     CHECK(expr("a ? b : c = d") == "(? a b (= c d))");
     CHECK(expr("a ? b = 1 : c") == "(? a (= b 1) c)");
+    // The comma operator: lowest of all, left-associative; not inside a call's arguments.
+    CHECK(expr("s = a, q = a * a") == "(, (= s a) (= q (* a a)))");
+    CHECK(expr("a, b, c") == "(, (, a b) c)");
+    CHECK(expr("f(a, (b, c))") == "(call f a (, b c))");
+    CHECK(expr("a ? b, c : d") == "(? a (, b c) d)");
 }
 
 TEST_CASE("parser: casts, calls and indexing", "[parser]") {
@@ -249,6 +254,7 @@ TEST_CASE("parser: statements", "[parser]") {
     CHECK(body("y = a * x + b") == "(= y (+ (* a x) b));");
     CHECK(body("float t = x * x; y = t  // done\n") == "(decl <float> t=(* x x)) (= y t);");
     CHECK(body("while (x) break") == "(while x break;)");
+    CHECK(body("for (j = 0, k = 1; j < 3; ++j, k *= 2) {}") == "(for (, (= j 0) (= k 1)); (< j 3) (, (pre++ j) (*= k 2)) { })");
     CHECK(body("float t = x * x, u; y = t;") == "(decl <float> t=(* x x) u) (= y t);");
     CHECK(body("const auto s = x + 1;") == "(decl const <auto> s=(+ x 1))");
     CHECK(body("T v = x;") == "(decl <T> v=x)");
@@ -341,15 +347,10 @@ TEST_CASE("parser: errors in expressions", "[parser]") {
     CHECK(body_error("y = t[];") == "op:1:7: error: expected an expression\ny = t[];\n      ^");
     CHECK(body_error("y = x ? 1 2;") ==
           "op:1:11: error: expected ':' in conditional expression\ny = x ? 1 2;\n          ^\nhint: to match the '?' at 1:7");
-    CHECK(body_error("y = a, b;") ==
-          "op:1:6: error: the comma operator is not supported\ny = a, b;\n     ^\nhint: write separate statements");
-    CHECK(body_error("y = (a, b);") ==
-          "op:1:7: error: the comma operator is not supported\ny = (a, b);\n      ^\nhint: write separate statements");
+    // The comma operator is C's (CuPy's post-map `s = a, q = a * a`), but an index is one expression.
     CHECK(body_error("y = t[a, b];") ==
-          "op:1:8: error: the comma operator is not supported\ny = t[a, b];\n       ^\nhint: write separate statements");
-    CHECK(body_error("for (i = 0, j = 0; i < 3; ++i) {}") ==
-          "op:1:11: error: the comma operator is not supported\nfor (i = 0, j = 0; i < 3; ++i) {}\n          ^\n"
-          "hint: write separate statements");
+          "op:1:8: error: an index is one expression: ',' here would drop all but the last\ny = t[a, b];\n       ^\n"
+          "hint: index a raw parameter by one flat index: table[row * columns + column]");
     CHECK(body_error("y = &x;") ==
           "op:1:5: error: taking an address with '&' is not allowed: there are no pointers in kernel code\n"
           "y = &x;\n    ^");
@@ -525,7 +526,7 @@ TEST_CASE("parser: parse_expression takes exactly one expression", "[parser]") {
     CHECK(expr_error("x * x;") ==
           "map:1:6: error: unexpected ';' after the expression\nx * x;\n     ^\nhint: this string holds one expression, not statements");
     CHECK(expr_error("x y") == "map:1:3: error: unexpected 'y' after the expression\nx y\n  ^");
-    CHECK(expr_error("a, b") == "map:1:2: error: the comma operator is not supported\na, b\n ^\nhint: write separate statements");
+    CHECK(expr("a, b") == "(, a b)");
     CHECK(expr_error("(x") == "map:1:3: error: expected ')'\n(x\n  ^\nhint: to match the '(' at 1:1");
     CHECK(expr_error("x)") == "map:1:2: error: unexpected ')' after the expression\nx)\n ^");
     CHECK(expr_error("float t = x") == "map:1:1: error: unexpected type name 'float' in an expression\nfloat t = x\n^\n"

@@ -45,7 +45,8 @@ ElementwiseCode compile_elementwise_on_host(const ElementwiseKernel& kernel, con
     std::vector<Param> params = parse_param_lists(sources.in, sources.out);
     check_binding(params, sources, bound.types);
     Body body = parse_body(sources.body);
-    const CheckedKernel checked = check_kernel(std::move(params), body, sources, bound.types, {});
+    const CheckedKernel checked =
+        check_kernel(std::move(params), body, sources, bound.types, outside_names({}, kernel.options().nvrtc_options));
     ElementwiseRequest request;
     request.name = kernel.name();
     request.kernel = &checked;

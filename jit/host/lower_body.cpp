@@ -298,6 +298,7 @@ Val BodyLowering::expr(const Expr& e) {
                     if (param_slots[k] != nullptr) return load(param_slots[k], *kernel_.param_types[k]);
                     return param_values[k];
                 }
+                case NameKind::constant: return constant(kernel_.constants[static_cast<std::size_t>(n.index)]);
                 default: throw TypeError("'" + n.name + "' (a preamble function) cannot run on the host");
             }
         }
@@ -305,6 +306,10 @@ Val BodyLowering::expr(const Expr& e) {
         case ExprKind::binary: {
             const auto& bin = static_cast<const BinaryExpr&>(e);
             if (bin.op == BinaryOp::logical_and || bin.op == BinaryOp::logical_or) return logical(bin);
+            if (bin.op == BinaryOp::comma) {
+                expr(*bin.lhs);
+                return expr(*bin.rhs);
+            }
             return binary(bin);
         }
         case ExprKind::assign: return assign(static_cast<const AssignExpr&>(e));
@@ -317,6 +322,16 @@ Val BodyLowering::expr(const Expr& e) {
         }
     }
     throw TypeError("unknown expression");
+}
+
+// A named constant from its bits: CUDA's literal for it denotes exactly this value.
+Val BodyLowering::constant(const NamedConstant& k) {
+    if (k.type.is_bool()) return {b_.getInt1(k.bits != 0), nullptr, k.type};
+    if (k.type == DType::float32)
+        return {llvm::ConstantFP::get(m_.getContext(), llvm::APFloat(llvm::APFloat::IEEEsingle(), llvm::APInt(32, k.bits))), nullptr, k.type};
+    if (k.type == DType::float64)
+        return {llvm::ConstantFP::get(m_.getContext(), llvm::APFloat(llvm::APFloat::IEEEdouble(), llvm::APInt(64, k.bits))), nullptr, k.type};
+    return {llvm::ConstantInt::get(reg(k.type), k.bits), nullptr, k.type};
 }
 
 Val BodyLowering::unary(const UnaryExpr& u) {

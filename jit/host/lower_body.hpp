@@ -65,6 +65,7 @@ private:
     Val assign(const AssignExpr& a);
     Val conditional(const ConditionalExpr& c);
     Val call(const CallExpr& c);
+    Val constant(const NamedConstant& k);
     llvm::Value* to_bool(const Val& v);
     // a op b, both already of type t; comparisons give bool.
     Val apply(BinaryOp op, const Val& a, const Val& b, DType t);
