@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
 #include <memory>
 
 #include <fmt/format.h>
@@ -32,14 +35,33 @@ std::string program_log(const kjit::detail::NvrtcApi& api, nvrtcProgram p) {
     return log;
 }
 
-bool has_angle_include(std::string_view source) {
+// Whether the source includes a header by name (<...> or "..."): then it gets the toolkit's
+// include folders, as nvcc gives them; a source that includes nothing is compiled without.
+bool has_include(std::string_view source) {
     for (std::size_t at = source.find("#include"); at != std::string_view::npos;
          at = source.find("#include", at + 1)) {
         std::size_t i = at + 8;
         while (i < source.size() && (source[i] == ' ' || source[i] == '\t')) ++i;
-        if (i < source.size() && source[i] == '<') return true;
+        if (i < source.size() && (source[i] == '<' || source[i] == '"')) return true;
     }
     return false;
+}
+
+// The toolkit's include folder and, from CUDA 13 on, its CCCL folder (<cuda/std/...>, <cub/...>,
+// <thrust/...> live in include/cccl), where CuPy users expect them found.
+const std::vector<std::string>& toolkit_include_options(const kjit::detail::NvrtcApi& api) {
+    static std::mutex mutex;
+    static std::map<std::string, std::vector<std::string>> by_dir;
+    const std::string& dir = detail::toolkit_include_dir(api);
+    const std::lock_guard lock(mutex);
+    if (const auto it = by_dir.find(dir); it != by_dir.end()) return it->second;
+    std::vector<std::string> options;
+    if (!dir.empty()) {
+        options.push_back("--include-path=" + dir);
+        std::error_code ec;
+        if (std::filesystem::is_directory(std::filesystem::path(dir) / "cccl", ec)) options.push_back("--include-path=" + dir + "/cccl");
+    }
+    return by_dir.emplace(dir, std::move(options)).first->second;
 }
 
 [[noreturn]] void throw_compile_error(const CompileRequest& request, const std::string& name, int status,
@@ -84,9 +106,9 @@ CompileResult compile_cuda(const CompileRequest& request) {
         KJIT_NVRTC_CHECK(api.nvrtcAddNameExpression(raw, e.c_str()));
 
     std::vector<std::string> options = compile_options(request);
-    if (request.toolkit_headers || has_angle_include(request.source)) {
-        if (const std::string& dir = detail::toolkit_include_dir(api); !dir.empty())
-            options.push_back("--include-path=" + dir);
+    if (request.toolkit_headers || has_include(request.source)) {
+        const std::vector<std::string>& include = toolkit_include_options(api);
+        options.insert(options.end(), include.begin(), include.end());
     }
     std::vector<const char*> argv;
     argv.reserve(options.size());

@@ -486,6 +486,7 @@ TEST_CASE("compile time of a small kernel by header (benchmark)", "[.][nvrtc_ben
     const std::string complex_text(kjit::jit::template_text("complex.cuh"));
     const std::vector<Variant> variants = {
         {"(a) no includes", "", {}, false, 90, false},
+        {"(a) + the toolkit's and CCCL's paths", "", {}, true, 90, false},
         {"(b) #include <cuda_fp16.h>", "#include <cuda_fp16.h>\n", {}, true, 90, false},
         {"(c) #include <cuda_bf16.h>", "#include <cuda_bf16.h>\n", {}, true, 90, false},
         {"(b+c) both", "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n", {}, true, 90, false},

@@ -13,6 +13,7 @@
 #include "fake_driver.hpp"
 #include "jit/manifest_kernel.hpp"
 #include "jit/precompile.hpp"
+#include "kjit/elementwise_kernel.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"
 #include "kjit/raw_kernel.hpp"
@@ -274,14 +275,28 @@ TEST_CASE("name expressions are lowered to the kernels' mangled names", "[raw][n
     CHECK(k.module().compile("sm_90").lowered_names.at(0).second.rfind("_Z9scale_addIdLi3EE", 0) == 0);
 }
 
-TEST_CASE("toolkit headers: an angle-bracket include finds the toolkit", "[raw][nvrtc]") {
+TEST_CASE("toolkit headers: an include by name finds the toolkit and its CCCL headers", "[raw][nvrtc]") {
     const ProcessCacheGuard restore;
     const kjit::test::TempDir dir;
     kjit::configure_cache(cache_in(dir.path()));
     CHECK_FALSE(RawModule(kHalf).compile("sm_90").cubin.empty());
     const std::string quoted = "#include \"cuda_fp16.h\"\n__global__ void k(__half* x) { x[0] = __float2half(1.f); }\n";
-    CHECK_THROWS_AS(RawModule(quoted).compile("sm_90"), kjit::CompileError);
+    CHECK_FALSE(RawModule(quoted).compile("sm_90").cubin.empty());
     CHECK_FALSE(RawModule(quoted, {.toolkit_headers = true}).compile("sm_90").cubin.empty());
+    // CUDA 13 keeps CCCL under include/cccl: CuPy users include it as <cuda/std/...> and <cub/...>.
+    const std::string cccl =
+        "#include <cuda/std/limits>\n#include <cub/warp/warp_reduce.cuh>\n"
+        "extern \"C\" __global__ void k(float* x) {\n"
+        "    using Reduce = cub::WarpReduce<float>;\n"
+        "    __shared__ Reduce::TempStorage temp;\n"
+        "    const float s = Reduce(temp).Sum(x[threadIdx.x]);\n"
+        "    if (threadIdx.x == 0) x[0] = s + cuda::std::numeric_limits<float>::epsilon();\n"
+        "}\n";
+    CHECK_FALSE(RawModule(cccl).compile("sm_90").cubin.empty());
+    // A preamble of an elementwise kernel too.
+    const kjit::ElementwiseKernel k("T x", "T y", "y = x + smallest()", "with_cccl",
+                              {.preamble = "#include <cuda/std/limits>\nfloat smallest() { return cuda::std::numeric_limits<float>::min(); }\n"});
+    CHECK_FALSE(k.compile({{"T", kjit::DType::float32}}, "sm_90").cubin.empty());
 }
 
 TEST_CASE("the GPU tests' sources compile", "[raw][nvrtc]") {
