@@ -21,7 +21,7 @@ struct TypeName {
 
 // --- expressions ---
 
-enum class ExprKind { int_literal, float_literal, bool_literal, name, unary, binary, assign, conditional, cast, call, index };
+enum class ExprKind { int_literal, float_literal, bool_literal, name, unary, binary, assign, conditional, cast, call, index, member };
 
 enum class UnaryOp { plus, minus, logical_not, bit_not, pre_increment, pre_decrement, post_increment, post_decrement };
 
@@ -122,11 +122,24 @@ struct CallExpr : Expr {
     CallExpr(SourcePos p) : Expr(ExprKind::call, p) {}
 };
 
-// `table[k]`: only on raw parameters (the checker enforces it).
+// `table[k]` on a raw parameter, `acc[k]` on a local array, `x.shape()[d]` and `x.strides()[d]`
+// on a raw parameter's metadata; `x[idx]` indexes a raw parameter by a local array of indices
+// (the checker enforces all that).
 struct IndexExpr : Expr {
     ExprPtr base;
     ExprPtr index;
+    bool by_index_array = false;  // set by the checker: `index` names a local array, one index per dimension
     IndexExpr(SourcePos p, ExprPtr b, ExprPtr i) : Expr(ExprKind::index, p), base(std::move(b)), index(std::move(i)) {}
+};
+
+// CuPy's CArray metadata of a raw parameter: `x.size()`, `x.shape()`, `x.strides()` (indexed),
+// `x.ndim`.
+struct MemberExpr : Expr {
+    ExprPtr base;
+    std::string member;
+    SourcePos member_pos;
+    bool called = false;  // written with "()"
+    MemberExpr(SourcePos p, ExprPtr b) : Expr(ExprKind::member, p), base(std::move(b)) {}
 };
 
 // --- statements ---
@@ -151,6 +164,13 @@ struct Declarator {
     SourcePos pos;
     ExprPtr init;   // may be null (not for `auto`)
     int local = -1; // index in the checker's table of locals
+    // A fixed-size array `float acc[4]` or `ptrdiff_t idx[] = {a, b, c}`: its length (from the
+    // brace list when the brackets are empty), and the list's elements; -1 for a scalar.
+    int array_length = -1;
+    std::string length_name;  // `float acc[N]`: a constant's name, resolved by the checker
+    SourcePos length_pos;
+    bool has_list = false;    // initialised from a brace list
+    std::vector<ExprPtr> elements;
 };
 
 // `float t = x * x, u;` or `const auto s = ...;`

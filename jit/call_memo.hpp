@@ -68,8 +68,8 @@ std::vector<detail::ArgField> arg_fields(const CallSignature& sig, const BoundCa
 
 // Writes the argument struct at `a`: pointer fields from pointer_of(k); scalars cast to their
 // parameter's type (a NaN or an infinity for an integer parameter is a TypeError starting with
-// where(k)); raw fields as {data, size} of raw_array(k), which must be C-contiguous (else a
-// ShapeError starting with where(k)). A template so that a warm call's lambdas inline.
+// where(k)); raw fields as RawField of raw_array(k), any strides, at most kMaxRawDims
+// dimensions (else a ShapeError starting with where(k)). A template so that a warm call's lambdas inline.
 template <class PointerOf, class RawArray, class Where>
 void write_args(unsigned char* a, const detail::ArgsLayout& layout, const BoundCall& bound, std::span<const KernelArg> args,
                 std::size_t params, PointerOf pointer_of, RawArray raw_array, Where where) {
@@ -94,12 +94,21 @@ void write_args(unsigned char* a, const detail::ArgsLayout& layout, const BoundC
             }
             case detail::ArgField::raw: {
                 const Array* r = raw_array(k);
-                if (r == nullptr || !r->is_c_contiguous())
-                    throw ShapeError(where(k) + " is raw: it needs a C-contiguous array (indexed from 0 to size-1)");
-                const void* data = r->data();
-                const long long size = r->size();
-                std::memcpy(a + field.offset, &data, sizeof data);
-                std::memcpy(a + field.offset + 8, &size, sizeof size);
+                if (r == nullptr) throw ShapeError(where(k) + " is raw: it needs an array");
+                if (r->ndim() > detail::kMaxRawDims)
+                    throw ShapeError(where(k) + " is raw, and a raw array has at most " + std::to_string(detail::kMaxRawDims) +
+                                     " dimensions, not " + std::to_string(r->ndim()));
+                detail::RawField raw{};
+                raw.data = r->data();
+                raw.count = r->size();
+                raw.ndim = r->ndim();
+                raw.contiguous = r->is_c_contiguous() ? 1 : 0;
+                const auto item = static_cast<long long>(r->dtype().itemsize());
+                for (int d = 0; d < raw.ndim; ++d) {
+                    raw.shape[d] = r->shape()[static_cast<std::size_t>(d)];
+                    raw.strides[d] = r->strides()[static_cast<std::size_t>(d)] * item;
+                }
+                std::memcpy(a + field.offset, &raw, sizeof raw);
                 break;
             }
         }

@@ -19,6 +19,8 @@ namespace kjit::jit {
 // binary or postfix operator of a chain (a + b + c is a tree two levels deep): the tree the
 // checker and code generator walk recursively is never deeper than about twice this.
 inline constexpr int kMaxDepth = 200;
+// The most elements of a local array (`float acc[N]`): registers or a thread's local memory.
+inline constexpr int kMaxLocalArray = 1024;
 
 // A sequence of statements: an elementwise kernel's operation.
 Body parse_body(const SourceText& source);

@@ -107,7 +107,8 @@ ExprPtr Parser::parse_c_cast() {
     return std::make_unique<CastExpr>(open.pos, std::move(type), CastStyle::c_style, std::move(operand));
 }
 
-// postfix := primary { '[' expression ']' | '++' | '--' }
+// postfix := primary { '[' assignment ']' | '++' | '--' | '.' identifier ['(' ')'] }
+// Indexing and members apply to names, and `x.shape()[d]`: the checker says which names.
 ExprPtr Parser::parse_postfix() {
     ExprPtr e = parse_primary();
     int chain = 0;
@@ -119,7 +120,8 @@ ExprPtr Parser::parse_postfix() {
                 fail(t.pos, "multi-dimensional indexing is not supported",
                      "compute a flat index: table[row * columns + column]");
             }
-            if (e->kind != ExprKind::name) fail(t.pos, "only a name can be indexed", "index a raw parameter: table[k]");
+            if (e->kind != ExprKind::name && e->kind != ExprKind::member)
+                fail(t.pos, "only a name can be indexed", "index a raw parameter: table[k]");
             enter();
             ++chain;
             advance();
@@ -139,8 +141,22 @@ ExprPtr Parser::parse_postfix() {
             fail(t.pos, "only a named function can be called");
         } else if (t.text == ".") {
             const bool builtin = e->kind == ExprKind::name && is_cuda_builtin(static_cast<NameExpr&>(*e).name);
-            fail(t.pos, "member access with '.' is not supported in kernel code",
-                 builtin ? "the element index is 'i' and the number of elements 'n'" : "");
+            if (builtin || e->kind != ExprKind::name)
+                fail(t.pos, "member access with '.' is only for a raw parameter's size(), shape(), strides() and ndim",
+                     builtin ? "the element index is 'i' and the number of elements 'n'" : "");
+            enter();
+            ++chain;
+            advance();
+            auto member = std::make_unique<MemberExpr>(t.pos, std::move(e));
+            if (peek().kind != TokenKind::identifier) fail_here("expected a member name after '.'");
+            member->member_pos = peek().pos;
+            member->member = std::string(advance().text);
+            if (at_punct("(")) {
+                const Token open = advance();
+                expect_closing(")", open);
+                member->called = true;
+            }
+            e = std::move(member);
         } else if (t.text == "->" || t.text == "->*" || t.text == ".*") {
             fail(t.pos, "'" + std::string(t.text) + "' is not allowed: there are no pointers in kernel code");
         } else if (t.text == "::") {

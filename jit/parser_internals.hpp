@@ -98,6 +98,8 @@ private:
     StmtPtr parse_declaration(bool final_semicolon_optional = true);
     Declarator parse_declarator(const DeclStmt& decl);
     StmtPtr parse_expression_statement();
+    void parse_array_length(Declarator& d);
+    void parse_brace_list(Declarator& d);
 
     // --- expressions ---
     ExprPtr parse_expression();

@@ -137,7 +137,8 @@ StmtPtr Parser::parse_declaration(bool final_semicolon_optional) {
     return decl;
 }
 
-// declarator := identifier ['=' assignment]
+// declarator := identifier ['[' [int-literal | identifier] ']'] ['=' (assignment | brace-list)]
+// brace-list := '{' [assignment (',' assignment)* [',']] '}'          (arrays only)
 Declarator Parser::parse_declarator(const DeclStmt& decl) {
     const Token name = peek();
     const std::string type = decl.type.spelling;
@@ -159,11 +160,22 @@ Declarator Parser::parse_declarator(const DeclStmt& decl) {
     Declarator d;
     d.name = std::string(name.text);
     d.pos = name.pos;
-    if (at_punct("=")) {
+    if (at_punct("[")) {
+        parse_array_length(d);
+        if (at_punct("=")) {
+            advance();
+            parse_brace_list(d);
+        } else if (d.array_length == 0 && d.length_name.empty()) {
+            fail(d.length_pos, "local array '" + d.name + "' needs a length or a brace list to count",
+                 "write '" + type + " " + d.name + "[4];' or '" + type + " " + d.name + "[] = {a, b};'");
+        } else if (decl.is_const) {
+            fail(name.pos, "const array '" + d.name + "' needs a brace list");
+        }
+        if (decl.type.spelling == "auto") fail(name.pos, "an array's type cannot be 'auto'");
+    } else if (at_punct("=")) {
         advance();
+        if (at_punct("{")) fail(peek().pos, "a brace list initialises an array", "write '" + d.name + "[]' to declare one");
         d.init = parse_assignment();
-    } else if (at_punct("[")) {
-        fail(peek().pos, "local arrays are not supported in kernel code", "use separate variables, or a raw parameter");
     } else if (at_punct("(") || at_punct("{")) {
         fail(peek().pos, "only '=' initialisation is supported", "write '" + type + " " + d.name + " = value;'");
     } else if (decl.type.spelling == "auto") {
@@ -172,6 +184,47 @@ Declarator Parser::parse_declarator(const DeclStmt& decl) {
         fail(name.pos, "const variable '" + d.name + "' needs an initializer");
     }
     return d;
+}
+
+// '[' [int-literal | identifier] ']' after a local's name: a fixed-size array. Its length is a
+// constant so that the array lives in registers (or local memory), as in C.
+void Parser::parse_array_length(Declarator& d) {
+    const Token open = advance();
+    d.array_length = 0;  // "[]": counted from the brace list
+    d.length_pos = peek().pos;
+    if (peek().kind == TokenKind::int_literal) {
+        const std::optional<IntLiteralValue> v = decode_int_literal(advance().text);
+        if (!v || v->value == 0 || v->value > kMaxLocalArray)
+            fail(d.length_pos, "a local array has 1 to " + std::to_string(kMaxLocalArray) + " elements");
+        d.array_length = static_cast<int>(v->value);
+    } else if (peek().kind == TokenKind::identifier) {
+        d.length_name = std::string(advance().text);
+    } else if (!at_punct("]")) {
+        fail_here("a local array's length is an integer literal or a constant's name");
+    }
+    expect_closing("]", open);
+    if (at_punct("[")) fail(peek().pos, "local arrays have one dimension", "use a flat index: a[row * columns + column]");
+}
+
+void Parser::parse_brace_list(Declarator& d) {
+    if (!at_punct("{")) fail_here("an array is initialised from a brace list", "write '= {a, b, c}'");
+    const Token open = advance();
+    d.has_list = true;
+    while (!at_punct("}")) {
+        if (static_cast<int>(d.elements.size()) >= kMaxLocalArray)
+            fail_here("a local array has at most " + std::to_string(kMaxLocalArray) + " elements");
+        d.elements.push_back(parse_assignment());
+        if (!at_punct(",")) break;
+        advance();
+    }
+    expect_closing("}", open);
+    if (d.array_length == 0 && d.length_name.empty()) {
+        if (d.elements.empty()) fail(open.pos, "an empty brace list gives no length to array '" + d.name + "'");
+        d.array_length = static_cast<int>(d.elements.size());
+    } else if (d.length_name.empty() && static_cast<int>(d.elements.size()) > d.array_length) {
+        fail(d.elements[static_cast<std::size_t>(d.array_length)]->pos,
+             "too many values for array '" + d.name + "' of " + std::to_string(d.array_length));
+    }
 }
 
 // expression-statement := expression ';'

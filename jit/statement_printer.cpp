@@ -177,7 +177,16 @@ private:
             s += comma ? ", " : " ";
             comma = true;
             s += decl.name;
-            if (decl.init) s += " = " + expr_as(*decl.init, kernel_.locals[decl.local].type, kAssign);
+            const std::optional<DType> t = kernel_.locals[decl.local].type;
+            if (decl.array_length >= 0) {
+                s += "[" + std::to_string(decl.array_length) + "]";
+                if (decl.has_list) {
+                    std::string list;
+                    for (const ExprPtr& v : decl.elements) list += (list.empty() ? "" : ", ") + expr_as(*v, t, kAssign);
+                    s += " = {" + list + "}";
+                }
+            }
+            if (decl.init) s += " = " + expr_as(*decl.init, t, kAssign);
         }
         return s;
     }
@@ -206,6 +215,10 @@ private:
             case ExprKind::index: {
                 const auto& ix = static_cast<const IndexExpr&>(e);
                 return expr(*ix.base, kPostfix) + "[" + expr(*ix.index, 0) + "]";
+            }
+            case ExprKind::member: {
+                const auto& m = static_cast<const MemberExpr&>(e);
+                return expr(*m.base, kPostfix) + "." + m.member + (m.called ? "()" : "");
             }
         }
         return {};

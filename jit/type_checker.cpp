@@ -178,7 +178,9 @@ private:
         for (Declarator& decl : d.declarators) {
             check_new_name(decl.name, decl.pos);
             OptType type = declared;
-            if (decl.init) {
+            if (decl.array_length >= 0) {
+                check_array_decl(decl, declared, d.is_const);
+            } else if (decl.init) {
                 check_expr(*decl.init, Use::read);
                 if (is_auto)
                     type = decl.init->type;
@@ -191,8 +193,35 @@ private:
             }
             mark(type);
             decl.local = static_cast<int>(out_.locals.size());
-            out_.locals.push_back(Local{decl.name, type, d.is_const, decl.pos});
+            out_.locals.push_back(Local{decl.name, type, d.is_const, decl.pos, decl.array_length});
             scopes_.back()[decl.name] = decl.local;
+        }
+    }
+
+    // `float acc[N]` or `T v[] = {a, b}`: the length a positive integer constant, each value
+    // assignable to the element type.
+    void check_array_decl(Declarator& decl, const OptType& element, bool is_const) {
+        if (!decl.length_name.empty()) {
+            NameExpr length(decl.length_pos);
+            length.name = decl.length_name;
+            if (!resolve_constant(length, Use::read) || !length.type || !is_integral(*length.type))
+                fail(decl.length_pos, "the length of array '" + decl.name + "' must be an integer literal or an integer constant",
+                     "'" + decl.length_name + "' is not one");
+            const NamedConstant& k = out_.constants[static_cast<std::size_t>(length.index)];
+            const auto bits = static_cast<std::int64_t>(k.bits);
+            const std::int64_t value = k.type.itemsize() == 4 && k.type.is_signed() ? static_cast<std::int32_t>(bits) : bits;
+            if (value <= 0 || value > kMaxLocalArray)
+                fail(decl.length_pos, "a local array has 1 to " + std::to_string(kMaxLocalArray) + " elements, not " +
+                                          std::to_string(value));
+            decl.array_length = static_cast<int>(value);
+            if (decl.elements.size() > static_cast<std::size_t>(decl.array_length))
+                fail(decl.elements[static_cast<std::size_t>(decl.array_length)]->pos,
+                     "too many values for array '" + decl.name + "' of " + std::to_string(decl.array_length));
+        }
+        if (is_const && !decl.has_list) fail(decl.pos, "const array '" + decl.name + "' needs a brace list");
+        for (ExprPtr& value : decl.elements) {
+            check_expr(*value, Use::read);
+            check_assignable(value->type, element, value->pos, "the initialisation of '" + decl.name + "'");
         }
     }
 
@@ -228,6 +257,9 @@ private:
         for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
             if (auto it = scope->find(e.name); it != scope->end()) {
                 const Local& l = out_.locals[it->second];
+                if (l.array_length >= 0)
+                    fail(e.pos, "'" + e.name + "' is an array of " + std::to_string(l.array_length) + ": index it, as in " + e.name + "[0]",
+                         "a raw parameter may be indexed by it: x[" + e.name + "], one index per dimension");
                 if (use != Use::read && l.is_const) fail(e.pos, "cannot assign to const local '" + e.name + "'");
                 e.refers_to = NameKind::local;
                 e.index = it->second;
@@ -337,6 +369,7 @@ private:
                 check_call(static_cast<CallExpr&>(e));
                 break;
             case ExprKind::index: check_index(static_cast<IndexExpr&>(e), use); break;
+            case ExprKind::member: check_member(static_cast<MemberExpr&>(e), use); break;
         }
         mark(e.type);
     }
@@ -389,7 +422,7 @@ private:
 
     void check_lvalue(Expr& e, Use use) {
         if (e.kind != ExprKind::name && e.kind != ExprKind::index)
-            fail(e.pos, "the left side of an assignment must be an output parameter, a local or a raw element");
+            fail(e.pos, "the left side of an assignment must be an output parameter, a local, an array element or a raw element");
         check_expr(e, use);
     }
 
@@ -526,9 +559,78 @@ private:
                           : "did you mean '" + near + "'?");
     }
 
+    // The raw parameter a member access names (CuPy's CArray metadata), or an error.
+    int raw_param_of(const MemberExpr& e) {
+        const auto& base = static_cast<const NameExpr&>(*e.base);
+        bool shadowed = false;
+        for (const auto& scope : scopes_) shadowed = shadowed || scope.count(base.name) > 0;
+        for (std::size_t k = 0; k < out_.params.size() && !shadowed; ++k)
+            if (out_.params[k].name == base.name) {
+                if (!out_.params[k].raw)
+                    fail(e.pos, "'" + base.name + "' is not a raw parameter: only raw parameters have ." + e.member,
+                         "declare it 'raw " + out_.params[k].type.spelling + " " + base.name + "'");
+                return static_cast<int>(k);
+            }
+        fail(base.pos, "'" + base.name + "' is not a raw parameter: only raw parameters have ." + e.member);
+    }
+
+    // x.size(), x.ndim; x.shape() and x.strides() only indexed (check_index).
+    void check_member(MemberExpr& e, Use use, bool indexed = false) {
+        const int param = raw_param_of(e);
+        auto& base = static_cast<NameExpr&>(*e.base);
+        base.refers_to = NameKind::param;
+        base.index = param;
+        base.type = out_.param_types[static_cast<std::size_t>(param)];
+        const bool array = e.member == "shape" || e.member == "strides";
+        if (e.member != "size" && e.member != "ndim" && !array)
+            fail(e.member_pos, "a raw parameter has size(), shape(), strides() and ndim, not '" + e.member + "'");
+        if (e.called != (e.member != "ndim"))
+            fail(e.member_pos, e.called ? "ndim is a value, not a function: write " + base.name + ".ndim"
+                                        : e.member + " is a function: write " + base.name + "." + e.member + "()");
+        if (use != Use::read) fail(e.pos, "cannot assign to " + base.name + "." + e.member + (e.called ? "()" : ""));
+        if (array && !indexed)
+            fail(e.pos, base.name + "." + e.member + "() is an array: index it, as in " + base.name + "." + e.member + "()[0]");
+        e.type = e.member == "ndim" ? DType::int32 : DType::int64;
+    }
+
+    // `acc[k]` on a local array.
+    void check_local_index(IndexExpr& e, int local, Use use) {
+        const Local& l = out_.locals[static_cast<std::size_t>(local)];
+        auto& base = static_cast<NameExpr&>(*e.base);
+        if (use != Use::read && l.is_const) fail(e.pos, "cannot assign to an element of const array '" + l.name + "'");
+        base.refers_to = NameKind::local;
+        base.index = local;
+        base.type = l.type;
+        check_expr(*e.index, Use::read);
+        const OptType it = e.index->type;
+        if (known(it) && !is_integral(*it)) fail(e.index->pos, "an index must be an integer, not " + type_name(it));
+        e.type = l.type;
+    }
+
+    // The local array `e` names, if it does: `x[idx]` indexes a raw parameter by it.
+    int local_array_named(const Expr& e) const {
+        if (e.kind != ExprKind::name) return -1;
+        const auto& n = static_cast<const NameExpr&>(e);
+        for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
+            if (auto it = scope->find(n.name); it != scope->end()) return out_.locals[static_cast<std::size_t>(it->second)].array_length >= 0 ? it->second : -1;
+        return -1;
+    }
+
     void check_index(IndexExpr& e, Use use) {
+        if (e.base->kind == ExprKind::member) {
+            check_member(static_cast<MemberExpr&>(*e.base), use, true);
+            check_expr(*e.index, Use::read);
+            if (known(e.index->type) && !is_integral(*e.index->type))
+                fail(e.index->pos, "an index must be an integer, not " + type_name(e.index->type));
+            e.type = DType::int64;
+            return;
+        }
         if (e.base->kind != ExprKind::name)
             fail(e.pos, "only raw parameters can be indexed", "declare the parameter as 'raw T name'");
+        if (const int local = local_array_named(*e.base); local >= 0) {
+            check_local_index(e, local, use);
+            return;
+        }
         auto& base = static_cast<NameExpr&>(*e.base);
         int param = -1;
         for (std::size_t k = 0; k < out_.params.size(); ++k)
@@ -551,6 +653,18 @@ private:
         base.type = out_.param_types[param];
         if (use != Use::write) out_.param_read[param] = true;
         if (use != Use::read) out_.param_written[param] = true;
+        if (const int local = local_array_named(*e.index); local >= 0) {  // x[idx]: one index per dimension
+            const Local& l = out_.locals[static_cast<std::size_t>(local)];
+            if (l.type && !l.type->is_integer())
+                fail(e.index->pos, "an index array must hold integers, not " + type_name(l.type));
+            auto& idx = static_cast<NameExpr&>(*e.index);
+            idx.refers_to = NameKind::local;
+            idx.index = local;
+            idx.type = l.type;
+            e.by_index_array = true;
+            e.type = base.type;
+            return;
+        }
         check_expr(*e.index, Use::read);
         const OptType it = e.index->type;
         if (known(it) && !it->is_integer())

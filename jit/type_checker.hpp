@@ -24,9 +24,10 @@ using Binding = std::map<std::string, DType>;
 
 struct Local {
     std::string name;
-    std::optional<DType> type;
+    std::optional<DType> type;  // an array's element type
     bool is_const = false;
     SourcePos pos;
+    int array_length = -1;      // a fixed-size array's length; -1 for a scalar
 };
 
 // Where each string of the kernel came from, for positions in errors.

@@ -9,12 +9,44 @@ namespace kjit {
 // The most dimensions a strided launch handles after kjit merges adjacent dimensions.
 enum : int { max_dims = 16 };
 
-// A raw parameter: the whole (C-contiguous) array, indexed by the kernel.
+// The most dimensions a raw parameter's array may have (runtime/detail/kernel_args.hpp: RawField).
+enum : int { max_raw_dims = 8 };
+
+// A raw parameter: the whole array, any strides, indexed by the kernel, with CuPy's CArray
+// metadata: size(), shape()[d], strides()[d] (in bytes, as CuPy's) and ndim. x[k] is element k in
+// C order over the shape, as in CuPy; x[idx] takes one index per dimension from a local array
+// (fewer than ndim: the others are 0; more: the extra ones are ignored).
 template <class T>
 struct Raw {
     T* data;
-    long long size;
-    __device__ __forceinline__ T& operator[](long long k) const { return data[k]; }
+    long long count;
+    int ndim;
+    int contiguous;  // C-contiguous: x[k] is data[k]
+    long long extents[max_raw_dims];
+    long long steps[max_raw_dims];  // in bytes
+    __device__ __forceinline__ long long size() const { return count; }
+    __device__ __forceinline__ const long long* shape() const { return extents; }
+    __device__ __forceinline__ const long long* strides() const { return steps; }
+    __device__ __forceinline__ T& at_bytes(long long offset) const {
+        return *reinterpret_cast<T*>(reinterpret_cast<unsigned long long>(data) + static_cast<unsigned long long>(offset));
+    }
+    __device__ __forceinline__ T& operator[](long long k) const {
+        if (contiguous) return data[k];
+        long long offset = 0;
+        for (int d = ndim - 1; d >= 0; --d) {
+            offset += (k % extents[d]) * steps[d];
+            k /= extents[d];
+        }
+        return at_bytes(offset);
+    }
+    template <class I, int N>
+    __device__ __forceinline__ T& operator[](const I (&index)[N]) const {
+        long long offset = 0;
+#pragma unroll
+        for (int d = 0; d < N; ++d)
+            if (d < ndim) offset += static_cast<long long>(index[d]) * steps[d];
+        return at_bytes(offset);
+    }
 };
 
 // The rest serves the variants that walk vectors, layouts or grid-stride loops; a program of the

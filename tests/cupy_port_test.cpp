@@ -201,6 +201,54 @@ void non_const_raw_input(Device d) {
 }
 KJIT_ON_BOTH_BACK_ENDS("a raw _non_const input may be written, as in CuPy", non_const_raw_input)
 
+// --- raw parameters: CuPy's CArray metadata, any strides, index arrays; local arrays ---
+
+void raw_metadata_and_strides(Device d) {
+    INFO("seed " << seed());
+    // A (2, 3, 4) view whose strides are not C-contiguous: a (4, 3, 2) array with its axes reversed.
+    const std::vector<double> values = draw(24, -1000, 1000, true);
+    const Array base = on(d, cast_all<std::int32_t>(values), DType::int32, {4, 3, 2});
+    const Array x = base.transpose();
+    auto element = [&](std::int64_t a, std::int64_t b, std::int64_t c) { return values[static_cast<std::size_t>(c * 6 + b * 2 + a)]; };
+    // CuPy's example: an index array, one index per dimension (the issue's kernel, unchanged).
+    const ElementwiseKernel by_index("raw T x", "T y", "ptrdiff_t idx[] = {i / 12, i / 4 % 3, i % 4}; y = x[idx];", "port_index_array");
+    const Array y = poisoned_on(d, DType::int32, {24});
+    by_index.launch({x, y});
+    CHECK(mismatches(y, [&](std::size_t j) { return C(element(long(j) / 12, long(j) / 4 % 3, long(j) % 4)); }, 0) == 0);
+    // x[k] counts in C order over the view's shape, whatever its strides.
+    const ElementwiseKernel flat("raw T x", "T y", "y = x[i]", "port_raw_flat");
+    const Array z = poisoned_on(d, DType::int32, {24});
+    flat.launch({x, z});
+    CHECK(mismatches(z, [&](std::size_t j) { return C(element(long(j) / 12, long(j) / 4 % 3, long(j) % 4)); }, 0) == 0);
+    // size(), ndim, shape()[d] and strides()[d] (in bytes, as CuPy's).
+    const ElementwiseKernel meta("raw T x", "int64 s, int64 k, int64 e, int64 b",
+                                 "s = x.size(); k = x.ndim; e = x.shape()[i % 3]; b = x.strides()[i % 3]", "port_raw_meta");
+    const Outputs m = meta({x}, {.size = 3});
+    CHECK(mismatches(m[0], [](std::size_t) { return C(24); }, 0) == 0);
+    CHECK(mismatches(m[1], [](std::size_t) { return C(3); }, 0) == 0);
+    CHECK(mismatches(m[2], [](std::size_t j) { return C(std::vector<double>{2, 3, 4}[j]); }, 0) == 0);
+    CHECK(mismatches(m[3], [](std::size_t j) { return C(std::vector<double>{4, 8, 24}[j]); }, 0) == 0);
+    // Read through one strided view, written through another: every element lands in place.
+    const Array out_base = poisoned_on(d, DType::int32, {4, 3, 2});
+    flat.launch({x, out_base.transpose()});
+    CHECK(mismatches(out_base, [&](std::size_t j) { return C(values[j]); }, 0) == 0);
+}
+KJIT_ON_BOTH_BACK_ENDS("raw parameters: CuPy's size(), shape(), strides(), ndim, any strides and index arrays", raw_metadata_and_strides)
+
+void local_arrays(Device d) {
+    INFO("seed " << seed());
+    const std::vector<double> x = draw(1000, -3, 3, false);
+    KernelOptions options;
+    options.nvrtc_options = {"-DTERMS=4"};
+    const ElementwiseKernel powers("T x", "T y",
+                                   "T p[TERMS]; p[0] = 1; for (int k = 1; k < TERMS; ++k) p[k] = p[k - 1] * x; "
+                                   "const T w[] = {1, -2, 0.5}; y = 0; for (int k = 0; k < 3; ++k) y += w[k] * p[k + 1];",
+                                   "port_local_arrays", options);
+    const Array y = powers({on(d, x, DType::float64)});
+    CHECK(mismatches(y, [&](std::size_t j) { return C(x[j] - 2 * x[j] * x[j] + 0.5 * x[j] * x[j] * x[j]); }, 1e-14, 1e-14) == 0);
+}
+KJIT_ON_BOTH_BACK_ENDS("fixed-size local arrays, their length a literal or a constant", local_arrays)
+
 }  // namespace
 
 TEST_CASE("CuPy's names and forms the checker accepts, and what it refuses with a position", "[cupy]") {
@@ -226,4 +274,18 @@ TEST_CASE("CuPy's names and forms the checker accepts, and what it refuses with 
     CHECK_THAT(check("_non_const T x", "T y", "x = 1; y = x"), Contains("op:1:1") && Contains("only when it is raw"));
     CHECK_THAT(check("raw T x", "T y", "x[i] = 1; y = 0"), Contains("'_non_const'"));
     CHECK_THAT(check("raw _non_const", "T y", "y = 0"), Contains("expected a type after '_non_const'"));
+    // Raw metadata and local arrays.
+    CHECK(check("raw T x", "T y", "long long idx[2] = {0, i}; y = x[idx] + x.size() + x.shape()[0] + x.ndim") == "no error");
+    CHECK_THAT(check("T x", "T y", "y = x.size()"), Contains("op:1:6") && Contains("'x' is not a raw parameter"));
+    CHECK_THAT(check("raw T x", "T y", "y = x.length()"), Contains("op:1:7") && Contains("not 'length'"));
+    CHECK_THAT(check("raw T x", "T y", "y = x.ndim()"), Contains("ndim is a value"));
+    CHECK_THAT(check("raw T x", "T y", "y = x.shape()"), Contains("x.shape() is an array: index it"));
+    CHECK_THAT(check("raw T x", "T y", "x.shape()[0] = 1; y = 0"), Contains("cannot assign to x.shape()"));
+    CHECK_THAT(check("T x", "T y", "float a[2]; y = a"), Contains("op:1:17") && Contains("'a' is an array of 2"));
+    CHECK_THAT(check("raw T x", "T y", "float idx[2]; y = x[idx]"), Contains("an index array must hold integers"));
+    CHECK_THAT(check("T x", "T y", "const float a[2]; y = x"), Contains("const array 'a' needs a brace list"));
+    CHECK_THAT(check("T x", "T y", "float a[L]; y = x"), Contains("op:1:9") && Contains("integer literal or an integer constant"));
+    KernelOptions length;
+    length.nvrtc_options = {"-DL=2000"};
+    CHECK_THAT(check("T x", "T y", "float a[L]; y = x", length), Contains("1 to 1024 elements, not 2000"));
 }

@@ -81,6 +81,10 @@ std::string dump(const Expr& e) {
             const auto& x = static_cast<const IndexExpr&>(e);
             return "(index " + dump(*x.base) + " " + dump(*x.index) + ")";
         }
+        case ExprKind::member: {
+            const auto& m = static_cast<const MemberExpr&>(e);
+            return "(. " + dump(*m.base) + " " + m.member + (m.called ? "()" : "") + ")";
+        }
     }
     return "?";
 }
@@ -93,7 +97,18 @@ std::string dump(const Stmt& s) {
             std::vector<std::string> parts{"(decl"};
             if (d.is_const) parts.emplace_back("const");
             parts.push_back("<" + d.type.spelling + ">");
-            for (const Declarator& v : d.declarators) parts.push_back(v.init ? v.name + "=" + dump(*v.init) : v.name);
+            for (const Declarator& v : d.declarators) {
+                std::string text = v.name;
+                if (v.array_length >= 0) text += "[" + (v.length_name.empty() ? std::to_string(v.array_length) : v.length_name) + "]";
+                if (v.has_list) {
+                    std::vector<std::string> values;
+                    for (const ExprPtr& x : v.elements) values.push_back(dump(*x));
+                    std::string list;
+                    for (const std::string& x : values) list += (list.empty() ? "" : ",") + x;
+                    text += "={" + list + "}";
+                }
+                parts.push_back(v.init ? text + "=" + dump(*v.init) : text);
+            }
             return join(parts) + ")";
         }
         case StmtKind::block: {
@@ -197,6 +212,9 @@ TEST_CASE("parser: unary, postfix, assignment and conditional", "[parser]") {
     CHECK(expr("a, b, c") == "(, (, a b) c)");
     CHECK(expr("f(a, (b, c))") == "(call f a (, b c))");
     CHECK(expr("a ? b, c : d") == "(? a (, b c) d)");
+    // CuPy's CArray metadata of a raw parameter.
+    CHECK(expr("x.size() + x.ndim") == "(+ (. x size()) (. x ndim))");
+    CHECK(expr("x.shape()[k] * x.strides()[0]") == "(* (index (. x shape()) k) (index (. x strides()) 0))");
 }
 
 TEST_CASE("parser: casts, calls and indexing", "[parser]") {
@@ -257,6 +275,8 @@ TEST_CASE("parser: statements", "[parser]") {
     CHECK(body("for (j = 0, k = 1; j < 3; ++j, k *= 2) {}") == "(for (, (= j 0) (= k 1)); (< j 3) (, (pre++ j) (*= k 2)) { })");
     CHECK(body("float t = x * x, u; y = t;") == "(decl <float> t=(* x x) u) (= y t);");
     CHECK(body("const auto s = x + 1;") == "(decl const <auto> s=(+ x 1))");
+    CHECK(body("float acc[4]; ptrdiff_t idx[] = {i / 12, i % 4,}; int w[N] = {1};") ==
+          "(decl <float> acc[4]) (decl <ptrdiff_t> idx[2]={(/ i 12),(% i 4)}) (decl <int> w[N]={1})");
     CHECK(body("T v = x;") == "(decl <T> v=x)");
     CHECK(body("unsigned int k = 3u;") == "(decl <unsigned int> k=3u)");
     CHECK(body("long long m = 1;") == "(decl <long long> m=1)");
@@ -359,11 +379,13 @@ TEST_CASE("parser: errors in expressions", "[parser]") {
           "hint: index a raw parameter instead: 'raw T table' and table[k]");
     CHECK(body_error("y = p->q;") ==
           "op:1:6: error: '->' is not allowed: there are no pointers in kernel code\ny = p->q;\n     ^");
-    CHECK(body_error("y = a.b;") ==
-          "op:1:6: error: member access with '.' is not supported in kernel code\ny = a.b;\n     ^");
+    CHECK(body_error("y = (a + 1).b;") ==
+          "op:1:12: error: member access with '.' is only for a raw parameter's size(), shape(), strides() and ndim\n"
+          "y = (a + 1).b;\n           ^");
     CHECK(body_error("y = threadIdx.x;") ==
-          "op:1:14: error: member access with '.' is not supported in kernel code\ny = threadIdx.x;\n             ^\n"
-          "hint: the element index is 'i' and the number of elements 'n'");
+          "op:1:14: error: member access with '.' is only for a raw parameter's size(), shape(), strides() and ndim\n"
+          "y = threadIdx.x;\n             ^\nhint: the element index is 'i' and the number of elements 'n'");
+    CHECK(body_error("y = a.;") == "op:1:7: error: expected a member name after '.'\ny = a.;\n      ^");
     CHECK(body_error("y = std::sqrt(x);") ==
           "op:1:8: error: qualified names ('::') are not supported in kernel code\ny = std::sqrt(x);\n       ^\n"
           "hint: call math functions by their plain names: sqrt(x)");
@@ -377,7 +399,7 @@ TEST_CASE("parser: errors in expressions", "[parser]") {
           "op:1:10: error: lambdas are not supported in kernel code\nauto f = [](float v) { return v; };\n         ^\n"
           "hint: declare helper functions in the preamble");
     CHECK(body_error("float a = {1};") ==
-          "op:1:11: error: expected an expression\nfloat a = {1};\n          ^\nhint: brace initialisation is not supported");
+          "op:1:11: error: a brace list initialises an array\nfloat a = {1};\n          ^\nhint: write 'a[]' to declare one");
     CHECK(body_error("y = float;") ==
           "op:1:5: error: unexpected type name 'float' in an expression\ny = float;\n    ^\n"
           "hint: convert with float(x), (float)x or static_cast<float>(x); declare variables in statements of their own");
@@ -442,9 +464,15 @@ TEST_CASE("parser: errors in statements", "[parser]") {
     CHECK(body_error("auto t, u = 1;") == "op:1:6: error: 'auto' variable 't' needs an initializer\nauto t, u = 1;\n     ^");
     CHECK(body_error("const float c;") ==
           "op:1:13: error: const variable 'c' needs an initializer\nconst float c;\n            ^");
-    CHECK(body_error("float a[4];") ==
-          "op:1:8: error: local arrays are not supported in kernel code\nfloat a[4];\n       ^\n"
-          "hint: use separate variables, or a raw parameter");
+    CHECK(body_error("float a[0];") == "op:1:9: error: a local array has 1 to 1024 elements\nfloat a[0];\n        ^");
+    CHECK(body_error("float a[];") ==
+          "op:1:9: error: local array 'a' needs a length or a brace list to count\nfloat a[];\n        ^\n"
+          "hint: write 'float a[4];' or 'float a[] = {a, b};'");
+    CHECK(body_error("float a[2] = {1, 2, 3};") ==
+          "op:1:21: error: too many values for array 'a' of 2\nfloat a[2] = {1, 2, 3};\n                    ^");
+    CHECK(body_error("float a[2][2];") ==
+          "op:1:11: error: local arrays have one dimension\nfloat a[2][2];\n          ^\nhint: use a flat index: a[row * columns + column]");
+
     CHECK(body_error("float a(3);") ==
           "op:1:8: error: only '=' initialisation is supported\nfloat a(3);\n       ^\nhint: write 'float a = value;'");
     CHECK(body_error("float a = 1\ny = a;") == "op:1:12: error: expected ';' after declaration\nfloat a = 1\n           ^");

@@ -9,6 +9,7 @@
 
 // The GPU's complex type and functions, compiled for the host: the same formulas, not a copy.
 #define KJIT_HD
+#include "runtime/detail/kernel_args.hpp"
 #include "templates/complex.cuh"
 
 namespace kjit::jit::host {
@@ -156,6 +157,17 @@ double rcbrt_d(double x) { return 1.0 / std::cbrt(x); }
 template <double (*F)(double)>
 float as_float(float x) { return static_cast<float>(F(x)); }
 
+// The byte offset of element k (C order over the shape) of a raw parameter that is not
+// C-contiguous, as kjit::Raw<T>::operator[] computes it on the GPU.
+std::int64_t raw_offset(const detail::RawField* raw, std::int64_t k) {
+    std::int64_t offset = 0;
+    for (int d = raw->ndim - 1; d >= 0; --d) {
+        offset += (k % raw->shape[d]) * raw->strides[d];
+        k /= raw->shape[d];
+    }
+    return offset;
+}
+
 #define KJIT_SYM(name, fn) RuntimeSymbol{name, reinterpret_cast<void*>(fn)}
 
 }  // namespace
@@ -163,7 +175,7 @@ float as_float(float x) { return static_cast<float>(F(x)); }
 const std::vector<RuntimeSymbol>& runtime_symbols() {
     static const std::vector<RuntimeSymbol> symbols = {
         KJIT_SYM("kjit_f64_to_f16", &f64_to_f16),   KJIT_SYM("kjit_f64_to_bf16", &f64_to_bf16),
-        KJIT_SYM("kjit_f16_to_f32", &f16_to_f32),
+        KJIT_SYM("kjit_f16_to_f32", &f16_to_f32),   KJIT_SYM("kjit_raw_offset", &raw_offset),
         KJIT_SYM("kjit_cdiv_f", &cdiv_f),   KJIT_SYM("kjit_cdiv_d", &cdiv_d),
         KJIT_SYM("kjit_csqrt_f", &csqrt_f), KJIT_SYM("kjit_csqrt_d", &csqrt_d),
         KJIT_SYM("kjit_cexp_f", &cexp_f),   KJIT_SYM("kjit_cexp_d", &cexp_d),

@@ -1,5 +1,7 @@
 #include "jit/host/lower_body.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <limits>
 
 #include <llvm/IR/Intrinsics.h>
@@ -7,6 +9,7 @@
 #include "jit/conversions.hpp"
 #include "jit/math_functions.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/kernel_args.hpp"
 
 namespace kjit::jit::host {
 namespace {
@@ -27,7 +30,7 @@ BodyLowering::BodyLowering(llvm::IRBuilder<>& b, llvm::Module& m, const CheckedK
     : b_(b), m_(m), kernel_(kernel), entry_(entry) {
     param_values.resize(kernel.params.size());
     param_slots.resize(kernel.params.size(), nullptr);
-    raw_data.resize(kernel.params.size(), nullptr);
+    raw_fields.resize(kernel.params.size(), nullptr);
 }
 
 llvm::Type* BodyLowering::part(DType t) {
@@ -42,16 +45,16 @@ llvm::Type* BodyLowering::part(DType t) {
 }
 llvm::Type* BodyLowering::reg(DType t) { return part(t); }
 
-llvm::Value* BodyLowering::slot(DType t) {
+llvm::Value* BodyLowering::slot(DType t, int count) {
     llvm::IRBuilder<> at(entry_, entry_->begin());
-    llvm::Type* bytes = llvm::ArrayType::get(at.getInt8Ty(), t.itemsize());
+    llvm::Type* bytes = llvm::ArrayType::get(at.getInt8Ty(), t.itemsize() * static_cast<std::size_t>(count));
     llvm::AllocaInst* a = at.CreateAlloca(bytes);
     a->setAlignment(llvm::Align(t.real_type().itemsize()));
     return a;
 }
 
 void BodyLowering::make_locals() {
-    for (const Local& l : kernel_.locals) locals_.push_back(slot(*l.type));
+    for (const Local& l : kernel_.locals) locals_.push_back(slot(*l.type, std::max(1, l.array_length)));
 }
 
 Val BodyLowering::load(llvm::Value* ptr, DType t) {
@@ -82,13 +85,14 @@ Val BodyLowering::zero(DType t) {
     return {z, t.is_complex() ? z : nullptr, t};
 }
 
-llvm::Value* BodyLowering::call_named(const std::string& name, llvm::Type* ret, const std::vector<llvm::Value*>& args) {
+llvm::Value* BodyLowering::call_named(const std::string& name, llvm::Type* ret, const std::vector<llvm::Value*>& args, bool pure) {
     std::vector<llvm::Type*> types;
     for (llvm::Value* a : args) types.push_back(a->getType());
     llvm::FunctionCallee f = m_.getOrInsertFunction(name, llvm::FunctionType::get(ret, types, false));
     if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
         fn->setDoesNotThrow();
-        if (!ret->isVoidTy()) fn->setDoesNotAccessMemory();  // pure: lets loops hoist and vectorise around it
+        if (!ret->isVoidTy() && pure) fn->setDoesNotAccessMemory();
+        else if (!ret->isVoidTy()) fn->setOnlyReadsMemory();
     }
     return b_.CreateCall(f, args);
 }
@@ -182,8 +186,18 @@ void BodyLowering::stmt(const Stmt& s) {
             const auto& d = static_cast<const DeclStmt&>(s);
             for (const Declarator& decl : d.declarators) {
                 const DType t = *kernel_.locals[static_cast<std::size_t>(decl.local)].type;
-                // Uninitialised locals start at zero, so that a run never depends on stale memory.
-                store(locals_[static_cast<std::size_t>(decl.local)], decl.init ? convert(expr(*decl.init), t) : zero(t));
+                llvm::Value* at = locals_[static_cast<std::size_t>(decl.local)];
+                // Uninitialised locals start at zero, so that a run never depends on stale memory;
+                // an array's elements past its brace list are zero, as in C.
+                if (decl.array_length >= 0) {
+                    for (int k = 0; k < decl.array_length; ++k) {
+                        llvm::Value* element = b_.CreateConstGEP1_64(b_.getInt8Ty(), at, static_cast<std::uint64_t>(k) * t.itemsize());
+                        const auto value = static_cast<std::size_t>(k);
+                        store(element, value < decl.elements.size() ? convert(expr(*decl.elements[value]), t) : zero(t));
+                    }
+                    continue;
+                }
+                store(at, decl.init ? convert(expr(*decl.init), t) : zero(t));
             }
             return;
         }
@@ -254,14 +268,74 @@ void BodyLowering::stmt(const Stmt& s) {
 
 // --- expressions ---
 
+// The address of x[k] (element k in C order) or x[idx] (one index per dimension) of a raw
+// parameter, through its RawField as kjit::Raw<T>::operator[] computes it on the GPU.
+llvm::Value* BodyLowering::raw_element(const IndexExpr& ix) {
+    using detail::RawField;
+    const auto& base = static_cast<const NameExpr&>(*ix.base);
+    const DType t = *kernel_.param_types[static_cast<std::size_t>(base.index)];
+    llvm::Value* field = raw_fields[static_cast<std::size_t>(base.index)];
+    auto at = [&](std::size_t offset) { return b_.CreateConstGEP1_64(b_.getInt8Ty(), field, offset); };
+    llvm::Value* data = b_.CreateLoad(b_.getPtrTy(), at(offsetof(RawField, data)));
+    llvm::Value* ndim = b_.CreateLoad(b_.getInt32Ty(), at(offsetof(RawField, ndim)));
+    llvm::Value* offset = nullptr;
+    if (ix.by_index_array) {
+        const auto& idx = static_cast<const NameExpr&>(*ix.index);
+        const Local& l = kernel_.locals[static_cast<std::size_t>(idx.index)];
+        offset = b_.getInt64(0);
+        for (int d = 0; d < l.array_length && d < detail::kMaxRawDims; ++d) {
+            llvm::Value* element = b_.CreateConstGEP1_64(b_.getInt8Ty(), locals_[static_cast<std::size_t>(idx.index)],
+                                                          static_cast<std::uint64_t>(d) * l.type->itemsize());
+            llvm::Value* index = convert(load(element, *l.type), DType::int64).v;
+            llvm::Value* stride = b_.CreateLoad(b_.getInt64Ty(), at(offsetof(RawField, strides) + 8 * static_cast<std::size_t>(d)));
+            llvm::Value* term = b_.CreateSelect(b_.CreateICmpSLT(b_.getInt32(d), ndim), b_.CreateMul(index, stride), b_.getInt64(0));
+            offset = b_.CreateAdd(offset, term);
+        }
+    } else {
+        llvm::Value* k = convert(expr(*ix.index), DType::int64).v;
+        llvm::Value* contiguous = b_.CreateICmpNE(b_.CreateLoad(b_.getInt32Ty(), at(offsetof(RawField, contiguous))), b_.getInt32(0));
+        llvm::Value* flat = b_.CreateMul(k, b_.getInt64(static_cast<std::int64_t>(t.itemsize())));
+        // The strided walk only for a view that is not C-contiguous, as on the GPU.
+        llvm::BasicBlock* from = b_.GetInsertBlock();
+        llvm::Function* fn = from->getParent();
+        auto* strided_bb = llvm::BasicBlock::Create(m_.getContext(), "raw.strided", fn);
+        auto* done_bb = llvm::BasicBlock::Create(m_.getContext(), "raw.done", fn);
+        b_.CreateCondBr(contiguous, done_bb, strided_bb);
+        b_.SetInsertPoint(strided_bb);
+        llvm::Value* walked = call_named("kjit_raw_offset", b_.getInt64Ty(), {field, k}, false);
+        b_.CreateBr(done_bb);
+        b_.SetInsertPoint(done_bb);
+        llvm::PHINode* phi = b_.CreatePHI(b_.getInt64Ty(), 2);
+        phi->addIncoming(flat, from);
+        phi->addIncoming(walked, strided_bb);
+        offset = phi;
+    }
+    return b_.CreateGEP(b_.getInt8Ty(), data, offset);
+}
+
+Val BodyLowering::member(const MemberExpr& m, llvm::Value* index) {
+    using detail::RawField;
+    const auto& base = static_cast<const NameExpr&>(*m.base);
+    llvm::Value* field = raw_fields[static_cast<std::size_t>(base.index)];
+    auto at = [&](std::size_t offset) { return b_.CreateConstGEP1_64(b_.getInt8Ty(), field, offset); };
+    if (m.member == "ndim") return {b_.CreateLoad(b_.getInt32Ty(), at(offsetof(RawField, ndim))), nullptr, DType::int32};
+    if (m.member == "size") return {b_.CreateLoad(b_.getInt64Ty(), at(offsetof(RawField, count))), nullptr, DType::int64};
+    const std::size_t array = m.member == "shape" ? offsetof(RawField, shape) : offsetof(RawField, strides);
+    llvm::Value* address = b_.CreateGEP(b_.getInt8Ty(), at(array), b_.CreateMul(index, b_.getInt64(8)));
+    return {b_.CreateLoad(b_.getInt64Ty(), address), nullptr, DType::int64};
+}
+
 BodyLowering::LValue BodyLowering::lvalue(const Expr& e) {
     if (e.kind == ExprKind::index) {
         const auto& ix = static_cast<const IndexExpr&>(e);
         const auto& base = static_cast<const NameExpr&>(*ix.base);
-        const DType t = *kernel_.param_types[static_cast<std::size_t>(base.index)];
-        llvm::Value* k = convert(expr(*ix.index), DType::int64).v;
-        llvm::Value* offset = b_.CreateMul(k, b_.getInt64(static_cast<std::int64_t>(t.itemsize())));
-        return {b_.CreateGEP(b_.getInt8Ty(), raw_data[static_cast<std::size_t>(base.index)], offset), t};
+        if (base.refers_to == NameKind::local) {  // a local array's element
+            const DType t = *kernel_.locals[static_cast<std::size_t>(base.index)].type;
+            llvm::Value* k = convert(expr(*ix.index), DType::int64).v;
+            llvm::Value* offset = b_.CreateMul(k, b_.getInt64(static_cast<std::int64_t>(t.itemsize())));
+            return {b_.CreateGEP(b_.getInt8Ty(), locals_[static_cast<std::size_t>(base.index)], offset), t};
+        }
+        return {raw_element(ix), *kernel_.param_types[static_cast<std::size_t>(base.index)]};
     }
     const auto& n = static_cast<const NameExpr&>(e);
     if (n.refers_to == NameKind::local)
@@ -317,9 +391,13 @@ Val BodyLowering::expr(const Expr& e) {
         case ExprKind::cast: return convert(expr(*static_cast<const CastExpr&>(e).operand), *e.type);
         case ExprKind::call: return call(static_cast<const CallExpr&>(e));
         case ExprKind::index: {
+            const auto& ix = static_cast<const IndexExpr&>(e);
+            if (ix.base->kind == ExprKind::member)
+                return member(static_cast<const MemberExpr&>(*ix.base), convert(expr(*ix.index), DType::int64).v);
             const LValue lv = lvalue(e);
             return load(lv.ptr, lv.type);
         }
+        case ExprKind::member: return member(static_cast<const MemberExpr&>(e), nullptr);
     }
     throw TypeError("unknown expression");
 }

@@ -32,12 +32,12 @@ public:
     // The per-element environment, set by the caller before each lowering of the body.
     std::vector<Val> param_values;            // inputs passed as elements or scalars, by parameter
     std::vector<llvm::Value*> param_slots;    // outputs: a slot holding the element, by parameter
-    std::vector<llvm::Value*> raw_data;       // raw parameters: the data pointer, by parameter
+    std::vector<llvm::Value*> raw_fields;     // raw parameters: their RawField in the arguments, by parameter
     llvm::Value* index_i = nullptr;           // i64
     llvm::Value* size_n = nullptr;            // i64
 
     // A slot in the entry block for a value of type t (memory layout: bool as i8, complex as two parts).
-    llvm::Value* slot(DType t);
+    llvm::Value* slot(DType t, int count = 1);
     void make_locals();                       // slots for every local of the kernel
     void statements(const Body& body);
 
@@ -66,12 +66,15 @@ private:
     Val conditional(const ConditionalExpr& c);
     Val call(const CallExpr& c);
     Val constant(const NamedConstant& k);
+    Val member(const MemberExpr& m, llvm::Value* index);  // x.size(), x.ndim, x.shape()[index], x.strides()[index]
+    llvm::Value* raw_element(const IndexExpr& ix);        // the address of a raw parameter's element
     llvm::Value* to_bool(const Val& v);
     // a op b, both already of type t; comparisons give bool.
     Val apply(BinaryOp op, const Val& a, const Val& b, DType t);
     Val int_divide(BinaryOp op, const Val& a, const Val& b, DType t);
     Val complex_helper(const char* name, DType t, const Val& a, const Val* b);
-    llvm::Value* call_named(const std::string& name, llvm::Type* ret, const std::vector<llvm::Value*>& args);
+    // `pure`: reads no memory (lets loops hoist and vectorise around it).
+    llvm::Value* call_named(const std::string& name, llvm::Type* ret, const std::vector<llvm::Value*>& args, bool pure = true);
     llvm::Value* intrinsic(unsigned id, const std::vector<llvm::Value*>& args);
     llvm::Value* half_to_float(const Val& v);
     Val float_to_half(llvm::Value* f, DType t);

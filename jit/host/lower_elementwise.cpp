@@ -46,7 +46,7 @@ llvm::Function* lower_elementwise(llvm::Module& m, const ElementwiseRequest& r, 
         const DType t = *k.param_types[p];
         const std::size_t at = r.args.slots[p].offset;
         if (k.params[p].raw) {
-            body.raw_data[p] = b.CreateLoad(ptr, field(args, at));
+            body.raw_fields[p] = field(args, at);
         } else if (p < r.scalar.size() && r.scalar[p]) {
             body.param_values[p] = body.load(field(args, at), t);  // written as the parameter's type
         } else {

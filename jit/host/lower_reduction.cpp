@@ -119,7 +119,7 @@ std::vector<ReductionLowering::Operand> ReductionLowering::bind_inputs(Expressio
         const DType t = *mk.param_types[p];
         const std::size_t at = r_.args.slots[p].offset;
         if (mk.params[p].raw) {
-            map.body.raw_data[p] = b_.CreateLoad(ptr, field(args, at));
+            map.body.raw_fields[p] = field(args, at);
         } else if (p < r_.scalar.size() && r_.scalar[p]) {
             map.body.param_values[p] = map.body.load(field(args, at), t);
         } else {

@@ -12,7 +12,7 @@ ArgsLayout args_layout(const std::vector<ArgField>& fields, const std::vector<DT
     std::uint32_t offset = 0, max_align = 8;  // `long long n` is always there
     for (std::size_t k = 0; k < fields.size(); ++k) {
         std::uint32_t size = 8, align = 8;
-        if (fields[k] == ArgField::raw) size = 16;
+        if (fields[k] == ArgField::raw) size = sizeof(RawField);
         if (fields[k] == ArgField::value) size = align = static_cast<std::uint32_t>(types[k].itemsize());
         offset = align_up(offset, align);
         l.slots.push_back({fields[k], offset});
