@@ -107,6 +107,16 @@ std::string layout_shape(const detail::CallLayout& l) {
     return shape_to_string(Shape(l.shape, l.shape + l.ndim));
 }
 
+// NumPy's rule for two shapes, right-aligned: each pair of extents equal or one of them 1.
+bool broadcasts_with(const Array& a, const detail::CallLayout& l) {
+    const int common = std::min(a.ndim(), l.ndim);
+    for (int d = 1; d <= common; ++d) {
+        const std::int64_t e = a.shape()[static_cast<std::size_t>(a.ndim() - d)], f = l.shape[l.ndim - d];
+        if (e != f && e != 1 && f != 1) return false;
+    }
+    return true;
+}
+
 bool same_shape(const Array& a, const detail::CallLayout& l) {
     if (a.ndim() != l.ndim) return false;
     for (int d = 0; d < l.ndim; ++d)
@@ -178,55 +188,59 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     LaunchBuffers& buffers = launch_buffers();
     detail::CallLayout& layout = buffers.call;
     std::array<detail::OperandView, detail::kMaxCallOperands> views;
-    // Broadcasts the array operands: inputs only (the call's shape), or every one.
-    auto lay_out = [&](bool all) {
-        int present = 0;
+    // Broadcasts the array operands: inputs only, or every one.
+    auto broadcast = [&](bool all, int& present) {
+        present = 0;
         for (int s = 0; s < operands; ++s) {
             const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
             if (!all && k >= nin) continue;
             views[static_cast<std::size_t>(present++)] = operand_view(*array_of(k));
         }
-        if (present == 0) return present;
-        if (!detail::broadcast_operands(views.data(), present, layout)) {
-            std::string shapes;
-            for (int s = 0; s < present; ++s) {
-                const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
-                shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k)->shape());
-            }
-            throw ShapeError(kernel_prefix(kernel) + "the shapes do not broadcast together: " + shapes);
+        return present == 0 || detail::broadcast_operands(views.data(), present, layout);
+    };
+    auto lay_out = [&](bool all) {
+        int present = 0;
+        if (broadcast(all, present)) return present;
+        // When the inputs broadcast and an output does not take their shape, that output is named.
+        int inputs = 0;
+        if (all && broadcast(false, inputs) && inputs > 0) {
+            for (std::size_t k = nin; k < count; ++k)
+                if (!sig.params[k].raw && !broadcasts_with(args[k].array(), layout))
+                    throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " +
+                                     shape_to_string(args[k].array().shape()) + ", which does not broadcast with the inputs' shape " +
+                                     layout_shape(layout));
         }
-        return present;
+        std::string shapes;
+        for (int s = 0; s < present; ++s) {
+            const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
+            shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k)->shape());
+        }
+        throw ShapeError(kernel_prefix(kernel) + "the shapes do not broadcast together: " + shapes);
     };
 
-    // The call's shape: the inputs' broadcast shape; without array inputs, the outputs' shape;
-    // without either, the size given.
-    int inputs_present = lay_out(false);
-    if (inputs_present == 0) {
-        const Array* first_output = nullptr;
-        for (std::size_t k = nin; k < count && first_output == nullptr; ++k)
-            if (!sig.params[k].raw) first_output = &args[k].array();
-        if (first_output != nullptr) {
-            layout.ndim = first_output->ndim();
-            std::copy(first_output->shape().begin(), first_output->shape().end(), layout.shape);
-            layout.size = first_output->size();
-            inputs_present = -1;  // shape known
-        } else {
-            if (options.size < 0)
-                throw ShapeError(kernel_prefix(kernel) + "no argument is a non-raw array, so the call needs a size (CallOptions::size)");
-            layout.ndim = 1;
-            layout.shape[0] = options.size;
-            layout.size = options.size;
-        }
+    // The call's shape: the broadcast shape of every non-raw array given, outputs included (as
+    // NumPy's ufuncs and CuPy's ElementwiseKernel: an input of (3, 1) fills an output of (3, 4));
+    // without any, the size given. Every output must then have exactly that shape. With every
+    // output given, this is already the layout the launch uses.
+    const bool outputs_given = count == np;
+    const int arrays_present = lay_out(outputs_given);
+    if (arrays_present == 0) {
+        if (options.size < 0)
+            throw ShapeError(kernel_prefix(kernel) + "no argument is a non-raw array, so the call needs a size (CallOptions::size)");
+        layout.ndim = 1;
+        layout.shape[0] = options.size;
+        layout.size = options.size;
         layout.operands = 0;
     }
-    if (inputs_present != 0 && options.size >= 0 && options.size != layout.size)
+    if (arrays_present != 0 && options.size >= 0 && options.size != layout.size)
         throw ShapeError(kernel_prefix(kernel) + "size " + std::to_string(options.size) + " was given but the arrays have " +
                          std::to_string(layout.size) + " elements (" + layout_shape(layout) + ")");
     for (std::size_t k = nin; k < count; ++k) {
         if (sig.params[k].raw) continue;
         if (!same_shape(args[k].array(), layout))
             throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " + shape_to_string(args[k].array().shape()) +
-                             " but the call's shape is " + layout_shape(layout));
+                             " but the call's shape (the arrays' broadcast shape) is " + layout_shape(layout) +
+                             ": an output is not broadcast");
     }
     if (count < np) {
         const Shape shape(layout.shape, layout.shape + layout.ndim);
@@ -234,7 +248,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
             made.set(k, Array::empty(shape, plan->bound.param_types[k], on_host ? Device::cpu() : Device::cuda(ordinal), stream));
     }
     KJIT_TRACE("outputs allocated");
-    if (operands > 0) lay_out(true);
+    if (operands > 0 && !outputs_given) lay_out(true);
 
     // Overlaps between outputs and other operands.
     std::array<bool, kMaxCallParams> must_copy{};

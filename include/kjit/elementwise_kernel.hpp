@@ -8,7 +8,8 @@
 //
 // Calling it launches it: `Array y = axpb({x, 2.0f, b});` binds T from the arrays (outputs first,
 // then inputs, as CuPy does), converts scalars to their parameter's type, broadcasts the arrays
-// (NumPy's rules), allocates the outputs not given, and launches on the stream (the thread's
+// (NumPy's rules; outputs given take part, as in NumPy's ufuncs, but each must have the broadcast
+// shape itself), allocates the outputs not given, and launches on the stream (the thread's
 // current one by default) without waiting. The first call for a new combination of dtypes
 // compiles (or finds in the kernel cache) and loads the module; later calls find it in a table
 // of the kernel object, pack the arguments in a reused buffer and launch.
