@@ -18,7 +18,12 @@ namespace kjit::jit {
 
 namespace {
 
-constexpr unsigned kThreads = 256;  // the generated kernels' __launch_bounds__
+// Threads per block unless a call asks for others (CallOptions::block_size), and the most a call
+// may ask for: the generated kernels' __launch_bounds__(256) (jit/codegen.cpp). The bounds stay:
+// they let the compiler give each thread up to 255 registers, where bounds of 1024 would cap it
+// at 64 and spill heavy bodies (the tiled variant once took 191); no measurement has asked for
+// blocks above 256.
+constexpr unsigned kThreads = 256;
 
 // The argument struct and strided layout being prepared on this thread: cuLaunchKernel copies
 // them, so one buffer per thread serves every launch. Allocated on a thread's first call (17 KB
@@ -124,7 +129,7 @@ bool same_shape(const Array& a, const detail::CallLayout& l) {
     return true;
 }
 
-// The grid: one block per 256 work items (every thread does its share once), which measured
+// The grid: one block per `threads` work items (every thread does its share once), which measured
 // 1-4% faster on the H200 than a few blocks per SM looping over the data. The tiled variant
 // loops over tiles with at most 64 blocks per SM (best measured). KJIT_TUNE_BLOCKS_PER_SM caps
 // every variant, for measurements (docs/PERFORMANCE.md); read once.
@@ -137,11 +142,35 @@ std::int64_t tuned_blocks_per_sm() {
     return value;
 }
 
-unsigned grid_for(std::int64_t items, int sm_count, bool tiled) {
+unsigned grid_for(std::int64_t items, unsigned threads, int sm_count, bool tiled) {
     const std::int64_t per_sm = tuned_blocks_per_sm() > 0 ? tuned_blocks_per_sm() : (tiled ? 64 : std::int64_t{1} << 40);
     const std::int64_t cap = std::min<std::int64_t>(static_cast<std::int64_t>(std::max(sm_count, 1)) * std::min<std::int64_t>(per_sm, INT_MAX), INT_MAX);
-    const std::int64_t blocks = (items + kThreads - 1) / kThreads;
+    const std::int64_t blocks = (items + threads - 1) / threads;
     return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(blocks, cap)));
+}
+
+// CallOptions::block_size below 0: refused before anything is compiled, on every back end.
+void check_block_size_sign(const ElementwiseKernel& kernel, int block_size) {
+    if (block_size < 0)
+        throw Error(kernel_prefix(kernel) + "block_size " + std::to_string(block_size) +
+                    " is not a number of threads: give 0 for kjit's choice, or 1 up to the kernel's limit (at most " +
+                    std::to_string(kThreads) + ", its launch bounds)");
+}
+
+// The threads per block of a launch of `f`: kjit's choice, or the call's block_size when `f`
+// and the device take that many. The function's limit comes from its launch bounds and its
+// registers; it is asked of the driver only when a call gives a block size.
+unsigned block_threads(const ElementwiseKernel& kernel, int block_size, CUfunction f, int ordinal) {
+    if (block_size == 0) return kThreads;
+    int function_limit = 0;
+    KJIT_CU_CHECK(detail::driver_on(ordinal).cuFuncGetAttribute(&function_limit, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+    const int device_limit = kjit::detail::device_attributes(ordinal).max_threads_per_block;
+    const int limit = device_limit > 0 ? std::min(function_limit, device_limit) : function_limit;
+    if (block_size > limit)
+        throw Error(kernel_prefix(kernel) + "block_size " + std::to_string(block_size) + " is above the limit of " +
+                    std::to_string(limit) + " threads per block (the kernel takes " + std::to_string(function_limit) +
+                    ", the device " + std::to_string(device_limit) + ")");
+    return static_cast<unsigned>(block_size);
 }
 
 }  // namespace
@@ -161,6 +190,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                         ", got " + std::to_string(count) + " arguments");
     if (outputs == nullptr && count != np)
         throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
+    check_block_size_sign(kernel, options.block_size);
     // Host arrays run on the CPU (jit/host/): same binding, layout and checks, other code.
     const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
     const int ordinal = on_host ? host::kHostOrdinal
@@ -294,8 +324,13 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         std::memcpy(buffers.args + plan->args.n_offset, &n_value, sizeof n_value);
         host::run_elementwise_on_host(plan->host, buffers.args, layout, n);
     } else if (n > 0) {
+        // The tiled variant is written for blocks of kThreads: with another block size, its layouts
+        // take the rows or strided variant.
+        const bool default_block = options.block_size == 0 || options.block_size == static_cast<int>(kThreads);
+        detail::VariantNeeds needs = plan->needs;
+        needs.has_tiled = needs.has_tiled && default_block;
         const detail::VariantChoice choice = operands == 0 ? detail::VariantChoice{detail::Variant::strided, n > INT_MAX}
-                                                           : detail::choose_variant(layout, plan->needs);
+                                                           : detail::choose_variant(layout, needs);
         if (choice.variant == detail::Variant::strided && layout.ndim > detail::kMaxKernelDims)
             throw ShapeError(kernel_prefix(kernel) + "the arrays need " + std::to_string(layout.ndim) +
                              " dimensions even after merging; kjit's strided kernels take at most " +
@@ -345,11 +380,12 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         KJIT_TRACE("variant's function and arguments");
         void* params[] = {buffers.args, buffers.layout};
         detail::Driver& d = detail::driver_on(ordinal);
+        const unsigned threads = block_threads(kernel, options.block_size, f, ordinal);
         // The small variant has no loop: one thread per element, whatever caps the others' grids.
         const unsigned grid = choice.variant == detail::Variant::small
-                                  ? static_cast<unsigned>((n + kThreads - 1) / kThreads)
-                                  : grid_for(items, plan->sm_count, choice.variant == detail::Variant::tiled);
-        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid, 1, 1, kThreads, 1, 1, 0, stream.handle(), params,
+                                  ? static_cast<unsigned>((n + threads - 1) / threads)
+                                  : grid_for(items, threads, plan->sm_count, choice.variant == detail::Variant::tiled);
+        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid, 1, 1, threads, 1, 1, 0, stream.handle(), params,
                                        nullptr));
         KJIT_TRACE("launched");
     }
