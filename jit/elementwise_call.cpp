@@ -18,7 +18,12 @@ namespace kjit::jit {
 
 namespace {
 
-constexpr unsigned kThreads = 256;  // the generated kernels' __launch_bounds__
+// Threads per block unless a call asks for others (CallOptions::block_size), and the most a call
+// may ask for: the generated kernels' __launch_bounds__(256) (jit/codegen.cpp). The bounds stay:
+// they let the compiler give each thread up to 255 registers, where bounds of 1024 would cap it
+// at 64 and spill heavy bodies (the tiled variant once took 191); no measurement has asked for
+// blocks above 256.
+constexpr unsigned kThreads = 256;
 
 // The argument struct and strided layout being prepared on this thread: cuLaunchKernel copies
 // them, so one buffer per thread serves every launch. Allocated on a thread's first call (17 KB
@@ -107,6 +112,16 @@ std::string layout_shape(const detail::CallLayout& l) {
     return shape_to_string(Shape(l.shape, l.shape + l.ndim));
 }
 
+// NumPy's rule for two shapes, right-aligned: each pair of extents equal or one of them 1.
+bool broadcasts_with(const Array& a, const detail::CallLayout& l) {
+    const int common = std::min(a.ndim(), l.ndim);
+    for (int d = 1; d <= common; ++d) {
+        const std::int64_t e = a.shape()[static_cast<std::size_t>(a.ndim() - d)], f = l.shape[l.ndim - d];
+        if (e != f && e != 1 && f != 1) return false;
+    }
+    return true;
+}
+
 bool same_shape(const Array& a, const detail::CallLayout& l) {
     if (a.ndim() != l.ndim) return false;
     for (int d = 0; d < l.ndim; ++d)
@@ -114,7 +129,7 @@ bool same_shape(const Array& a, const detail::CallLayout& l) {
     return true;
 }
 
-// The grid: one block per 256 work items (every thread does its share once), which measured
+// The grid: one block per `threads` work items (every thread does its share once), which measured
 // 1-4% faster on the H200 than a few blocks per SM looping over the data. The tiled variant
 // loops over tiles with at most 64 blocks per SM (best measured). KJIT_TUNE_BLOCKS_PER_SM caps
 // every variant, for measurements (docs/PERFORMANCE.md); read once.
@@ -127,11 +142,35 @@ std::int64_t tuned_blocks_per_sm() {
     return value;
 }
 
-unsigned grid_for(std::int64_t items, int sm_count, bool tiled) {
+unsigned grid_for(std::int64_t items, unsigned threads, int sm_count, bool tiled) {
     const std::int64_t per_sm = tuned_blocks_per_sm() > 0 ? tuned_blocks_per_sm() : (tiled ? 64 : std::int64_t{1} << 40);
     const std::int64_t cap = std::min<std::int64_t>(static_cast<std::int64_t>(std::max(sm_count, 1)) * std::min<std::int64_t>(per_sm, INT_MAX), INT_MAX);
-    const std::int64_t blocks = (items + kThreads - 1) / kThreads;
+    const std::int64_t blocks = (items + threads - 1) / threads;
     return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(blocks, cap)));
+}
+
+// CallOptions::block_size below 0: refused before anything is compiled, on every back end.
+void check_block_size_sign(const ElementwiseKernel& kernel, int block_size) {
+    if (block_size < 0)
+        throw Error(kernel_prefix(kernel) + "block_size " + std::to_string(block_size) +
+                    " is not a number of threads: give 0 for kjit's choice, or 1 up to the kernel's limit (at most " +
+                    std::to_string(kThreads) + ", its launch bounds)");
+}
+
+// The threads per block of a launch of `f`: kjit's choice, or the call's block_size when `f`
+// and the device take that many. The function's limit comes from its launch bounds and its
+// registers; it is asked of the driver only when a call gives a block size.
+unsigned block_threads(const ElementwiseKernel& kernel, int block_size, CUfunction f, int ordinal) {
+    if (block_size == 0) return kThreads;
+    int function_limit = 0;
+    KJIT_CU_CHECK(detail::driver_on(ordinal).cuFuncGetAttribute(&function_limit, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+    const int device_limit = kjit::detail::device_attributes(ordinal).max_threads_per_block;
+    const int limit = device_limit > 0 ? std::min(function_limit, device_limit) : function_limit;
+    if (block_size > limit)
+        throw Error(kernel_prefix(kernel) + "block_size " + std::to_string(block_size) + " is above the limit of " +
+                    std::to_string(limit) + " threads per block (the kernel takes " + std::to_string(function_limit) +
+                    ", the device " + std::to_string(device_limit) + ")");
+    return static_cast<unsigned>(block_size);
 }
 
 }  // namespace
@@ -151,6 +190,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                         ", got " + std::to_string(count) + " arguments");
     if (outputs == nullptr && count != np)
         throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
+    check_block_size_sign(kernel, options.block_size);
     // Host arrays run on the CPU (jit/host/): same binding, layout and checks, other code.
     const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
     const int ordinal = on_host ? host::kHostOrdinal
@@ -178,55 +218,59 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     LaunchBuffers& buffers = launch_buffers();
     detail::CallLayout& layout = buffers.call;
     std::array<detail::OperandView, detail::kMaxCallOperands> views;
-    // Broadcasts the array operands: inputs only (the call's shape), or every one.
-    auto lay_out = [&](bool all) {
-        int present = 0;
+    // Broadcasts the array operands: inputs only, or every one.
+    auto broadcast = [&](bool all, int& present) {
+        present = 0;
         for (int s = 0; s < operands; ++s) {
             const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
             if (!all && k >= nin) continue;
             views[static_cast<std::size_t>(present++)] = operand_view(*array_of(k));
         }
-        if (present == 0) return present;
-        if (!detail::broadcast_operands(views.data(), present, layout)) {
-            std::string shapes;
-            for (int s = 0; s < present; ++s) {
-                const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
-                shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k)->shape());
-            }
-            throw ShapeError(kernel_prefix(kernel) + "the shapes do not broadcast together: " + shapes);
+        return present == 0 || detail::broadcast_operands(views.data(), present, layout);
+    };
+    auto lay_out = [&](bool all) {
+        int present = 0;
+        if (broadcast(all, present)) return present;
+        // When the inputs broadcast and an output does not take their shape, that output is named.
+        int inputs = 0;
+        if (all && broadcast(false, inputs) && inputs > 0) {
+            for (std::size_t k = nin; k < count; ++k)
+                if (!sig.params[k].raw && !broadcasts_with(args[k].array(), layout))
+                    throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " +
+                                     shape_to_string(args[k].array().shape()) + ", which does not broadcast with the inputs' shape " +
+                                     layout_shape(layout));
         }
-        return present;
+        std::string shapes;
+        for (int s = 0; s < present; ++s) {
+            const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
+            shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k)->shape());
+        }
+        throw ShapeError(kernel_prefix(kernel) + "the shapes do not broadcast together: " + shapes);
     };
 
-    // The call's shape: the inputs' broadcast shape; without array inputs, the outputs' shape;
-    // without either, the size given.
-    int inputs_present = lay_out(false);
-    if (inputs_present == 0) {
-        const Array* first_output = nullptr;
-        for (std::size_t k = nin; k < count && first_output == nullptr; ++k)
-            if (!sig.params[k].raw) first_output = &args[k].array();
-        if (first_output != nullptr) {
-            layout.ndim = first_output->ndim();
-            std::copy(first_output->shape().begin(), first_output->shape().end(), layout.shape);
-            layout.size = first_output->size();
-            inputs_present = -1;  // shape known
-        } else {
-            if (options.size < 0)
-                throw ShapeError(kernel_prefix(kernel) + "no argument is a non-raw array, so the call needs a size (CallOptions::size)");
-            layout.ndim = 1;
-            layout.shape[0] = options.size;
-            layout.size = options.size;
-        }
+    // The call's shape: the broadcast shape of every non-raw array given, outputs included (as
+    // NumPy's ufuncs and CuPy's ElementwiseKernel: an input of (3, 1) fills an output of (3, 4));
+    // without any, the size given. Every output must then have exactly that shape. With every
+    // output given, this is already the layout the launch uses.
+    const bool outputs_given = count == np;
+    const int arrays_present = lay_out(outputs_given);
+    if (arrays_present == 0) {
+        if (options.size < 0)
+            throw ShapeError(kernel_prefix(kernel) + "no argument is a non-raw array, so the call needs a size (CallOptions::size)");
+        layout.ndim = 1;
+        layout.shape[0] = options.size;
+        layout.size = options.size;
         layout.operands = 0;
     }
-    if (inputs_present != 0 && options.size >= 0 && options.size != layout.size)
+    if (arrays_present != 0 && options.size >= 0 && options.size != layout.size)
         throw ShapeError(kernel_prefix(kernel) + "size " + std::to_string(options.size) + " was given but the arrays have " +
                          std::to_string(layout.size) + " elements (" + layout_shape(layout) + ")");
     for (std::size_t k = nin; k < count; ++k) {
         if (sig.params[k].raw) continue;
         if (!same_shape(args[k].array(), layout))
             throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " + shape_to_string(args[k].array().shape()) +
-                             " but the call's shape is " + layout_shape(layout));
+                             " but the call's shape (the arrays' broadcast shape) is " + layout_shape(layout) +
+                             ": an output is not broadcast");
     }
     if (count < np) {
         const Shape shape(layout.shape, layout.shape + layout.ndim);
@@ -234,7 +278,7 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
             made.set(k, Array::empty(shape, plan->bound.param_types[k], on_host ? Device::cpu() : Device::cuda(ordinal), stream));
     }
     KJIT_TRACE("outputs allocated");
-    if (operands > 0) lay_out(true);
+    if (operands > 0 && !outputs_given) lay_out(true);
 
     // Overlaps between outputs and other operands.
     std::array<bool, kMaxCallParams> must_copy{};
@@ -280,8 +324,13 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         std::memcpy(buffers.args + plan->args.n_offset, &n_value, sizeof n_value);
         host::run_elementwise_on_host(plan->host, buffers.args, layout, n);
     } else if (n > 0) {
+        // The tiled variant is written for blocks of kThreads: with another block size, its layouts
+        // take the rows or strided variant.
+        const bool default_block = options.block_size == 0 || options.block_size == static_cast<int>(kThreads);
+        detail::VariantNeeds needs = plan->needs;
+        needs.has_tiled = needs.has_tiled && default_block;
         const detail::VariantChoice choice = operands == 0 ? detail::VariantChoice{detail::Variant::strided, n > INT_MAX}
-                                                           : detail::choose_variant(layout, plan->needs);
+                                                           : detail::choose_variant(layout, needs);
         if (choice.variant == detail::Variant::strided && layout.ndim > detail::kMaxKernelDims)
             throw ShapeError(kernel_prefix(kernel) + "the arrays need " + std::to_string(layout.ndim) +
                              " dimensions even after merging; kjit's strided kernels take at most " +
@@ -331,11 +380,12 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         KJIT_TRACE("variant's function and arguments");
         void* params[] = {buffers.args, buffers.layout};
         detail::Driver& d = detail::driver_on(ordinal);
+        const unsigned threads = block_threads(kernel, options.block_size, f, ordinal);
         // The small variant has no loop: one thread per element, whatever caps the others' grids.
         const unsigned grid = choice.variant == detail::Variant::small
-                                  ? static_cast<unsigned>((n + kThreads - 1) / kThreads)
-                                  : grid_for(items, plan->sm_count, choice.variant == detail::Variant::tiled);
-        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid, 1, 1, kThreads, 1, 1, 0, stream.handle(), params,
+                                  ? static_cast<unsigned>((n + threads - 1) / threads)
+                                  : grid_for(items, threads, plan->sm_count, choice.variant == detail::Variant::tiled);
+        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid, 1, 1, threads, 1, 1, 0, stream.handle(), params,
                                        nullptr));
         KJIT_TRACE("launched");
     }

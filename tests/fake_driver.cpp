@@ -106,7 +106,7 @@ detail::DriverApi make_fake_sm90_driver() {
         switch (a) {
             case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
             case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-            case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+            case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = g_state.device_max_threads; break;
             case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
             case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
             default: *v = 1;
@@ -148,14 +148,15 @@ detail::DriverApi make_fake_launching_driver() {
         *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x6000});
         return CUDA_SUCCESS;
     };
-    api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
+    api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned, CUstream, void**,
                             void**) {
         ++g_state.launches;
         g_state.last_grid_x = gx;
+        g_state.last_block_x = bx;
         return CUDA_SUCCESS;
     };
-    api.cuFuncGetAttribute = [](int* v, CUfunction_attribute, CUfunction) {
-        *v = 0;
+    api.cuFuncGetAttribute = [](int* v, CUfunction_attribute a, CUfunction) {
+        *v = a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? g_state.function_max_threads : 0;
         return CUDA_SUCCESS;
     };
     return api;

@@ -24,6 +24,9 @@ struct FakeDriverState {
     int functions_loaded = 0;  // and its cuFuncLoad calls
     int launches = 0;  // cuLaunchKernel calls of make_fake_launching_driver()
     unsigned last_grid_x = 0;  // and the grid's x of the last one
+    unsigned last_block_x = 0;  // and its block's x
+    int function_max_threads = 256;  // what its cuFuncGetAttribute says of MAX_THREADS_PER_BLOCK
+    int device_max_threads = 1024;  // what the sm_90 fake says of the device's MAX_THREADS_PER_BLOCK
     CUresult stream_synchronize_result = CUDA_SUCCESS;  // what cuStreamSynchronize returns
     std::map<CUdeviceptr, std::size_t> live;
     CUdeviceptr next_address = 0x10000000;

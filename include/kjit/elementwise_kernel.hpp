@@ -8,7 +8,8 @@
 //
 // Calling it launches it: `Array y = axpb({x, 2.0f, b});` binds T from the arrays (outputs first,
 // then inputs, as CuPy does), converts scalars to their parameter's type, broadcasts the arrays
-// (NumPy's rules), allocates the outputs not given, and launches on the stream (the thread's
+// (NumPy's rules; outputs given take part, as in NumPy's ufuncs, but each must have the broadcast
+// shape itself), allocates the outputs not given, and launches on the stream (the thread's
 // current one by default) without waiting. The first call for a new combination of dtypes
 // compiles (or finds in the kernel cache) and loads the module; later calls find it in a table
 // of the kernel object, pack the arguments in a reused buffer and launch.
@@ -88,6 +89,13 @@ struct CallOptions {
     std::optional<Stream> stream;
     // The number of elements (`n`) when no argument is a non-raw array; -1: from the arrays.
     std::int64_t size = -1;
+    // Threads per block, as CuPy's block_size=; 0: kjit's choice (256). At most the kernel's own
+    // limit (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: 256, the generated kernels' launch bounds,
+    // which leave each thread room for registers) and the device's; above it, or below 0, the
+    // call throws kjit::Error naming the value and the limit. A size other than 256 never takes
+    // the tiled variant (written for 256-thread blocks). On the host back end a value below 0 is
+    // refused the same way and any other is ignored.
+    int block_size = 0;
 };
 
 // What a call returns: its outputs, in order. Converts to an Array when there is exactly one.
@@ -140,8 +148,9 @@ public:
     // Launches the kernel on `args`: its inputs, then optionally all of its outputs (allocated on
     // the inputs' device, C order, when not given). Returns the outputs. Errors: TypeError (wrong
     // argument count, dtypes that do not bind or convert), ShapeError (shapes that do not
-    // broadcast, an output of the wrong shape, overlapping outputs), kjit::Error for host arrays
-    // or arrays on different devices; CompileError on the first call of a binding.
+    // broadcast, an output whose shape is not the broadcast shape, overlapping outputs),
+    // kjit::Error for host arrays or arrays on different devices, or a block_size out of range;
+    // CompileError on the first call of a binding.
     Outputs operator()(std::span<const KernelArg> args, const CallOptions& options = {}) const;
     Outputs operator()(std::initializer_list<KernelArg> args, const CallOptions& options = {}) const {
         return (*this)(std::span<const KernelArg>(args.begin(), args.size()), options);
