@@ -100,7 +100,7 @@ constexpr int kHeavyBody = 96;
 std::uint64_t elementwise_generations() noexcept { return g_generations.load(std::memory_order_relaxed); }
 
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
-                                     const Binding& binding) {
+                                     const Binding& binding, const LoopHooks* hooks) {
     if (!kernel.complete) throw TypeError("kernel '" + spec.name + "': every type placeholder needs a type to generate code");
     g_generations.fetch_add(1, std::memory_order_relaxed);
     const std::vector<Param>& params = kernel.params;
@@ -195,6 +195,11 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     }
     body_params.push_back("const long long i");
     body_params.push_back("const long long n");
+    // CuPy's loop_prep and after_loop: the thread's state (loop_prep's top-level variables) is a
+    // struct each variant keeps for its loop, passed to the body by reference.
+    const bool hooked = hooks != nullptr && !hooks->empty();
+    const std::string state_type = name + "_state";
+    if (hooked) body_params.push_back(state_type + "& " + kStateName);
     int cost = 0;
     for (const StmtPtr& st : body.statements) cost += body_cost(st.get());
     const bool heavy = cost > kHeavyBody;
@@ -204,11 +209,45 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         m.unroll = std::min(std::atoi(tune_unroll), 16);
     if (heavy) m.unroll = 1;
     s << "namespace kjit_body {\n";
+    if (hooked) {
+        s << "struct " << state_type << " {\n";
+        for (const Local& l : kernel.locals) {
+            if (!l.in_state) continue;
+            s << "    " << cuda_type(*l.type) << " " << l.name;
+            if (l.array_length >= 0) s << "[" << l.array_length << "]";
+            s << ";\n";
+        }
+        s << "};\n";
+    }
     s << (heavy ? "__device__ __noinline__ void " : "__device__ __forceinline__ void ") << name << "(" << join(body_params, ", ") << ") {\n";
     for (const auto& [ph, t] : binding) s << "    typedef " << cuda_type(t) << " " << ph << ";\n";
     s << "    (void)i;\n    (void)n;\n";
     print_statements(kernel, body, 1, s);
-    s << "}\n}  // namespace kjit_body\n\n";
+    s << "}\n";
+    std::string prologue, epilogue;
+    if (hooked) {
+        // The hooks see the raw parameters and n (the checker allows nothing else of the call).
+        std::vector<std::string> hook_params{state_type + "& " + kStateName}, hook_args{kStateName};
+        for (std::size_t k = 0; k < np; ++k) {
+            if (!params[k].raw) continue;
+            hook_params.push_back(body_params[k]);
+            hook_args.push_back("args." + params[k].name);
+        }
+        hook_params.push_back("const long long n");
+        hook_args.push_back("(long long)args.n");
+        auto hook = [&](const char* suffix, const Body& statements) {
+            s << "__device__ __forceinline__ void " << name << suffix << "(" << join(hook_params, ", ") << ") {\n";
+            for (const auto& [ph, t] : binding) s << "    typedef " << cuda_type(t) << " " << ph << ";\n";
+            s << "    (void)n;\n";
+            print_statements(kernel, statements, 1, s);
+            s << "}\n";
+        };
+        hook("_prep", hooks->prep);
+        hook("_after", hooks->after);
+        prologue = "    kjit_body::" + state_type + " " + kStateName + ";\n    kjit_body::" + name + "_prep(" + join(hook_args, ", ") + ");\n";
+        epilogue = "    kjit_body::" + name + "_after(" + join(hook_args, ", ") + ");\n";
+    }
+    s << "}  // namespace kjit_body\n\n";
 
     // The launch arguments, one struct so that the launcher writes them with one copy.
     s << "struct " << args_type << " {\n";
@@ -236,6 +275,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         std::vector<std::string> a = elements;
         a.push_back("(long long)(" + index + ")");
         a.push_back("args.n");
+        if (hooked) a.push_back(kStateName);
         return "kjit_body::" + name + "(" + join(a, ", ") + ");";
     };
     // Every parameter's element, array operand `slot` at offset `offset(slot)`.
@@ -286,10 +326,10 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     // one element per thread, no alignment needed. Such calls last as long as a launch whatever
     // the kernel, and this one costs NVRTC less than half of the contiguous variant (no vectors,
     // no unrolled steps): the difference a first call on small arrays waits for.
-    s << "__device__ __forceinline__ void " << name << "_small(const " << args_type << "& args) {\n";
+    s << "__device__ __forceinline__ void " << name << "_small(const " << args_type << "& args) {\n" << prologue;
     s << "    const int e = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);\n";
     s << "    if (e < static_cast<int>(args.n)) " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
-    s << "}\n\n";
+    s << epilogue << "}\n\n";
 
     if (!spec.small_only) {
         // Contiguous: every array operand is C-contiguous over the same n elements and aligned to
@@ -298,7 +338,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         // block per 256 vectors) measured best on the H200 for every bandwidth case, 1-3.5% above
         // U = 4 (docs/PERFORMANCE.md); KJIT_TUNE_UNROLL sets U for measurements.
         s << "template <class Index>\n__device__ __forceinline__ void " << name << "_contiguous(const " << args_type
-          << "& args) {\n";
+          << "& args) {\n" << prologue;
         s << "    constexpr int V = " << V << ", U = " << m.unroll << ";\n";
         s << "    const Index n = static_cast<Index>(args.n);\n";
         s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
@@ -340,25 +380,25 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         s << "    }\n";
         s << "    for (Index e = vectors * V + static_cast<Index>(kjit::thread_index()); e < n; e += stride)\n";
         s << "        " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
-        s << "}\n\n";
+        s << epilogue << "}\n\n";
 
         // Strided: any shapes and strides (broadcasting by zero strides), in C order over the shape.
         s << "template <class Index>\n__device__ __forceinline__ void " << name << "_strided(const " << args_type
-          << "& args, const kjit::Layout<" << A << ">& layout) {\n";
+          << "& args, const kjit::Layout<" << A << ">& layout) {\n" << prologue;
         s << "    const Index n = static_cast<Index>(args.n);\n";
         s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
         s << "    for (Index e = static_cast<Index>(kjit::thread_index()); e < n; e += stride) {\n";
         s << "        Index off[" << A << "];\n";
         s << "        kjit::offsets(layout, e, off);\n";
         s << "        " << call_body(elements_at([](int slot) { return "off[" + std::to_string(slot) + "]"; }), "e") << "\n";
-        s << "    }\n}\n\n";
+        s << "    }\n" << epilogue << "}\n\n";
 
         // Rows: the last dimension is contiguous (stride 1) or broadcast (stride 0) in every operand
         // and a multiple of V long, so V elements of a row move with vector loads (or one load
         // repeated); the other dimensions are strided. Broadcasting a row or a column runs here.
         if (!m.rows32.empty()) {
             s << "__device__ __forceinline__ void " << name << "_rows(const " << args_type << "& args, const kjit::Layout<" << A
-              << ">& layout) {\n";
+              << ">& layout) {\n" << prologue;
             s << "    typedef int Index;\n";
             s << "    constexpr int V = " << V << ";\n";
             s << "    const int last = layout.ndim - 1;\n";
@@ -379,7 +419,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
                            slot + "][last])";
                 },
                 [&](const Operand& o) { return "(layout.strides[" + std::to_string(o.slot) + "][last] == 0)"; });
-            s << "    }\n}\n\n";
+            s << "    }\n" << epilogue << "}\n\n";
         }
 
         // Tiled: two dimensions where some inputs are transposed against the outputs (their first
@@ -390,7 +430,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         // transposed read near the copy's speed (docs/PERFORMANCE.md).
         if (!m.tiled32.empty()) {
             s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
-              << ">& layout) {\n";
+              << ">& layout) {\n" << prologue;
             // A thread works on one lane of the tile and every STEP-th line across it: its PER
             // elements are at one base address plus multiples of a stride, which keeps registers
             // few (computing every element's address apart took 191 registers, one block per SM).
@@ -458,7 +498,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
             s << "            " << call_body(elements, "r * cols + cc") << "\n";
             s << "        }\n";
             s << "        __syncthreads();\n";
-            s << "    }\n}\n\n";
+            s << "    }\n" << epilogue << "}\n\n";
         }
     }
 

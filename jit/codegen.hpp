@@ -53,8 +53,9 @@ bool definitely_assigned(const Body& body, int k);
 
 // `kernel` must be complete (every placeholder bound). The body is the one `kernel` was checked
 // from (its nodes carry the types).
+// `hooks`: CuPy's loop_prep and after_loop, checked with the body (or null).
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
-                                     const Binding& binding);
+                                     const Binding& binding, const LoopHooks* hooks = nullptr);
 
 // How many times this process generated elementwise code: for tests of the paths that must not
 // (a call planned from a plan note, jit/plan_note.hpp).

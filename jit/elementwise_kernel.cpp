@@ -35,9 +35,10 @@ struct ElementwiseKernel::Spec {
 namespace {
 
 
-// The parsed and checked kernel for one binding (the tree carries the types).
+// The parsed and checked kernel for one binding (the trees carry the types).
 struct Checked {
     jit::Body body;
+    jit::LoopHooks hooks;  // CuPy's loop_prep and after_loop (KernelOptions)
     jit::CheckedKernel kernel;
 };
 
@@ -52,7 +53,12 @@ Checked parse_and_check(const std::string& in, const std::string& out, const std
     if (need_complete || !types.empty()) jit::check_binding(params, sources, types);
     Checked c;
     c.body = jit::parse_body(sources.body);
-    c.kernel = jit::check_kernel(std::move(params), c.body, sources, types, jit::outside_names(options.preamble, options.nvrtc_options));
+    sources.loop_prep.text = options.loop_prep;
+    sources.after_loop.text = options.after_loop;
+    c.hooks.prep = jit::parse_body(sources.loop_prep);
+    c.hooks.after = jit::parse_body(sources.after_loop);
+    c.kernel = jit::check_kernel(std::move(params), c.body, sources, types, jit::outside_names(options.preamble, options.nvrtc_options),
+                                 &c.hooks);
     return c;
 }
 
@@ -122,7 +128,7 @@ std::vector<std::string> ElementwiseKernel::placeholders() const {
 std::string ElementwiseKernel::source(const TypeBinding& types) const {
     const Checked c = parse_and_check(spec_->in, spec_->out, spec_->op, spec_->name, spec_->options, types, true);
     jit::ElementwiseModuleSpec m{spec_->name, spec_->in, spec_->out, spec_->options.preamble, {}, {}};
-    return jit::generate_elementwise(m, c.kernel, c.body, types).source;
+    return jit::generate_elementwise(m, c.kernel, c.body, types, &c.hooks).source;
 }
 
 namespace {
@@ -133,6 +139,8 @@ std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, cons
     nlohmann::json e = jit::write_manifest_entry("elementwise", k.name(), k.in_params(), k.out_params(), k.options().preamble,
                                                  k.options().nvrtc_options, types, variant);
     e["op"] = k.operation();
+    if (!k.options().loop_prep.empty()) e["loop_prep"] = k.options().loop_prep;
+    if (!k.options().after_loop.empty()) e["after_loop"] = k.options().after_loop;
     return e.dump();
 }
 
@@ -154,7 +162,7 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
     jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage,
                                  small_only};
-    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types), {}, c.kernel.uses_i};
+    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types, &c.hooks), {}, c.kernel.uses_i};
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
@@ -295,9 +303,9 @@ struct NoteFields {
           binding(format_type_binding(types)),
           scalar(variant.scalar_field()),
           storage(variant.storage_field()) {
-        fields.reserve(13 + k.options().nvrtc_options.size());
+        fields.reserve(15 + k.options().nvrtc_options.size());
         fields.insert(fields.end(), {"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(),
-                                     k.options().preamble, options});
+                                     k.options().preamble, k.options().loop_prep, k.options().after_loop, options});
         for (const std::string& o : k.options().nvrtc_options) fields.emplace_back(o);
         fields.insert(fields.end(), {binding, scalar, storage});
         const char* tile = std::getenv("KJIT_TUNE_TILE");

@@ -19,6 +19,8 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
     KernelOptions options;
     options.preamble = manifest_text(e, "preamble", false);
     options.nvrtc_options = manifest_text_list(e, "options");
+    options.loop_prep = manifest_text(e, "loop_prep", false);
+    options.after_loop = manifest_text(e, "after_loop", false);
     const std::string name = e.contains("name") ? manifest_text(e, "name", true) : "kernel";
     ManifestKernel m{ElementwiseKernel(manifest_text(e, "in", false), manifest_text(e, "out", false),
                                        manifest_text(e, "op", true), name, options),

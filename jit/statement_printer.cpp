@@ -167,7 +167,27 @@ private:
 
     std::string condition(const Expr& e) { return expr_as(e, DType(DType::bool_), 0); }
 
+    // loop_prep's top-level declarations: the state struct holds the variables (codegen.cpp), so
+    // a declaration is the assignment of its initial values.
+    std::string state_decl(const DeclStmt& d) {
+        std::string s;
+        auto add = [&](const std::string& target, const Expr& value, const std::optional<DType>& t) {
+            s += (s.empty() ? "" : ", ") + target + " = " + expr_as(value, t, kAssign);
+        };
+        for (const Declarator& decl : d.declarators) {
+            const std::optional<DType> t = kernel_.locals[decl.local].type;
+            const std::string target = std::string(kStateName) + "." + decl.name;
+            if (decl.init) add(target, *decl.init, t);
+            for (std::size_t k = 0; k < decl.elements.size(); ++k) add(target + "[" + std::to_string(k) + "]", *decl.elements[k], t);
+            // C value-initialises the elements a brace list leaves out.
+            for (std::size_t k = decl.elements.size(); decl.has_list && t && k < static_cast<std::size_t>(decl.array_length); ++k)
+                s += (s.empty() ? "" : ", ") + target + "[" + std::to_string(k) + "] = " + cuda_type(*t) + "()";
+        }
+        return s.empty() ? "(void)0" : s;
+    }
+
     std::string decl(const DeclStmt& d) {
+        if (!d.declarators.empty() && kernel_.locals[d.declarators.front().local].in_state) return state_decl(d);
         std::string s = d.is_const ? "const " : "";
         const Local* first = d.declarators.empty() ? nullptr : &kernel_.locals[d.declarators.front().local];
         // `auto` is printed as the type kjit computed, so CUDA cannot deduce another.
@@ -199,6 +219,8 @@ private:
             case ExprKind::name: {
                 const auto& n = static_cast<const NameExpr&>(e);
                 if (n.refers_to == NameKind::constant) return kernel_.constants[static_cast<std::size_t>(n.index)].spelling;
+                if (n.refers_to == NameKind::local && kernel_.locals[static_cast<std::size_t>(n.index)].in_state)
+                    return std::string(kStateName) + "." + n.name;
                 return n.name;
             }
             case ExprKind::unary: return unary(static_cast<const UnaryExpr&>(e), prec);

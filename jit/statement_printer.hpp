@@ -11,6 +11,10 @@
 
 namespace kjit::jit {
 
+// The name of the thread's state (loop_prep's variables) in generated code: a struct the body
+// functions take by reference.
+inline constexpr const char* kStateName = "_kjit_state";
+
 // The body's statements, `indent` levels of four spaces deep.
 void print_statements(const CheckedKernel& kernel, const Body& body, int indent, std::ostringstream& out);
 

@@ -75,9 +75,24 @@ public:
         scopes_.pop_back();
     }
 
+    // loop_prep, then the body in a scope of its own, then after_loop, all in loop_prep's scope:
+    // the locals loop_prep declares at its top level are the thread's state.
+    void check_with_hooks(Body& body, LoopHooks& hooks) {
+        scopes_.emplace_back();
+        in_hook_ = &src_.loop_prep;
+        for (StmtPtr& s : hooks.prep.statements) check_stmt(*s);
+        for (const auto& [name, local] : scopes_.back()) out_.locals[static_cast<std::size_t>(local)].in_state = true;
+        in_hook_ = nullptr;
+        check_body(body);
+        in_hook_ = &src_.after_loop;
+        for (StmtPtr& s : hooks.after.statements) check_stmt(*s);
+        in_hook_ = nullptr;
+        scopes_.pop_back();
+    }
+
 private:
     [[noreturn]] void fail(SourcePos pos, const std::string& message, const std::string& hint = {}) const {
-        fail_type(src_.body, pos, message, hint);
+        fail_type(in_hook_ != nullptr ? *in_hook_ : src_.body, pos, message, hint);
     }
 
     void mark(const OptType& t) {
@@ -232,7 +247,7 @@ private:
         if (scopes_.back().count(name)) fail(pos, "'" + name + "' is already declared in this block");
         for (const Param& p : out_.params)
             if (p.name == name) fail(pos, "'" + name + "' is already a parameter", "choose another name for the local");
-        check_not_a_macro(name, pos, src_.body);
+        check_not_a_macro(name, pos, in_hook_ != nullptr ? *in_hook_ : src_.body);
     }
 
     // NVRTC would replace a macro's name wherever it stands, a declaration's too.
@@ -273,6 +288,9 @@ private:
             if (p.raw)
                 fail(e.pos, "raw parameter '" + e.name + "' must be indexed, as in " + e.name + "[i]",
                      "raw parameters are whole arrays; elementwise parameters are one element each");
+            if (in_hook_ != nullptr)
+                fail(e.pos, "'" + e.name + "' is one element of an array, and " + in_hook_->where + " runs outside the elements",
+                     "it sees raw parameters, n and its own variables");
             if (use != Use::read && !p.is_output && p.non_const)
                 fail(e.pos, "cannot assign to input parameter '" + e.name + "': kjit writes a _non_const input only when it is raw",
                      "declare it 'raw _non_const " + p.type.spelling + " " + e.name + "' and write " + e.name +
@@ -289,6 +307,8 @@ private:
         }
         if (e.name == "i" || e.name == "n") {
             if (use != Use::read) fail(e.pos, "cannot assign to '" + e.name + "'", "it is set by kjit for each element");
+            if (e.name == "i" && in_hook_ != nullptr)
+                fail(e.pos, "'i' is the element index, and " + in_hook_->where + " runs outside the elements");
             e.refers_to = e.name == "i" ? NameKind::index_i : NameKind::size_n;
             (e.name == "i" ? out_.uses_i : out_.uses_n) = true;
             e.type = DType::int64;
@@ -678,6 +698,7 @@ private:
     CheckedKernel& out_;
     std::vector<std::map<std::string, int>> scopes_;
     int loop_depth_ = 0;
+    const SourceText* in_hook_ = nullptr;  // checking loop_prep or after_loop: no element is at hand
 };
 
 const SourceText& source_of(const Param& p, const KernelSources& s) { return p.is_output ? s.out : s.in; }
@@ -704,7 +725,7 @@ void check_binding(const std::vector<Param>& params, const KernelSources& source
 }
 
 CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const Binding& binding,
-                           OutsideNames outside) {
+                           OutsideNames outside, LoopHooks* hooks) {
     CheckedKernel out;
     out.params = std::move(params);
     out.preamble_functions = std::move(outside.functions);
@@ -724,7 +745,8 @@ CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSo
     out.param_written.assign(out.params.size(), false);
     Checker checker(sources, binding, out);
     checker.check_params_against_macros();
-    checker.check_body(body);
+    if (hooks != nullptr && !hooks->empty()) checker.check_with_hooks(body, *hooks);
+    else checker.check_body(body);
     // A body whose every expression typed is complete only if no expression stayed generic;
     // parameters decide that, since every generic type comes from a placeholder.
     return out;

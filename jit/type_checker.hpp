@@ -28,6 +28,7 @@ struct Local {
     bool is_const = false;
     SourcePos pos;
     int array_length = -1;      // a fixed-size array's length; -1 for a scalar
+    bool in_state = false;      // declared at loop_prep's top level: the thread's, across its elements
 };
 
 // Where each string of the kernel came from, for positions in errors.
@@ -35,6 +36,16 @@ struct KernelSources {
     SourceText in{"in", {}};
     SourceText out{"out", {}};
     SourceText body{"op", {}};
+    SourceText loop_prep{"loop_prep", {}};
+    SourceText after_loop{"after_loop", {}};
+};
+
+// CuPy's loop_prep and after_loop around an elementwise body (KernelOptions): run once per thread
+// before its elements and once after them.
+struct LoopHooks {
+    Body prep;
+    Body after;
+    bool empty() const { return prep.statements.empty() && after.statements.empty(); }
 };
 
 struct CheckedKernel {
@@ -56,8 +67,9 @@ struct CheckedKernel {
 
 // Checks `body` (annotating it in place) against `params`. Placeholders missing from `binding`
 // are left generic. Throws ParseError/TypeError with positions.
+// With `hooks`, also its loop_prep and after_loop: the body sees loop_prep's top-level locals.
 CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const Binding& binding,
-                           OutsideNames outside);
+                           OutsideNames outside, LoopHooks* hooks = nullptr);
 
 // Validates a binding against the parameters: every placeholder used gets a type ("no type for
 // placeholder 'T'..."), and no name in it is unknown. Throws TypeError.

@@ -249,6 +249,38 @@ void local_arrays(Device d) {
 }
 KJIT_ON_BOTH_BACK_ENDS("fixed-size local arrays, their length a literal or a constant", local_arrays)
 
+// --- CuPy's loop_prep and after_loop ---
+
+void loop_hooks(Device d) {
+    INFO("seed " << seed());
+    KernelOptions options;
+    // Once per thread: a value read from a raw input, a count the operation keeps; after the loop
+    // a raw output written by every thread that saw an element (all write the same value).
+    options.loop_prep = "T scale = table[0] * 2; long long seen = 0; T last[2] = {0, 0};";
+    options.after_loop = "if (seen > 0) flag[0] = scale + last[1] * 0;";
+    const ElementwiseKernel k("T x, raw T table", "T y, raw T flag", "y = x * scale + seen * 0; seen += 1; last[1] = y",
+                              "port_loop_hooks", options);
+    const std::vector<double> t = draw(4, 1, 3, false);
+    const Array table = on(d, t, DType::float64);
+    for (const Shape& shape : {Shape{1000}, Shape{300000}, Shape{300, 70}}) {
+        INFO("shape " << shape.size() << "-d, " << shape_size(shape) << " elements");
+        const std::vector<double> x = draw(static_cast<std::size_t>(shape_size(shape)), -4, 4, false);
+        Array input = on(d, x, DType::float64, shape);
+        const bool transposed = shape.size() == 2;
+        if (transposed) input = on(d, x, DType::float64, {shape[1], shape[0]}).transpose();  // a strided input
+        const Array y = poisoned_on(d, DType::float64, input.shape()), flag = poisoned_on(d, DType::float64, {1});
+        k.launch({input, table, y, flag});
+        CHECK(mismatches(y, [&](std::size_t j) {
+                  const std::size_t at = transposed ? (j % static_cast<std::size_t>(shape[1])) * static_cast<std::size_t>(shape[0]) +
+                                                          j / static_cast<std::size_t>(shape[1])
+                                                    : j;
+                  return C(x[at] * t[0] * 2);
+              }, 1e-15, 1e-15) == 0);
+        CHECK(mismatches(flag, [&](std::size_t) { return C(t[0] * 2); }, 1e-15) == 0);
+    }
+}
+KJIT_ON_BOTH_BACK_ENDS("CuPy's loop_prep and after_loop run around each thread's elements", loop_hooks)
+
 }  // namespace
 
 TEST_CASE("CuPy's names and forms the checker accepts, and what it refuses with a position", "[cupy]") {
@@ -288,4 +320,17 @@ TEST_CASE("CuPy's names and forms the checker accepts, and what it refuses with 
     KernelOptions length;
     length.nvrtc_options = {"-DL=2000"};
     CHECK_THAT(check("T x", "T y", "float a[L]; y = x", length), Contains("1 to 1024 elements, not 2000"));
+    // loop_prep and after_loop see raw parameters, n and their own variables.
+    auto hooks = [](const std::string& prep, const std::string& after) {
+        KernelOptions o;
+        o.loop_prep = prep;
+        o.after_loop = after;
+        return o;
+    };
+    CHECK(check("T x, raw _non_const T t", "T y", "y = x * s; c += 1", hooks("T s = t[0] + n; int c = 0;", "if (c > 2) t[0] = s;")) ==
+          "no error");
+    CHECK_THAT(check("T x", "T y", "y = x", hooks("T s = x;", "")), Contains("loop_prep:1:7") && Contains("'x' is one element"));
+    CHECK_THAT(check("T x", "T y", "y = x", hooks("", "T s = i;")), Contains("after_loop:1:7") && Contains("'i' is the element index"));
+    CHECK_THAT(check("T x", "T y", "y = x + q", hooks("{ T q = 1; }", "")), Contains("op:1:9") && Contains("unknown name 'q'"));
+    CHECK_THAT(check("T x", "T y", "y = x", hooks("T s = 1", "s = ")), Contains("parse after_loop:1:"));
 }

@@ -54,6 +54,13 @@ struct KernelOptions {
     std::string preamble;
     // Extra NVRTC options ("-lineinfo", "--use_fast_math"...).
     std::vector<std::string> nvrtc_options;
+    // CuPy's loop_prep and after_loop: statements in the kernel language that each thread runs
+    // once before its elements and once after them (on host arrays: once per chunk of elements).
+    // The variables loop_prep declares at its top level are the thread's own, seen by the
+    // operation (which may update them) and by after_loop. Both see raw parameters, `n` and
+    // constants, not the element parameters or `i`.
+    std::string loop_prep;
+    std::string after_loop;
 };
 
 // What one compilation produced.

@@ -35,6 +35,7 @@ struct ElementwiseRequest {
     std::string name;
     const CheckedKernel* kernel = nullptr;  // complete: every type bound
     const Body* body = nullptr;             // the body `kernel` was checked from (it carries the types)
+    const LoopHooks* hooks = nullptr;       // CuPy's loop_prep and after_loop: once per chunk, around its elements
     std::vector<bool> scalar;               // per parameter: passed by value
     std::vector<std::optional<DType>> storage;  // per parameter: the array's dtype when it differs
     detail::ArgsLayout args;                // where each parameter sits in the argument struct

@@ -45,12 +45,16 @@ ElementwiseCode compile_elementwise_on_host(const ElementwiseKernel& kernel, con
     std::vector<Param> params = parse_param_lists(sources.in, sources.out);
     check_binding(params, sources, bound.types);
     Body body = parse_body(sources.body);
+    sources.loop_prep.text = kernel.options().loop_prep;
+    sources.after_loop.text = kernel.options().after_loop;
+    LoopHooks hooks{parse_body(sources.loop_prep), parse_body(sources.after_loop)};
     const CheckedKernel checked =
-        check_kernel(std::move(params), body, sources, bound.types, outside_names({}, kernel.options().nvrtc_options));
+        check_kernel(std::move(params), body, sources, bound.types, outside_names({}, kernel.options().nvrtc_options), &hooks);
     ElementwiseRequest request;
     request.name = kernel.name();
     request.kernel = &checked;
     request.body = &body;
+    request.hooks = &hooks;
     request.scalar = bound.scalar;
     request.storage = bound.storage;
     request.args = args;

@@ -98,6 +98,8 @@ llvm::Function* lower_elementwise(llvm::Module& m, const ElementwiseRequest& r, 
         b.SetInsertPoint(exit);
     };
 
+    // CuPy's loop_prep and after_loop, once per chunk around its elements (a GPU thread's loop).
+    if (r.hooks != nullptr) body.statements(r.hooks->prep);
     if (contiguous) {
         counted(begin, end, [&](llvm::Value* e) { element(e, [&](const Operand& o) { return at_offset(o, e); }); });
     } else {
@@ -158,6 +160,7 @@ llvm::Function* lower_elementwise(llvm::Module& m, const ElementwiseRequest& r, 
         b.CreateBr(rows);
         b.SetInsertPoint(done);
     }
+    if (r.hooks != nullptr) body.statements(r.hooks->after);
     b.CreateRetVoid();
     return fn;
 }

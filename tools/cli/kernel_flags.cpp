@@ -55,10 +55,13 @@ std::string kernel_flags_given(const KernelFlags& f) {
         {"--post", &f.post},
         {"--identity", &f.identity},
         {"--reduce-type", &f.reduce_type},
-        {"--preamble", &f.preamble}};
+        {"--preamble", &f.preamble},
+        {"--loop-prep", &f.loop_prep},
+        {"--after-loop", &f.after_loop}};
     std::string given;
     for (const auto& [flag, value] : all)
         if (!value->empty()) given += (given.empty() ? "" : "/") + std::string(flag);
+    if (!f.nvrtc_options.empty()) given += (given.empty() ? "" : "/") + std::string("--nvrtc-option");
     return given;
 }
 
@@ -71,8 +74,11 @@ ReductionKernel reduction_from_flags(const KernelFlags& f) {
         {"--post (statements assigning the outputs from a, e.g. \"y = a\")", &f.post}};
     for (const auto& [flag, value] : required)
         if (value->empty()) throw Error(fmt::format("a reduction needs --map, --reduce and --post: missing {}", flag));
+    if (!f.loop_prep.empty() || !f.after_loop.empty())
+        throw Error("--loop-prep and --after-loop are for elementwise kernels (CuPy's ElementwiseKernel options)");
     ReductionOptions options;
     options.preamble = text_or_file(f.preamble, "--preamble");
+    options.nvrtc_options = f.nvrtc_options;
     options.reduce_type = f.reduce_type;
     return ReductionKernel(f.in, f.out, text_or_file(f.map, "--map"), text_or_file(f.reduce, "--reduce"),
                            text_or_file(f.post, "--post"), f.identity, f.name, options);
@@ -85,6 +91,9 @@ ElementwiseKernel elementwise_from_flags(const KernelFlags& f) {
         throw Error("missing --op (the operation), or --map/--reduce/--post for a reduction, or --spec FILE.json");
     KernelOptions options;
     options.preamble = text_or_file(f.preamble, "--preamble");
+    options.nvrtc_options = f.nvrtc_options;
+    options.loop_prep = text_or_file(f.loop_prep, "--loop-prep");
+    options.after_loop = text_or_file(f.after_loop, "--after-loop");
     return ElementwiseKernel(f.in, f.out, text_or_file(f.op, "--op"), f.name, options);
 }
 
@@ -101,6 +110,9 @@ void add_kernel_flags(CLI::App& cmd, KernelFlags& f) {
     cmd.add_option("--reduce-type", f.reduce_type, "Reduction: the type of a and b, e.g. float64 or T (default: the first output's type, as in CuPy)");
     cmd.add_option("--name", f.name, "Kernel name (a C identifier)")->capture_default_str();
     cmd.add_option("--preamble", f.preamble, "Raw CUDA helpers placed before the kernel (@FILE reads a file)");
+    cmd.add_option("--nvrtc-option", f.nvrtc_options, "An NVRTC option, e.g. -DFACTOR=3 (repeat the flag for several)");
+    cmd.add_option("--loop-prep", f.loop_prep, "Statements each thread runs before its elements (CuPy's loop_prep; @FILE)");
+    cmd.add_option("--after-loop", f.after_loop, "Statements each thread runs after its elements (CuPy's after_loop; @FILE)");
     cmd.add_option("--types", f.types, "Placeholder types, e.g. T=float32,U=int64");
     cmd.add_option("--spec", f.spec_file, "A JSON file holding one manifest entry instead of the flags");
 }

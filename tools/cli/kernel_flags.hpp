@@ -1,5 +1,6 @@
 // How the CLI's kernel commands are told which kernel: flags (--in, --out, --op, --name,
-// --preamble, --types; --map, --reduce, --post, --identity, --reduce-type for a reduction) or
+// --preamble, --nvrtc-option, --types; --loop-prep and --after-loop for an elementwise kernel;
+// --map, --reduce, --post, --identity, --reduce-type for a reduction) or
 // --spec FILE.json holding one manifest entry (elementwise or reduction).
 #pragma once
 
@@ -15,7 +16,8 @@
 namespace kjit::cli {
 
 struct KernelFlags {
-    std::string in, out, op, name = "kernel", preamble, types, spec_file;
+    std::string in, out, op, name = "kernel", preamble, types, spec_file, loop_prep, after_loop;
+    std::vector<std::string> nvrtc_options;
     // A reduction: an empty string is the same as an absent flag (an empty identity means none).
     std::string map, reduce, post, identity, reduce_type;
 };
