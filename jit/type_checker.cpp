@@ -596,14 +596,17 @@ private:
 
     // x.size(), x.ndim; x.shape() and x.strides() only indexed (check_index).
     void check_member(MemberExpr& e, Use use, bool indexed = false) {
+        const bool array = e.member == "shape" || e.member == "strides";
+        if (e.member != "size" && e.member != "ndim" && !array) {
+            const bool part = e.member == "real" || e.member == "imag";
+            fail(e.member_pos, "'." + e.member + "': member access is only for a raw parameter's size(), shape(), strides() and ndim",
+                 part ? "take the part with a function: " + e.member + "(z)" : "");
+        }
         const int param = raw_param_of(e);
         auto& base = static_cast<NameExpr&>(*e.base);
         base.refers_to = NameKind::param;
         base.index = param;
         base.type = out_.param_types[static_cast<std::size_t>(param)];
-        const bool array = e.member == "shape" || e.member == "strides";
-        if (e.member != "size" && e.member != "ndim" && !array)
-            fail(e.member_pos, "a raw parameter has size(), shape(), strides() and ndim, not '" + e.member + "'");
         if (e.called != (e.member != "ndim"))
             fail(e.member_pos, e.called ? "ndim is a value, not a function: write " + base.name + ".ndim"
                                         : e.member + " is a function: write " + base.name + "." + e.member + "()");

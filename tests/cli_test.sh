@@ -32,6 +32,11 @@ expect 1 "unknown type 'flaot32'" -- check --in "flaot32 x" --out "float32 y" --
 expect 1 "missing --op" -- check --in "T x" --out "T y"
 expect 1 "must look like T=float32" -- check --in "T x" --out "T y" --op "y = x" --types T
 expect 1 "A subcommand is required" --
+# CuPy's forms (issue 29): NVRTC's -D options as constants, loop_prep and after_loop.
+expect 0 "y = x * (FACTOR);" -- source --in "T x" --out "T y" --op "y = x * FACTOR" --nvrtc-option=-DFACTOR=3 --types T=float32
+expect 1 "unknown name 'FACTOR'" -- check --in "T x" --out "T y" --op "y = x * FACTOR" --types T=float32
+expect 0 "kernel_prep(" -- source --in "T x, raw T t" --out "T y" --op "y = x * s" --loop-prep "T s = t[0];" --after-loop "s = 0;" --types T=float32
+expect 1 "are for elementwise kernels" -- check --in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --loop-prep "int k = 0;"
 
 # The diagnostic is exactly where:LINE:COL, the source line, the caret and the hint.
 "$kjit" check --in "T x" --out "T y" --op $'y = x;\ny = sqr(x);' >"$tmp/out" 2>"$tmp/err"

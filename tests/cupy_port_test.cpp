@@ -309,7 +309,8 @@ TEST_CASE("CuPy's names and forms the checker accepts, and what it refuses with 
     // Raw metadata and local arrays.
     CHECK(check("raw T x", "T y", "long long idx[2] = {0, i}; y = x[idx] + x.size() + x.shape()[0] + x.ndim") == "no error");
     CHECK_THAT(check("T x", "T y", "y = x.size()"), Contains("op:1:6") && Contains("'x' is not a raw parameter"));
-    CHECK_THAT(check("raw T x", "T y", "y = x.length()"), Contains("op:1:7") && Contains("not 'length'"));
+    CHECK_THAT(check("raw T x", "T y", "y = x.length()"), Contains("op:1:7") && Contains("'.length': member access is only for"));
+    CHECK_THAT(check("T x", "T y", "y = x.real()"), Contains("op:1:7") && Contains("real(z)"));
     CHECK_THAT(check("raw T x", "T y", "y = x.ndim()"), Contains("ndim is a value"));
     CHECK_THAT(check("raw T x", "T y", "y = x.shape()"), Contains("x.shape() is an array: index it"));
     CHECK_THAT(check("raw T x", "T y", "x.shape()[0] = 1; y = 0"), Contains("cannot assign to x.shape()"));
