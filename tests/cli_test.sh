@@ -37,6 +37,11 @@ expect 0 "y = x * (FACTOR);" -- source --in "T x" --out "T y" --op "y = x * FACT
 expect 1 "unknown name 'FACTOR'" -- check --in "T x" --out "T y" --op "y = x * FACTOR" --types T=float32
 expect 0 "kernel_prep(" -- source --in "T x, raw T t" --out "T y" --op "y = x * s" --loop-prep "T s = t[0];" --after-loop "s = 0;" --types T=float32
 expect 1 "are for elementwise kernels" -- check --in "T x" --out "T y" --map x --reduce "a + b" --post "y = a" --loop-prep "int k = 0;"
+cat > "$tmp/hooks.json" <<'JSON'
+{"kind": "elementwise", "name": "hooks", "in": "T x, raw T t", "out": "T y", "op": "y = x * s",
+ "loop_prep": "T s = t[0] * FACTOR;", "after_loop": "s = 0;", "options": ["-DFACTOR=2"], "types": [{"T": "float64"}]}
+JSON
+expect 0 "_kjit_state.s = t[0] * (FACTOR);" -- source --spec "$tmp/hooks.json"
 
 # The diagnostic is exactly where:LINE:COL, the source line, the caret and the hint.
 "$kjit" check --in "T x" --out "T y" --op $'y = x;\ny = sqr(x);' >"$tmp/out" 2>"$tmp/err"
