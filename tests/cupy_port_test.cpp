@@ -9,10 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend_cases.hpp"
-#include "gpu_data.hpp"
-#include "kjit/kjit.hpp"
-#include "test_support.hpp"
+#include "cupy_support.hpp"
 
 using namespace kjit;
 using namespace kjit::test;
@@ -22,58 +19,7 @@ using C = std::complex<double>;
 namespace {
 
 // Runs `body` once per back end: the host back end as a [host] test, the GPU as a [gpu] test.
-#define KJIT_ON_BOTH_BACK_ENDS(title, body_function)                                   \
-    TEST_CASE("host: " title, "[cupy][host]") {                                        \
-        KJIT_REQUIRE_HOST_BACKEND();                                                    \
-        body_function(Device::cpu());                                                   \
-    }                                                                                   \
-    TEST_CASE("gpu: " title, "[cupy][gpu]") {                                          \
-        KJIT_REQUIRE_GPU();                                                             \
-        body_function(Device::cuda(0));                                                 \
-    }
-
-// `bytes` (C order) as an array of `shape` on `device`.
-Array on(Device device, const std::vector<unsigned char>& bytes, DType t, const Shape& shape) {
-    return Array::from_host(bytes.data(), t, shape, device);
-}
-template <class T>
-Array on(Device device, const std::vector<T>& values, DType t, Shape shape = {}) {
-    if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
-    return Array::from_host(values.data(), t, shape, device);
-}
-
-// An output filled with 0xff bytes (NaN for floats, -1 or the maximum for integers), so that an
-// element the kernel does not write shows.
-Array poisoned_on(Device device, DType t, const Shape& shape) {
-    const std::vector<unsigned char> ff(static_cast<std::size_t>(shape_size(shape)) * t.itemsize(), 0xff);
-    return Array::from_host(ff.data(), t, shape, device);
-}
-
-// Random doubles in [lo, hi) from the test's fresh engine (rounded for integer dtypes).
-std::vector<double> draw(std::size_t count, double lo, double hi, bool integral) {
-    std::uniform_real_distribution<double> u(lo, hi);
-    std::vector<double> v(count);
-    for (double& x : v) x = integral ? std::round(u(rng())) : u(rng());
-    return v;
-}
-template <class T>
-std::vector<T> cast_all(const std::vector<double>& v) {
-    return std::vector<T>(v.begin(), v.end());
-}
-
-// The message of the kjit::Error `f` throws, with the position of a ParseError or TypeError
-// first ("parse op:1:5: ..."); "no error" when it throws none.
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const ParseError& e) {
-        return "parse " + e.where() + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + " " + e.message();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+#define KJIT_ON_BOTH_BACK_ENDS(title, body_function) KJIT_ON_BOTH_BACK_ENDS_TAGGED("[cupy]", title, body_function)
 
 // --- a reduction accumulates in its first output's type (CuPy's rule) ---
 
