@@ -240,6 +240,7 @@ private:
             }
             case ExprKind::member: {
                 const auto& m = static_cast<const MemberExpr&>(e);
+                if (static_cast<const NameExpr&>(*m.base).refers_to == NameKind::size_n) return "n";  // CuPy's _ind.size()
                 return expr(*m.base, kPostfix) + "." + m.member + (m.called ? "()" : "");
             }
         }

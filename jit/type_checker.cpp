@@ -596,6 +596,17 @@ private:
 
     // x.size(), x.ndim; x.shape() and x.strides() only indexed (check_index).
     void check_member(MemberExpr& e, Use use, bool indexed = false) {
+        auto& base = static_cast<NameExpr&>(*e.base);
+        if (base.name == "_ind") {  // CuPy's indexer of the elementwise loop
+            if (e.member != "size" || !e.called || indexed)
+                fail(base.pos, "CuPy's _ind." + e.member + (e.called ? "()" : "") + " has no kjit equivalent",
+                     "kjit has i, the element's index in C order (a raw array of the call's shape: x[i]), and n, _ind.size()");
+            if (use != Use::read) fail(base.pos, "cannot assign to _ind.size()");
+            base.refers_to = NameKind::size_n;
+            out_.uses_n = true;
+            e.type = DType::int64;
+            return;
+        }
         const bool array = e.member == "shape" || e.member == "strides";
         if (e.member != "size" && e.member != "ndim" && !array) {
             const bool part = e.member == "real" || e.member == "imag";
@@ -603,7 +614,6 @@ private:
                  part ? "take the part with a function: " + e.member + "(z)" : "");
         }
         const int param = raw_param_of(e);
-        auto& base = static_cast<NameExpr&>(*e.base);
         base.refers_to = NameKind::param;
         base.index = param;
         base.type = out_.param_types[static_cast<std::size_t>(param)];

@@ -71,7 +71,8 @@ TEST_CASE("binding errors name the kernel and the parameter", "[binding]") {
 
 TEST_CASE("the argument struct follows C's layout rules", "[binding]") {
     using kjit::detail::ArgField;
-    // double* x; int8 scalar; complex128 scalar (aligned 16); Raw<T> {ptr, size}; long long n.
+    // double* x; int8 scalar; complex128 scalar (aligned 16); Raw<T> (a RawField: data, count,
+    // ndim, contiguous, 8 extents, 8 strides: 152 bytes); long long n.
     const kjit::detail::ArgsLayout l = kjit::detail::args_layout(
         {ArgField::pointer, ArgField::value, ArgField::value, ArgField::raw},
         {DType::float64, DType::int8, DType::complex128, DType::float32});
@@ -80,8 +81,8 @@ TEST_CASE("the argument struct follows C's layout rules", "[binding]") {
     CHECK(l.slots[1].offset == 8);
     CHECK(l.slots[2].offset == 16);
     CHECK(l.slots[3].offset == 32);
-    CHECK(l.n_offset == 48);
-    CHECK(l.size == 64);  // padded to the complex128's 16
+    CHECK(l.n_offset == 32 + 152);
+    CHECK(l.size == 192);  // padded to the complex128's 16
     const kjit::detail::ArgsLayout h = kjit::detail::args_layout({ArgField::value, ArgField::value}, {DType::float16, DType::int32});
     CHECK(h.slots[1].offset == 4);
     CHECK(h.n_offset == 8);

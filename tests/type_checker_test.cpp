@@ -103,7 +103,7 @@ TEST_CASE("golden diagnostics of the type rules", "[typecheck]") {
          "arrays; elementwise parameters are one element each"},
         {"raw T t", "T y", "t[i] = 1; y = 0;", f32,
          "op:1:2: error: cannot assign to an element of input parameter 't'\nt[i] = 1; y = 0;\n ^\nhint: inputs are "
-         "read-only; declare it in the output list to write it"},
+         "read-only; declare it '_non_const' (CuPy's modifier) or in the output list to write it"},
         {"T x", "T y", "i = 3; y = x;", f32,
          "op:1:1: error: cannot assign to 'i'\ni = 3; y = x;\n^\nhint: it is set by kjit for each element"},
         {"T x", "T y", "U t = x; y = t;", f32,

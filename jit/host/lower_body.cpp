@@ -316,6 +316,7 @@ llvm::Value* BodyLowering::raw_element(const IndexExpr& ix) {
 Val BodyLowering::member(const MemberExpr& m, llvm::Value* index) {
     using detail::RawField;
     const auto& base = static_cast<const NameExpr&>(*m.base);
+    if (base.refers_to == NameKind::size_n) return {size_n, nullptr, DType::int64};  // CuPy's _ind.size()
     llvm::Value* field = raw_fields[static_cast<std::size_t>(base.index)];
     auto at = [&](std::size_t offset) { return b_.CreateConstGEP1_64(b_.getInt8Ty(), field, offset); };
     if (m.member == "ndim") return {b_.CreateLoad(b_.getInt32Ty(), at(offsetof(RawField, ndim))), nullptr, DType::int32};
