@@ -31,7 +31,7 @@ constexpr unsigned kThreads = 256;
 // not zeroed: each launch writes what it passes, and zeroing 17 KB was 8% of the instructions
 // of a fresh process's first call (and pages touched).
 struct LaunchBuffers {
-    alignas(16) unsigned char args[4096];
+    alignas(16) unsigned char args[kMaxArgumentBytes];
     alignas(16) unsigned char layout[detail::layout_struct_size(detail::kMaxCallOperands)];
     detail::CallLayout call;
 };

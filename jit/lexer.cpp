@@ -108,6 +108,28 @@ bool is_keyword(std::string_view word) {
     return std::binary_search(std::begin(kKeywords), std::end(kKeywords), word);
 }
 
+namespace {
+// Words that kernel code may spell as names but generated C++ may not: C++'s other keywords and
+// alternative tokens, and macros every NVRTC program sees.
+constexpr std::string_view kCppOnlyWords[] = {
+    "CUDART_VERSION", "INFINITY", "NAN", "NULL", "alignas", "and", "and_eq", "bitand", "bitor",
+    "char16_t", "char32_t", "char8_t", "co_await", "co_return", "co_yield", "compl", "concept",
+    "consteval", "constinit", "explicit", "export", "friend", "noexcept", "not", "not_eq", "or",
+    "or_eq", "private", "protected", "public", "requires", "static_assert", "thread_local", "typeid",
+    "wchar_t", "xor", "xor_eq",
+};
+static_assert(std::is_sorted(std::begin(kCppOnlyWords), std::end(kCppOnlyWords)));
+}  // namespace
+
+std::string reserved_by_cpp(std::string_view word) {
+    if (is_keyword(word) || std::binary_search(std::begin(kCppOnlyWords), std::end(kCppOnlyWords), word)) {
+        const bool macro = !word.empty() && std::isupper(static_cast<unsigned char>(word[0]));
+        return "'" + std::string(word) + "' is " + (macro ? "a macro of every CUDA program" : "a C++ keyword") +
+               " in the generated code";
+    }
+    return {};
+}
+
 SourcePos end_of(const Token& token) {
     SourcePos p = token.pos;
     p.column += static_cast<int>(token.text.size());
@@ -184,6 +206,11 @@ std::optional<FloatLiteralValue> decode_float_literal(std::string_view text, std
     }
     if (out.is_float && out.value > FLT_MAX) {
         set_error(error, "floating literal '" + std::string(text) + "' is out of the range of float");
+        return std::nullopt;
+    }
+    // Below half the smallest float it would be 0, which NVRTC refuses to round to silently.
+    if (out.is_float && out.value != 0 && out.value <= static_cast<double>(FLT_TRUE_MIN) / 2) {
+        set_error(error, "floating literal '" + std::string(text) + "' is too small for a float: it would be 0");
         return std::nullopt;
     }
     return out;

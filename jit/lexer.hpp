@@ -39,6 +39,9 @@ inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 // True for the words the lexer reports as TokenKind::keyword: the statement words kernel code
 // uses and the C/C++ words it rejects with a message of their own (return, goto, asm, ...).
 bool is_keyword(std::string_view word);
+// Why `word` cannot name anything in generated C++ (a keyword or alternative token kjit's
+// language does not use, such as `and` or `public`, or a macro such as NULL); empty if it can.
+std::string reserved_by_cpp(std::string_view word);
 
 // The value of an integer literal token ("42", "0xFFu", "10ull"), or an error message when it
 // is malformed or needs more than 64 bits. The lexer only produces tokens this accepts.

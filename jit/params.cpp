@@ -49,6 +49,7 @@ std::optional<NameProblem> name_problem(std::string_view name) {
     if (is_type_name(name))
         return NameProblem{quoted() + " is a type name and cannot name a parameter",
                            is_placeholder_name(name) ? "a single upper-case letter names a type placeholder" : ""};
+    if (std::string why = reserved_by_cpp(name); !why.empty()) return NameProblem{why + ": it cannot name a parameter", "choose another name"};
     return std::nullopt;
 }
 
@@ -314,6 +315,9 @@ void check_kernel_name(const std::string& name) {
                        "a kernel name must be a C identifier (letters, digits and '_', not starting with a digit)");
     }
     if (name[0] == '_') fail_parse(src, {}, "kernel names starting with '_' are reserved for kjit");
+    // The name prefixes C++ functions: a keyword or a type would not compile.
+    if (std::string why = reserved_by_cpp(name); !why.empty()) fail_parse(src, {}, why + ": it cannot name a kernel");
+    if (is_type_name(name)) fail_parse(src, {}, "'" + name + "' is a type name: it cannot name a kernel");
 }
 
 }  // namespace kjit::jit

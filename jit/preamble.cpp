@@ -1,6 +1,7 @@
 #include "jit/preamble.hpp"
 
 #include <cctype>
+#include <unordered_set>
 
 namespace kjit::jit {
 namespace {
@@ -29,6 +30,7 @@ bool is_qualifier(std::string_view w) {
 
 std::vector<PreambleFunction> scan_preamble(std::string_view s) {
     std::vector<PreambleFunction> found;
+    std::unordered_set<std::string> seen;  // a set: a preamble may declare thousands of functions
     int depth = 0;  // braces and parentheses: only file-scope declarations count
     std::string previous_word, word_before_previous;
     std::size_t k = 0;
@@ -81,9 +83,7 @@ std::vector<PreambleFunction> scan_preamble(std::string_view s) {
             f.name = previous_word;
             DType t;
             if (DType::try_parse(word_before_previous, t)) f.return_type = t;
-            bool seen = false;
-            for (const auto& g : found) seen = seen || g.name == f.name;
-            if (!seen) found.push_back(f);
+            if (seen.insert(f.name).second) found.push_back(f);
         }
         if (c == '{' || c == '(') ++depth;
         if ((c == '}' || c == ')') && depth > 0) --depth;

@@ -48,7 +48,7 @@ constexpr std::size_t layout_bytes(int inputs, int outputs) {
 }
 
 struct LaunchBuffers {
-    alignas(16) unsigned char args[4096];
+    alignas(16) unsigned char args[kMaxArgumentBytes];
     alignas(16) unsigned char layout[layout_bytes(kMaxInputs, kMaxOutputs)];
     detail::CallLayout inputs;
 };

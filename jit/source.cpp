@@ -38,8 +38,35 @@ ParseError make_parse_error(const SourceText& source, SourcePos pos, const std::
 
 std::string caret_snippet(std::string_view text, SourcePos pos) {
     const auto [begin, end] = line_range(text, pos.offset);
-    const std::string_view line = text.substr(begin, end - begin);
+    std::string_view line = text.substr(begin, end - begin);
+    // A long line shows a window around the caret, not megabytes of one line.
+    constexpr std::size_t kWindow = 160;
+    std::size_t column = pos.column > 1 ? static_cast<std::size_t>(pos.column - 1) : 0;
     std::string out;
+    if (line.size() > kWindow) {
+        std::size_t from = column > kWindow / 2 ? column - kWindow / 2 : 0;
+        while (from > 0 && is_utf8_continuation(line[from])) --from;
+        std::size_t to = std::min(line.size(), from + kWindow);
+        while (to < line.size() && is_utf8_continuation(line[to])) ++to;
+        const bool cut_before = from > 0, cut_after = to < line.size();
+        line = line.substr(from, to - from);
+        column = column - from + (cut_before ? 3 : 0);
+        if (cut_before) out += "...";
+        for (char c : line) {
+            const auto byte = static_cast<unsigned char>(c);
+            out += (byte < 0x20 && c != '\t') || byte == 0x7F ? '?' : c;
+        }
+        if (cut_after) out += "...";
+        out += '\n';
+        for (std::size_t k = 0; k < column; ++k) {
+            const std::size_t at = k - (cut_before ? 3 : 0);
+            if (cut_before && k < 3) out += ' ';
+            else if (at < line.size() && is_utf8_continuation(line[at])) continue;
+            else out += at < line.size() && line[at] == '\t' ? '\t' : ' ';
+        }
+        out += '^';
+        return out;
+    }
     for (char c : line) {
         // Control characters (NUL above all) would cut what() short or disturb a terminal.
         const auto byte = static_cast<unsigned char>(c);
@@ -100,6 +127,8 @@ std::string closest_name(std::string_view name, const std::vector<std::string>& 
     // A third of the name's length, at least one: "sqr" -> "sqrt", "flaot32" -> "float32", but
     // not "x" -> "y" suggestions for every one-letter name.
     const std::size_t limit = std::max<std::size_t>(1, name.size() / 3);
+    // Names no one mistypes: the distance would cost length squared for no hint.
+    if (name.size() > 64) return {};
     std::string best;
     std::size_t best_distance = limit + 1;
     for (const std::string& candidate : candidates) {

@@ -340,6 +340,13 @@ private:
         }
         if (f->kind == MathKind::abs && compute.kind() == DTypeKind::unsigned_int)
             return expr_as(*c.args[0], result, kPostfix);  // |u| == u
+        // CUDA has isnan & co. for floats only; an integer is never NaN or infinite, as in C (and
+        // as the host back end computes it). The argument is still evaluated, for its effects.
+        if (f->kind == MathKind::predicate && !compute.is_floating() && !compute.is_complex()) {
+            const std::string x = expr(*c.args[0], kAssign);
+            if (f->name == "signbit" && compute.is_signed()) return "(" + x + " < 0)";
+            return "((void)(" + x + "), " + (f->name == "isfinite" ? "true" : "false") + ")";
+        }
         for (std::size_t k = 0; k < c.args.size(); ++k) {
             // ldexp's exponent stays an int; everything else computes in `compute`.
             const DType want = (f->kind == MathKind::ldexp && k == 1) ? DType(DType::int32) : compute;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "jit/conversions.hpp"
+#include "jit/lexer.hpp"
 #include "jit/math_functions.hpp"
 #include "jit/named_constants.hpp"
 #include "jit/parser.hpp"
@@ -244,6 +245,7 @@ private:
         if (name == "i" || name == "n")
             fail(pos, "'" + name + "' is reserved: it is the element index" + std::string(name == "n" ? " count" : ""));
         if (name.rfind("_", 0) == 0) fail(pos, "names starting with '_' are reserved for kjit");
+        if (std::string why = reserved_by_cpp(name); !why.empty()) fail(pos, why + ": it cannot name a variable", "choose another name");
         if (scopes_.back().count(name)) fail(pos, "'" + name + "' is already declared in this block");
         for (const Param& p : out_.params)
             if (p.name == name) fail(pos, "'" + name + "' is already a parameter", "choose another name for the local");
@@ -261,6 +263,21 @@ private:
 public:
     void check_params_against_macros() const {
         for (const Param& p : out_.params) check_not_a_macro(p.name, p.pos, p.is_output ? src_.out : src_.in);
+    }
+
+    // A launch passes the parameters in one struct of at most kMaxArgumentBytes (the launcher's
+    // buffer; NVRTC's own limit is 32 KiB): at least 8 bytes a parameter (a pointer or a scalar;
+    // a raw array's field takes detail::RawField's 152), and `n`.
+    void check_argument_space() const {
+        std::size_t bytes = 8;
+        for (const Param& p : out_.params) {
+            bytes += p.raw ? 152 : 8;
+            if (bytes > kMaxArgumentBytes)
+                fail_type(p.is_output ? src_.out : src_.in, p.pos,
+                          "the parameters up to '" + p.name + "' take at least " + std::to_string(bytes) + " bytes, more than the " +
+                              std::to_string(kMaxArgumentBytes) + " kjit passes to a kernel",
+                          "pass fewer arrays, or gather them into one raw array");
+        }
     }
 
 private:
@@ -324,7 +341,8 @@ private:
         const std::string near = closest_name(e.name, candidates);
         if (find_math_function(e.name) || is_preamble_function(e.name))
             fail(e.pos, "'" + e.name + "' is a function; call it as " + e.name + "(...)");
-        fail(e.pos, "unknown name '" + e.name + "'", near.empty() ? std::string() : "did you mean '" + near + "'?");
+        const std::string shown = e.name.size() > 64 ? e.name.substr(0, 64) + "..." : e.name;
+        fail(e.pos, "unknown name '" + shown + "'", near.empty() ? std::string() : "did you mean '" + near + "'?");
     }
 
     // A macro of the kernel's, else one of CUDA's math constants: a read-only value.
@@ -758,6 +776,7 @@ CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSo
     out.param_written.assign(out.params.size(), false);
     Checker checker(sources, binding, out);
     checker.check_params_against_macros();
+    checker.check_argument_space();
     if (hooks != nullptr && !hooks->empty()) checker.check_with_hooks(body, *hooks);
     else checker.check_body(body);
     // A body whose every expression typed is complete only if no expression stayed generic;

@@ -19,6 +19,9 @@
 
 namespace kjit::jit {
 
+// The most bytes of arguments a launch passes (one struct; jit/call_memo.hpp's LaunchBuffers).
+inline constexpr std::size_t kMaxArgumentBytes = 4096;
+
 // Placeholder name ("T") to dtype.
 using Binding = std::map<std::string, DType>;
 
