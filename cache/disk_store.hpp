@@ -13,15 +13,18 @@
 // key once across processes; while holding it, every temporary of that key is known to be stale.
 //
 // Trust: every read is verified (magic, version, sizes, checksum, key); a damaged entry is
-// never returned. A folder that other users can write to is not used at all (see DiskStore()).
+// never returned. A folder that other users can write to is not used at all (see DiskStore()),
+// nor is a shard folder or file that is not the user's own (see shard_trusted()), and no symlink
+// is followed to read a file.
 //
-// Thread safety: a DiskStore may be used from many threads at once; it keeps no mutable state
-// besides an atomic counter.
+// Thread safety: a DiskStore may be used from many threads at once; its mutable state is atomic
+// (a counter, and which shard folders were found sound).
 //
 // Beside the shards, <dir>/recent-notes names the notes written last (cache/recent_notes.hpp),
 // and <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -50,10 +53,13 @@ public:
     //    files follow the folder's read permissions (0644 in a 0755 folder, 0600 in a 0700 one).
     //  - writable but it cannot be created or written: one warning, writable() == false, and it is
     //    still read from.
-    //  - group- or world-writable (any S_IWGRP|S_IWOTH on the folder), writable or not: one
+    //  - group- or world-writable (any S_IWGRP|S_IWOTH on the folder), or owned by another user
+    //    than the effective one (a read-only folder may also be root's), writable or not: one
     //    warning and the store is unusable, for reads as well as writes: anyone who can write
     //    there could plant a binary that kjit would load and run, and a checksum proves nothing
     //    about who wrote the file. Reads miss, writes fail, get_or_create() just produces.
+    //    Shard folders and the files read are held to the same rule, a shard folder that is a
+    //    symlink is refused (one warning each, and a miss), and files are opened O_NOFOLLOW.
     //  - read-only and missing: reads miss.
     // `max_bytes` caps the total size of the entries (0 = no cap); write() prunes to it.
     DiskStore(std::filesystem::path dir, bool writable, std::uint64_t max_bytes = 0);
@@ -160,6 +166,15 @@ public:
     static constexpr std::chrono::seconds kStaleTemporaryAge{3600};
 
 private:
+    // Why the shard folder of `name` (a key or a note's or alias's name) may not be used: a
+    // symlink, not a folder, not the user's own or writable by others; "" when it may be.
+    // `missing` is set when it does not exist.
+    std::string shard_problem(std::string_view name, bool* missing = nullptr) const;
+    // Whether the shard folder of `name` may be read from and written to; a refused one is
+    // warned about once. A sound one is remembered: only this user can replace a shard of a
+    // folder that passed open_folder(), so a fresh process pays one lstat per shard it reads.
+    bool shard_trusted(std::string_view name) const;
+    bool ensure_shard(const std::filesystem::path& path, std::string& error) const;
     std::uint64_t prune_except(std::uint64_t max_bytes, const std::filesystem::path& keep);
     bool write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes, const char* what,
                           bool durable);
@@ -171,10 +186,12 @@ private:
     std::filesystem::path dir_;
     bool writable_ = false;
     bool usable_ = true;
+    bool root_may_own_ = false;  // a read-only folder: root's folders and files are trusted too
     std::uint64_t max_bytes_ = 0;
     unsigned file_mode_ = 0600;   // entries, temporaries and lock files
     unsigned shard_mode_ = 0700;  // shard folders
     std::atomic<std::uint64_t> tmp_counter_{0};
+    mutable std::array<std::atomic<bool>, 256> shard_trusted_{};  // by the key's first byte
     std::once_flag swept_;  // the sweep after this store's first write
 };
 

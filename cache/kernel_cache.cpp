@@ -21,6 +21,9 @@ CacheSettings CacheSettings::from_environment() {
     for (const std::string& d : cache_search_path()) s.read_only.push_back(d);
     const char* disable = std::getenv("KJIT_CACHE_DISABLE");
     s.disk = !(disable != nullptr && std::string(disable) == "1");
+    if (s.disk && s.dir.empty())
+        ::kjit::detail::warn_once("cache-no-home", "neither KJIT_CACHE_DIR, XDG_CACHE_HOME nor HOME is set: kernels are "
+                                                   "cached in memory only (set KJIT_CACHE_DIR to keep them on disk)");
     if (const char* cap = std::getenv("KJIT_CACHE_MAX_BYTES"); cap && *cap) {
         char* end = nullptr;
         const unsigned long long v = std::strtoull(cap, &end, 10);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 #include <cstdio>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache/cache_key.hpp"
@@ -22,6 +23,7 @@
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
+#include "kjit/info.hpp"
 #include "kjit/device.hpp"
 #include "fake_driver.hpp"
 #include "runtime/detail/driver.hpp"
@@ -408,4 +410,37 @@ TEST_CASE("cost of cache hits", "[.][cache_bench]") {
     CHECK(kjit::cache_stats().compiles == 0);
     WARN("disk hit with an empty memory (NVRTC already loaded): median " << us[7] << " us (min " << us.front()
                                                                         << ", max " << us.back() << ")");
+}
+
+// Issue 30: with no home, a folder relative to the current directory (/tmp, say) is one that
+// another user could have made first, full of planted entries: there is no disk cache then.
+TEST_CASE("with no home there is no cache folder: memory only, one warning", "[kernel_cache][trust]") {
+    const kjit::test::TempDir cwd;
+    const fs::path old_cwd = fs::current_path();
+    fs::current_path(cwd.path());
+    kjit::test::ScopedEnv dir("KJIT_CACHE_DIR", nullptr), xdg("XDG_CACHE_HOME", nullptr), home("HOME", nullptr),
+        disable("KJIT_CACHE_DISABLE", nullptr);
+    CHECK(kjit::default_cache_dir().empty());
+    const kjit::CacheSettings settings = kjit::CacheSettings::from_environment();
+    CHECK(settings.dir.empty());
+    const std::string key = kjit::cache::make_key("nohome", {}, "sm_90", "v");
+    int compiles = 0;
+    KernelCache cache(settings);
+    cache.get(Request{key, "", "sm_90", "", [&] { return ++compiles, fake_entry(key, "p"); }});
+    CHECK(compiles == 1);
+    CHECK(cache.stats().layers.empty());
+    CHECK(fs::is_empty(cwd.path()));
+    fs::current_path(old_cwd);
+}
+
+// Issue 30: the NVRTC record beside the cache as a FIFO or a link to /dev/zero is no record
+// (and neither blocks nor is read without end).
+TEST_CASE("a special file as nvrtc-identity is ignored at once", "[kernel_cache][trust]") {
+    const kjit::test::TempDir dir;
+    const fs::path record = dir.path() / "nvrtc-identity";
+    REQUIRE(::mkfifo(record.c_str(), 0600) == 0);
+    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+    fs::remove(record);
+    fs::create_symlink("/dev/zero", record);
+    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
 }

@@ -50,6 +50,7 @@ int precompile(const std::string& manifest_path, const std::string& arch_flag, c
     const nlohmann::json manifest = cache::read_manifest(manifest_path);
     CacheSettings settings = CacheSettings::from_environment();
     if (!cache_dir.empty()) settings.dir = cache_dir;
+    if (settings.dir.empty()) throw Error("no cache folder to fill: give --cache-dir (or set KJIT_CACHE_DIR)");
     settings.disk = true;
     settings.record.clear();  // precompiling must not write the manifest it reads
     configure_cache(settings);
@@ -72,6 +73,7 @@ std::string when(std::int64_t unix_time) {
 
 int cache_command(const std::string& action, const std::string& dir_flag, std::uint64_t max_bytes) {
     const std::string dir = dir_flag.empty() ? CacheSettings::from_environment().dir : dir_flag;
+    if (dir.empty()) throw Error("no cache folder: KJIT_CACHE_DIR, XDG_CACHE_HOME and HOME are unset (give --cache-dir)");
     cache::DiskStore store(dir, /*writable=*/action == "prune" || action == "clear");
     if (action == "ls") {
         for (const auto& item : store.list()) {
