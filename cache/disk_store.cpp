@@ -608,14 +608,70 @@ std::optional<std::string> DiskStore::read_small_file(const std::string& name, s
 
 bool DiskStore::write_alias(const std::string& alias, const std::string& key) {
     if (!writable_ || !is_valid_key(alias) || !is_valid_key(key)) return false;
-    return write_small_file(alias, kAliasSuffix, key, "alias", true);
+    return write_small_file(alias, kAliasSuffix, key + "\n" + alias + "\n", "alias", true);
 }
+
+namespace {
+// "<key>\n<alias>\n", or the key alone (written before aliases named themselves).
+constexpr std::size_t kAliasFileBytes = 32 + 1 + 32 + 1;
+
+// The key an alias file's `bytes` hold for `alias`, or nothing with `problem` saying why.
+std::optional<std::string> alias_key(std::string_view bytes, std::string_view alias, std::string& problem) {
+    const std::string_view key = bytes.substr(0, 32);
+    if (!is_valid_key(key) || !(bytes.size() == 32 || bytes.size() == kAliasFileBytes)) {
+        problem = "not a cache key";
+        return std::nullopt;
+    }
+    if (bytes.size() == kAliasFileBytes &&
+        (bytes[32] != '\n' || bytes.substr(33, 32) != alias || bytes.back() != '\n')) {
+        problem = "it is alias " + std::string(bytes.substr(33, 32)) + "'s file (swapped or copied)";
+        return std::nullopt;
+    }
+    return std::string(key);
+}
+}  // namespace
 
 std::optional<std::string> DiskStore::read_alias(const std::string& alias) const {
     if (!usable_ || !is_valid_key(alias)) return std::nullopt;
-    std::optional<std::string> key = read_small_file(alias, kAliasSuffix, 32);
-    if (!key || !is_valid_key(*key)) return std::nullopt;  // damaged: a miss, never a wrong entry (the entry is verified too)
+    const std::optional<std::string> bytes = read_small_file(alias, kAliasSuffix, kAliasFileBytes);
+    if (!bytes) return std::nullopt;
+    std::string problem;
+    std::optional<std::string> key = alias_key(*bytes, alias, problem);
+    if (!key) {  // a miss, never a wrong entry
+        const std::string path = file_path(dir_.native(), alias, kAliasSuffix);
+        kjit::detail::warn_once("cache-alias:" + path, "cache alias " + path + " not used: " + problem);
+    }
     return key;
+}
+
+std::vector<std::pair<fs::path, std::string>> DiskStore::verify_aliases() const {
+    std::vector<std::pair<fs::path, std::string>> damaged;
+    for (const auto& f : shard_files(dir_)) {
+        if (f.kind != FileKind::alias) continue;
+        if (const std::string problem = shard_problem(f.key); !problem.empty()) {
+            damaged.emplace_back(f.path, "in a refused folder: " + problem);
+            continue;
+        }
+        Fd fd = open_retry(f.path.c_str(), kReadFlags);
+        if (!fd) {
+            if (errno != ENOENT) damaged.emplace_back(f.path, os_error("cannot open", f.path));
+            continue;  // removed meanwhile
+        }
+        struct stat st {};
+        std::string problem;
+        char bytes[kAliasFileBytes + 1];
+        if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            problem = "not a regular file";
+        } else if (problem = untrusted_because(st, root_may_own_); problem.empty()) {
+            const std::optional<std::size_t> got = read_all(fd.get(), reinterpret_cast<unsigned char*>(bytes), sizeof bytes);
+            if (!got)
+                problem = os_error("cannot read", f.path);
+            else
+                (void)alias_key(std::string_view(bytes, *got), f.key, problem);
+        }
+        if (!problem.empty()) damaged.emplace_back(f.path, problem);
+    }
+    return damaged;
 }
 
 namespace {
@@ -636,13 +692,19 @@ bool is_check_line_of(std::string_view line, std::string_view text) {
 }
 }  // namespace
 
+namespace {
+// A note's first line: whose it is.
+std::string note_name_line(std::string_view name) { return "note=" + std::string(name) + "\n"; }
+}  // namespace
+
 bool DiskStore::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
     if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteTextBytes ||
         entry.size() > kMaxNoteEntryBytes || text.starts_with(kNoteCheckPrefix) ||
         text.find(kNoteCheckLineStart) != std::string::npos ||
         (!text.empty() && text.back() != '\n'))
         return false;
-    std::string bytes = text + note_check_line(text);
+    std::string bytes = note_name_line(name) + text;
+    bytes += note_check_line(bytes);
     bytes.append(reinterpret_cast<const char*>(entry.data()), entry.size());
     // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line or its
     // entry's checksum.
@@ -655,7 +717,7 @@ bool DiskStore::write_note(const std::string& name, const std::string& text, std
 namespace {
 // The note in bytes[0, size): its text ends at the first line that starts with the check prefix
 // (no line of a note's text does), which must be its check line.
-std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes, std::size_t size) {
+std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes, std::size_t size, std::string_view name) {
     const std::string_view all(reinterpret_cast<const char*>(bytes.get()), size);
     std::size_t check_at = 0;
     if (!all.starts_with(kNoteCheckPrefix)) {
@@ -664,7 +726,12 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
         check_at = found + 1;
     }
     if (!is_check_line_of(all.substr(check_at, kNoteCheckLineBytes), all.substr(0, check_at))) return std::nullopt;
+    // Compared in place: 5 + 32 + 1 bytes (a fresh process's first cached call reads a note).
+    constexpr std::size_t kNameLineBytes = 5 + 32 + 1;
+    if (check_at < kNameLineBytes || !all.starts_with("note=") || all.substr(5, 32) != name || all[37] != '\n')
+        return std::nullopt;
     DiskStore::Note note;
+    note.text_at = kNameLineBytes;
     note.bytes = std::move(bytes);
     note.size = size;
     note.text_size = check_at;
@@ -676,7 +743,7 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
 namespace {
 // The note file open as `fd` (of `path`), read whole with one fstat (its size, and `st` for the
 // access time) and one read; nothing when it is not a note.
-std::optional<DiskStore::Note> read_note_file(int fd, bool root_may_own, struct stat& st,
+std::optional<DiskStore::Note> read_note_file(int fd, std::string_view name, bool root_may_own, struct stat& st,
                                               std::uint64_t max_bytes = kMaxNoteTextBytes + kMaxNoteEntryBytes) {
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes ||
         !untrusted_because(st, root_may_own).empty())
@@ -685,7 +752,7 @@ std::optional<DiskStore::Note> read_note_file(int fd, bool root_may_own, struct 
     std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
     const std::optional<std::size_t> got = read_all(fd, bytes.get(), size);
     if (!got || *got != size) return std::nullopt;
-    return split_note(std::move(bytes), size);
+    return split_note(std::move(bytes), size, name);
 }
 }  // namespace
 
@@ -695,7 +762,7 @@ std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) con
     Fd fd = open_retry(path.c_str(), kReadFlags);
     if (!fd) return std::nullopt;
     struct stat st {};
-    std::optional<Note> note = read_note_file(fd.get(), root_may_own_, st);
+    std::optional<Note> note = read_note_file(fd.get(), name, root_may_own_, st);
     if (note && writable_ && !used_lately(st)) {
         // Kept for eviction as an entry's is (see read()).
         const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
@@ -716,7 +783,7 @@ std::optional<DiskStore::Note> DiskStore::peek_note(const std::string& name, std
     if (!fd) return std::nullopt;
     struct stat st {};
     std::optional<Note> note =
-        read_note_file(fd.get(), root_may_own_, st, std::min<std::uint64_t>(max_bytes, kMaxNoteTextBytes + kMaxNoteEntryBytes));
+        read_note_file(fd.get(), name, root_may_own_, st, std::min<std::uint64_t>(max_bytes, kMaxNoteTextBytes + kMaxNoteEntryBytes));
     if (note) last_used = last_used_ns(st);
     return note;
 }
@@ -743,12 +810,12 @@ std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {
             continue;  // removed meanwhile
         }
         struct stat st {};
-        const std::optional<Note> note = read_note_file(fd.get(), root_may_own_, st);
+        const std::optional<Note> note = read_note_file(fd.get(), f.key, root_may_own_, st);
         std::string problem;
         if (!note && fstat(fd.get(), &st) == 0 && !(problem = untrusted_because(st, root_may_own_)).empty())
             damaged.emplace_back(f.path, problem);
         else if (!note)
-            damaged.emplace_back(f.path, "note fails its check line");
+            damaged.emplace_back(f.path, "note fails its check line, or is another note's");
         else if (!note->entry().empty() && !parse_entry(note->entry(), {}, problem))
             damaged.emplace_back(f.path, "the entry the note carries: " + problem);
     }

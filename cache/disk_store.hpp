@@ -122,25 +122,34 @@ public:
     // Aliases: <dir>/<aa>/<alias>.alias holds the key of an entry, so that a process without NVRTC
     // (whose version is part of every key) finds entries by a key without it
     // (cache/kernel_cache.hpp). Written atomically like entries; clear() removes them; an alias
-    // whose entry was evicted just misses.
+    // whose entry was evicted just misses. The file holds the key and then its own name, each on
+    // a line, so that a file that holds another alias's key (swapped, copied) is a miss with a
+    // warning; one of the key alone (written by kjit before 2026-12-06) is still read, and the
+    // entry it leads to is checked against the request (KernelCache::find_alias).
     bool write_alias(const std::string& alias, const std::string& key);
     std::optional<std::string> read_alias(const std::string& alias) const;
+    // Every alias file that is not sound: unreadable, not a key, or another alias's. Removes nothing.
+    std::vector<std::pair<std::filesystem::path, std::string>> verify_aliases() const;
 
     // Notes: <dir>/<aa>/<name>.note holds a short text that lets a process skip work on a later
     // hit (jit/plan_note.hpp), and optionally the bytes of one entry file after it, so that such
     // a hit reads one file instead of two. Written atomically like aliases (but not fsynced), the
     // text with an XXH3 line of its own that read_note() checks (a damaged text reads as no note,
     // never as other text; the entry's bytes are checked by whoever parses them, as an entry's
-    // are). Notes count in the size cap and are evicted like entries, by the access time kjit
+    // are). The file starts with a line naming its note ("note=<name>", under the check line),
+    // so that another note's file in its place (swapped, copied) reads as no note. Notes count in the size cap and are evicted like entries, by the access time kjit
     // records when reading one; clear() removes them. `name` is a key (32 lowercase hex
     // characters).
     struct Note {
         // The whole file (not a std::string, which would zero it before the read overwrites it).
         std::unique_ptr<unsigned char[]> bytes;
         std::size_t size = 0;
-        std::size_t text_size = 0;  // bytes[0, text_size): the text, without its check line
+        std::size_t text_at = 0;    // bytes[text_at, text_size): the text, without its name and check lines
+        std::size_t text_size = 0;
         std::size_t entry_at = 0;   // bytes[entry_at, size): the entry file carried, if any
-        std::string_view text() const { return {reinterpret_cast<const char*>(bytes.get()), text_size}; }
+        std::string_view text() const {
+            return {reinterpret_cast<const char*>(bytes.get()) + text_at, text_size - text_at};
+        }
         std::span<const unsigned char> entry() const { return {bytes.get() + entry_at, size - entry_at}; }
     };
     // A note carries an entry file up to this size (a first call's module is a few KB; a bigger

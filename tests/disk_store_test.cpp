@@ -743,3 +743,33 @@ TEST_CASE("a FIFO as an entry, an alias or a note is a miss, never a wait", "[di
     REQUIRE(damaged.size() == 1);
     CHECK(damaged[0].first == store.entry_path(key));
 }
+
+// Issue 30, swapped files: an alias or a note holds what another name should, with its own
+// checksum intact. Each must say whose it is, so that a swap is a miss and verify names it.
+TEST_CASE("aliases and notes swapped between names are misses, and verify names them", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    const std::string a1 = key_of(11), a2 = key_of(12), n1 = key_of(13), n2 = key_of(14);
+    REQUIRE(store.write_alias(a1, key_of(21)));
+    REQUIRE(store.write_alias(a2, key_of(22)));
+    REQUIRE(store.write_note(n1, "plan=one\n"));
+    REQUIRE(store.write_note(n2, "plan=two\n"));
+    const fs::path shard = store.entry_path(a1).parent_path();
+    auto swap_files = [&](const std::string& x, const std::string& y, const std::string& suffix) {
+        const std::vector<unsigned char> bx = file_bytes(shard / (x + suffix)), by = file_bytes(shard / (y + suffix));
+        put_file(shard / (x + suffix), by);
+        put_file(shard / (y + suffix), bx);
+    };
+    CHECK(store.read_alias(a1) == key_of(21));
+    CHECK(store.read_note(n1).has_value());
+    swap_files(a1, a2, ".alias");
+    swap_files(n1, n2, ".note");
+    DiskStore reader(tmp.path(), false);
+    CHECK_FALSE(reader.read_alias(a1).has_value());
+    CHECK_FALSE(reader.read_alias(a2).has_value());
+    CHECK_FALSE(reader.read_note(n1).has_value());
+    std::int64_t last_used = 0;
+    CHECK_FALSE(reader.peek_note(n2, 1 << 20, last_used).has_value());
+    CHECK(reader.verify_notes().size() == 2);
+    CHECK(reader.verify_aliases().size() == 2);
+}

@@ -444,3 +444,36 @@ TEST_CASE("a special file as nvrtc-identity is ignored at once", "[kernel_cache]
     fs::create_symlink("/dev/zero", record);
     CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
 }
+
+// Issue 30, swapped aliases: an alias holds only a key, so the entry it leads to is served only
+// when its own metadata (kernel, binding, arch) is what was asked. Written as aliases of older
+// kjit were (the key alone), which say nothing of whose they are.
+TEST_CASE("an alias that leads to another kernel's entry is a miss with a warning", "[kernel_cache][trust]") {
+    const kjit::test::TempDir dir;
+    const std::string ka = kjit::cache::make_key("a", {}, "sm_90", "v"), kb = kjit::cache::make_key("b", {}, "sm_90", "v");
+    const std::string aa = kjit::cache::make_alias_key("a", {}, "sm_90"), ab = kjit::cache::make_alias_key("b", {}, "sm_90");
+    auto named = [](const std::string& key, const std::string& name) {
+        Entry e = fake_entry(key, "ptx of " + name);
+        e.meta.kernel_name = name;
+        e.meta.types = "T=float32";
+        return e;
+    };
+    {
+        KernelCache writer(cache_in(dir.path()));
+        writer.get(Request{ka, aa, "sm_90", "", [&] { return named(ka, "ka"); }});
+        writer.get(Request{kb, ab, "sm_90", "", [&] { return named(kb, "kb"); }});
+    }
+    // The two aliases' contents exchanged.
+    std::ofstream(dir.path() / aa.substr(0, 2) / (aa + ".alias"), std::ios::trunc) << kb;
+    std::ofstream(dir.path() / ab.substr(0, 2) / (ab + ".alias"), std::ios::trunc) << ka;
+    KernelCache reader(cache_in(dir.path()));
+    const auto found = reader.find_alias(aa, "", "sm_90", {"ka", "T=float32", "sm_90"});
+    CHECK((found == nullptr || found->meta.kernel_name == "ka"));
+    CHECK(reader.find_alias(ab, "", "sm_90", {"kb", "T=float32", "sm_90"}) == nullptr);
+    // Straight, they serve.
+    std::ofstream(dir.path() / aa.substr(0, 2) / (aa + ".alias"), std::ios::trunc) << ka;
+    KernelCache straight(cache_in(dir.path()));
+    const auto good = straight.find_alias(aa, "", "sm_90", {"ka", "T=float32", "sm_90"});
+    REQUIRE(good != nullptr);
+    CHECK(good->meta.kernel_name == "ka");
+}

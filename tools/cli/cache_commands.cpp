@@ -93,9 +93,12 @@ int cache_command(const std::string& action, const std::string& dir_flag, std::u
         // A damaged note is never used either (it reads as none); named so that it can be removed.
         const auto damaged_notes = store.verify_notes();
         for (const auto& [path, problem] : damaged_notes) fmt::print("damaged note: {}: {}\n", path.string(), problem);
-        fmt::print("{}: {} entries checked, {} damaged; {} damaged plan notes\n", dir, store.list().size(), damaged.size(),
-                   damaged_notes.size());
-        return damaged.empty() && damaged_notes.empty() ? 0 : 1;
+        // An alias that is another's (swapped, copied) is never used either (a miss with a warning).
+        const auto damaged_aliases = store.verify_aliases();
+        for (const auto& [path, problem] : damaged_aliases) fmt::print("damaged alias: {}: {}\n", path.string(), problem);
+        fmt::print("{}: {} entries checked, {} damaged; {} damaged plan notes; {} damaged aliases\n", dir, store.list().size(),
+                   damaged.size(), damaged_notes.size(), damaged_aliases.size());
+        return damaged.empty() && damaged_notes.empty() && damaged_aliases.empty() ? 0 : 1;
     }
     if (action == "prune") {
         const std::uint64_t removed = store.prune(max_bytes);
