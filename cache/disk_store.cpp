@@ -49,8 +49,9 @@ std::function<void(const fs::path&)>& write_pause_hook() {
     return hook;
 }
 
-// Creates a shard folder with exactly `mode` (not whatever the umask leaves).
-bool ensure_dir(const fs::path& dir, const fs::path& parent, mode_t mode, std::string& error) {
+// Creates a shard folder with exactly `mode` (not whatever the umask leaves); see also
+// DiskStore::ensure_shard.
+bool make_dir(const fs::path& dir, const fs::path& parent, mode_t mode, std::string& error) {
     if (::mkdir(dir.c_str(), mode) == 0) {
         if (::chmod(dir.c_str(), mode) != 0) {
             error = os_error("cannot set the mode of", dir);
@@ -63,6 +64,28 @@ bool ensure_dir(const fs::path& dir, const fs::path& parent, mode_t mode, std::s
     error = os_error("cannot create cache folder", dir);
     return false;
 }
+
+// Why a folder or file of a cache may not be trusted, or "" when it may. kjit loads and runs
+// what it reads, and a checksum proves integrity, not authorship: only this user, and for a
+// read-only layer root (a cache installed system-wide), may have written it.
+std::string untrusted_because(const struct stat& st, bool root_may_own) {
+    const uid_t me = ::geteuid();
+    if (st.st_uid != me && !(root_may_own && st.st_uid == 0))
+        return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(me) + ")";
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        return std::string("mode ") + mode + ": other users can write to it";
+    }
+    return {};
+}
+
+// 0-15 for a lowercase hex digit (names are checked by is_valid_key first).
+unsigned hex_digit(char c) { return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10); }
+
+// Flags of every read of a cache file: a symlink is not followed (it could name any file), and
+// a FIFO planted as an entry does not block the open (the fstat after it refuses it).
+constexpr int kReadFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 
 // Time of last use as kjit records it (explicitly, see DiskStore::read), in nanoseconds; mtime
 // for a file system that keeps no atime at all.
@@ -117,7 +140,9 @@ std::vector<ShardFile> shard_files(const fs::path& dir) {
     std::vector<ShardFile> files;
     std::error_code ec;
     for (fs::directory_iterator shards(dir, ec), end; !ec && shards != end; shards.increment(ec)) {
-        if (!is_shard_name(shards->path().filename().string()) || !shards->is_directory(ec)) continue;
+        // Not through a symlink: clear() and prune() would remove files wherever it points.
+        if (!is_shard_name(shards->path().filename().string()) || shards->is_symlink(ec) || !shards->is_directory(ec))
+            continue;
         std::error_code ec2;
         for (fs::directory_iterator it(shards->path(), ec2); !ec2 && it != end; it.increment(ec2)) {
             ShardFile f{it->path(), {}, FileKind::other};
@@ -154,7 +179,7 @@ fs::path lock_path_of(const fs::path& entry_path, const std::string& key) {
 }
 
 // The problem with the entry file at `path`, or the entry. `st` receives the file's identity.
-std::optional<Entry> load(int fd, const std::string& path, const std::string& key, struct stat& st,
+std::optional<Entry> load(int fd, const std::string& path, const std::string& key, bool root_may_own, struct stat& st,
                           std::string& problem) {
     if (::fstat(fd, &st) != 0) {
         problem = os_error("cannot stat", path);
@@ -164,6 +189,7 @@ std::optional<Entry> load(int fd, const std::string& path, const std::string& ke
         problem = "not a regular file";
         return std::nullopt;
     }
+    if (problem = untrusted_because(st, root_may_own); !problem.empty()) return std::nullopt;
     if (static_cast<std::uint64_t>(st.st_size) > kMaxEntryBytes) {
         problem = "too large: " + std::to_string(st.st_size) + " bytes";
         return std::nullopt;
@@ -218,15 +244,14 @@ void DiskStore::open_folder(bool want_writable) {
         kjit::detail::warn_once(warn_key, "cache folder " + dir_.string() + " is not a folder; not using it");
         return;
     }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        // Refused for reads too: whoever else can write here could plant an entry (a checksum
-        // proves integrity, not authorship), and kjit would load and run that code.
+    root_may_own_ = !want_writable;
+    if (const std::string why = untrusted_because(st, root_may_own_); !why.empty()) {
+        // Refused for reads too: whoever else can write here could plant an entry, and kjit would
+        // load and run that code.
         usable_ = false;
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-        kjit::detail::warn_once(warn_key, "refusing cache folder " + dir_.string() + " (mode " + mode +
-                                              "): other users can write to it and could plant kernel binaries; "
-                                              "not reading or writing it (chmod go-w to use it)");
+        kjit::detail::warn_once(warn_key, "refusing cache folder " + dir_.string() + " (" + why +
+                                              "): it could hold kernel binaries planted by another user; "
+                                              "not reading or writing it");
         return;
     }
     // Files are readable by others only if the folder is.
@@ -256,12 +281,42 @@ fs::path DiskStore::entry_path(const std::string& key) const {
     return dir_ / key.substr(0, 2) / (key + std::string(kEntrySuffix));
 }
 
+std::string DiskStore::shard_problem(std::string_view name, bool* missing) const {
+    const std::string shard = dir_.native() + "/" + std::string(name.substr(0, 2));
+    struct stat st {};
+    if (::lstat(shard.c_str(), &st) != 0) {
+        if (missing) *missing = errno == ENOENT;
+        return os_error("cannot stat", shard);
+    }
+    if (S_ISLNK(st.st_mode)) return "a symlink";
+    if (!S_ISDIR(st.st_mode)) return "not a folder";
+    return untrusted_because(st, root_may_own_);
+}
+
+bool DiskStore::shard_trusted(std::string_view name) const {
+    std::atomic<bool>& trusted = shard_trusted_[hex_digit(name[0]) * 16 + hex_digit(name[1])];
+    if (trusted.load(std::memory_order_relaxed)) return true;
+    bool missing = false;
+    const std::string problem = shard_problem(name, &missing);
+    if (problem.empty()) {
+        // For good: only this user can replace a shard of a trusted folder.
+        trusted.store(true, std::memory_order_relaxed);
+        return true;
+    }
+    if (missing) return false;  // not made yet: a plain miss
+    const std::string shard = dir_.string() + "/" + std::string(name.substr(0, 2));
+    kjit::detail::warn_once("cache-folder:" + shard, "refusing cache folder " + shard + " (" + problem +
+                                                         "): it could hold kernel binaries planted by another user; "
+                                                         "not reading or writing it");
+    return false;
+}
+
 std::optional<Entry> DiskStore::read(const std::string& key) {
     if (!is_valid_key(key)) entry_path(key);  // throws its error
-    if (!usable_) return std::nullopt;
+    if (!usable_ || !shard_trusted(key)) return std::nullopt;
     const std::string path = file_path(dir_.native(), key, kEntrySuffix);
     KJIT_TRACE("entry file: path");
-    Fd fd = open_retry(path.c_str(), O_RDONLY);
+    Fd fd = open_retry(path.c_str(), kReadFlags);
     KJIT_TRACE("entry file: open");
     if (!fd) {
         if (errno != ENOENT && errno != ENOTDIR)
@@ -270,7 +325,7 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
     }
     struct stat st {};
     std::string problem;
-    auto entry = load(fd.get(), path, key, st, problem);
+    auto entry = load(fd.get(), path, key, root_may_own_, st, problem);
     if (!entry) {
         std::string what = "damaged cache entry " + path + ": " + problem;
         if (writable_) {
@@ -300,7 +355,7 @@ bool DiskStore::write(const Entry& e) {
     const fs::path path = entry_path(e.key);
     if (!writable_) return false;
     std::string error;
-    if (!ensure_dir(path.parent_path(), dir_, shard_mode_, error)) {
+    if (!ensure_shard(path, error)) {
         kjit::detail::warn_once("cache-write:" + error, "cannot store a cache entry: " + error);
         return false;
     }
@@ -345,6 +400,16 @@ bool DiskStore::write_locked(const Entry& e, const fs::path& path) {
     return true;
 }
 
+// The shard folder of the file at `path`, made if missing; false, with `error`, when it cannot
+// be made or is refused (written there, an entry could be replaced by another user).
+bool DiskStore::ensure_shard(const fs::path& path, std::string& error) const {
+    if (!make_dir(path.parent_path(), dir_, shard_mode_, error)) return false;
+    const std::string name = path.filename().string();
+    if (shard_trusted(name)) return true;
+    error = "refused cache folder " + path.parent_path().string();
+    return false;
+}
+
 Entry DiskStore::get_or_create(const std::string& key, const std::function<Entry()>& produce) {
     const fs::path path = entry_path(key);
     if (auto hit = read(key)) return std::move(*hit);
@@ -356,9 +421,11 @@ Entry DiskStore::get_or_create(const std::string& key, const std::function<Entry
         return e;
     };
     std::string error;
-    EntryLock lock;
-    if (ensure_dir(path.parent_path(), dir_, shard_mode_, error))
-        lock = lock_file(lock_path_of(path, key), file_mode_, Wait::block, &error);
+    if (!ensure_shard(path, error)) {
+        kjit::detail::warn_once("cache-write:" + error, "cannot store a cache entry: " + error);
+        return checked(produce());
+    }
+    EntryLock lock = lock_file(lock_path_of(path, key), file_mode_, Wait::block, &error);
     if (!lock) {
         // Without the lock the work may be done twice, never wrongly: writes are atomic.
         kjit::detail::warn_once("cache-lock:" + dir_.string(), "cache entries may be compiled twice: " + error);
@@ -392,15 +459,22 @@ std::uint64_t DiskStore::total_bytes() const {
 
 std::vector<std::pair<fs::path, std::string>> DiskStore::verify() const {
     std::vector<std::pair<fs::path, std::string>> damaged;
-    for (const auto& item : list()) {
-        Fd fd = open_retry(item.path.c_str(), O_RDONLY);
+    // Every file named as an entry, not list()'s regular files only: a FIFO or a device planted
+    // as one is named too.
+    for (const auto& item : shard_files(dir_)) {
+        if (item.kind != FileKind::entry) continue;
+        if (const std::string problem = shard_problem(item.key); !problem.empty()) {
+            damaged.emplace_back(item.path, "in a refused folder: " + problem);
+            continue;
+        }
+        Fd fd = open_retry(item.path.c_str(), kReadFlags);
         if (!fd) {
             if (errno != ENOENT) damaged.emplace_back(item.path, os_error("cannot open", item.path));
             continue;  // removed meanwhile
         }
         struct stat st {};
         std::string problem;
-        if (!load(fd.get(), item.path, item.key, st, problem)) damaged.emplace_back(item.path, problem);
+        if (!load(fd.get(), item.path, item.key, root_may_own_, st, problem)) damaged.emplace_back(item.path, problem);
     }
     return damaged;
 }
@@ -490,7 +564,7 @@ bool DiskStore::write_small_file(const std::string& name, std::string_view suffi
                                  const char* what, bool durable) {
     const fs::path path = dir_ / name.substr(0, 2) / (name + std::string(suffix));
     std::string error;
-    if (ensure_dir(path.parent_path(), dir_, shard_mode_, error)) {
+    if (ensure_shard(path, error)) {
         const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
                              std::to_string(tmp_counter_.fetch_add(1));
         int err = 0;
@@ -507,9 +581,14 @@ bool DiskStore::write_small_file(const std::string& name, std::string_view suffi
 // The bytes of <dir>/<aa>/<name><suffix> when it exists and holds at most `max_bytes`.
 std::optional<std::string> DiskStore::read_small_file(const std::string& name, std::string_view suffix,
                                                       std::size_t max_bytes) const {
+    if (!shard_trusted(name)) return std::nullopt;
     const std::string path = file_path(dir_.native(), name, suffix);
-    Fd fd = open_retry(path.c_str(), O_RDONLY);
+    Fd fd = open_retry(path.c_str(), kReadFlags);
     if (!fd) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes ||
+        !untrusted_because(st, root_may_own_).empty())
+        return std::nullopt;
     std::string bytes;
     char buffer[4096];
     for (;;) {
@@ -529,14 +608,70 @@ std::optional<std::string> DiskStore::read_small_file(const std::string& name, s
 
 bool DiskStore::write_alias(const std::string& alias, const std::string& key) {
     if (!writable_ || !is_valid_key(alias) || !is_valid_key(key)) return false;
-    return write_small_file(alias, kAliasSuffix, key, "alias", true);
+    return write_small_file(alias, kAliasSuffix, key + "\n" + alias + "\n", "alias", true);
 }
+
+namespace {
+// "<key>\n<alias>\n", or the key alone (written before aliases named themselves).
+constexpr std::size_t kAliasFileBytes = 32 + 1 + 32 + 1;
+
+// The key an alias file's `bytes` hold for `alias`, or nothing with `problem` saying why.
+std::optional<std::string> alias_key(std::string_view bytes, std::string_view alias, std::string& problem) {
+    const std::string_view key = bytes.substr(0, 32);
+    if (!is_valid_key(key) || !(bytes.size() == 32 || bytes.size() == kAliasFileBytes)) {
+        problem = "not a cache key";
+        return std::nullopt;
+    }
+    if (bytes.size() == kAliasFileBytes &&
+        (bytes[32] != '\n' || bytes.substr(33, 32) != alias || bytes.back() != '\n')) {
+        problem = "it is alias " + std::string(bytes.substr(33, 32)) + "'s file (swapped or copied)";
+        return std::nullopt;
+    }
+    return std::string(key);
+}
+}  // namespace
 
 std::optional<std::string> DiskStore::read_alias(const std::string& alias) const {
     if (!usable_ || !is_valid_key(alias)) return std::nullopt;
-    std::optional<std::string> key = read_small_file(alias, kAliasSuffix, 32);
-    if (!key || !is_valid_key(*key)) return std::nullopt;  // damaged: a miss, never a wrong entry (the entry is verified too)
+    const std::optional<std::string> bytes = read_small_file(alias, kAliasSuffix, kAliasFileBytes);
+    if (!bytes) return std::nullopt;
+    std::string problem;
+    std::optional<std::string> key = alias_key(*bytes, alias, problem);
+    if (!key) {  // a miss, never a wrong entry
+        const std::string path = file_path(dir_.native(), alias, kAliasSuffix);
+        kjit::detail::warn_once("cache-alias:" + path, "cache alias " + path + " not used: " + problem);
+    }
     return key;
+}
+
+std::vector<std::pair<fs::path, std::string>> DiskStore::verify_aliases() const {
+    std::vector<std::pair<fs::path, std::string>> damaged;
+    for (const auto& f : shard_files(dir_)) {
+        if (f.kind != FileKind::alias) continue;
+        if (const std::string problem = shard_problem(f.key); !problem.empty()) {
+            damaged.emplace_back(f.path, "in a refused folder: " + problem);
+            continue;
+        }
+        Fd fd = open_retry(f.path.c_str(), kReadFlags);
+        if (!fd) {
+            if (errno != ENOENT) damaged.emplace_back(f.path, os_error("cannot open", f.path));
+            continue;  // removed meanwhile
+        }
+        struct stat st {};
+        std::string problem;
+        char bytes[kAliasFileBytes + 1];
+        if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            problem = "not a regular file";
+        } else if (problem = untrusted_because(st, root_may_own_); problem.empty()) {
+            const std::optional<std::size_t> got = read_all(fd.get(), reinterpret_cast<unsigned char*>(bytes), sizeof bytes);
+            if (!got)
+                problem = os_error("cannot read", f.path);
+            else
+                (void)alias_key(std::string_view(bytes, *got), f.key, problem);
+        }
+        if (!problem.empty()) damaged.emplace_back(f.path, problem);
+    }
+    return damaged;
 }
 
 namespace {
@@ -557,13 +692,19 @@ bool is_check_line_of(std::string_view line, std::string_view text) {
 }
 }  // namespace
 
+namespace {
+// A note's first line: whose it is.
+std::string note_name_line(std::string_view name) { return "note=" + std::string(name) + "\n"; }
+}  // namespace
+
 bool DiskStore::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
     if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteTextBytes ||
         entry.size() > kMaxNoteEntryBytes || text.starts_with(kNoteCheckPrefix) ||
         text.find(kNoteCheckLineStart) != std::string::npos ||
         (!text.empty() && text.back() != '\n'))
         return false;
-    std::string bytes = text + note_check_line(text);
+    std::string bytes = note_name_line(name) + text;
+    bytes += note_check_line(bytes);
     bytes.append(reinterpret_cast<const char*>(entry.data()), entry.size());
     // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line or its
     // entry's checksum.
@@ -576,7 +717,7 @@ bool DiskStore::write_note(const std::string& name, const std::string& text, std
 namespace {
 // The note in bytes[0, size): its text ends at the first line that starts with the check prefix
 // (no line of a note's text does), which must be its check line.
-std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes, std::size_t size) {
+std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes, std::size_t size, std::string_view name) {
     const std::string_view all(reinterpret_cast<const char*>(bytes.get()), size);
     std::size_t check_at = 0;
     if (!all.starts_with(kNoteCheckPrefix)) {
@@ -585,7 +726,12 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
         check_at = found + 1;
     }
     if (!is_check_line_of(all.substr(check_at, kNoteCheckLineBytes), all.substr(0, check_at))) return std::nullopt;
+    // Compared in place: 5 + 32 + 1 bytes (a fresh process's first cached call reads a note).
+    constexpr std::size_t kNameLineBytes = 5 + 32 + 1;
+    if (check_at < kNameLineBytes || !all.starts_with("note=") || all.substr(5, 32) != name || all[37] != '\n')
+        return std::nullopt;
     DiskStore::Note note;
+    note.text_at = kNameLineBytes;
     note.bytes = std::move(bytes);
     note.size = size;
     note.text_size = check_at;
@@ -597,25 +743,26 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
 namespace {
 // The note file open as `fd` (of `path`), read whole with one fstat (its size, and `st` for the
 // access time) and one read; nothing when it is not a note.
-std::optional<DiskStore::Note> read_note_file(int fd, struct stat& st,
+std::optional<DiskStore::Note> read_note_file(int fd, std::string_view name, bool root_may_own, struct stat& st,
                                               std::uint64_t max_bytes = kMaxNoteTextBytes + kMaxNoteEntryBytes) {
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes ||
+        !untrusted_because(st, root_may_own).empty())
         return std::nullopt;
     const auto size = static_cast<std::size_t>(st.st_size);
     std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
     const std::optional<std::size_t> got = read_all(fd, bytes.get(), size);
     if (!got || *got != size) return std::nullopt;
-    return split_note(std::move(bytes), size);
+    return split_note(std::move(bytes), size, name);
 }
 }  // namespace
 
 std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) const {
-    if (!usable_ || !is_valid_key(name)) return std::nullopt;
+    if (!usable_ || !is_valid_key(name) || !shard_trusted(name)) return std::nullopt;
     const std::string path = file_path(dir_.native(), name, kNoteSuffix);
-    Fd fd = open_retry(path.c_str(), O_RDONLY);
+    Fd fd = open_retry(path.c_str(), kReadFlags);
     if (!fd) return std::nullopt;
     struct stat st {};
-    std::optional<Note> note = read_note_file(fd.get(), st);
+    std::optional<Note> note = read_note_file(fd.get(), name, root_may_own_, st);
     if (note && writable_ && !used_lately(st)) {
         // Kept for eviction as an entry's is (see read()).
         const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
@@ -627,16 +774,16 @@ std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) con
 
 std::optional<DiskStore::Note> DiskStore::peek_note(const std::string& name, std::size_t max_bytes,
                                                    std::int64_t& last_used) const {
-    if (!usable_ || !is_valid_key(name)) return std::nullopt;
+    if (!usable_ || !is_valid_key(name) || !shard_trusted(name)) return std::nullopt;
     const std::string path = file_path(dir_.native(), name, kNoteSuffix);
     // O_NOATIME: reading ahead is no use; a relatime mount would otherwise record one, and the
     // notes read ahead would never be evicted (only the file's owner may ask: else without).
-    Fd fd = open_retry(path.c_str(), O_RDONLY | O_NOATIME);
-    if (!fd && errno == EPERM) fd = open_retry(path.c_str(), O_RDONLY);
+    Fd fd = open_retry(path.c_str(), kReadFlags | O_NOATIME);
+    if (!fd && errno == EPERM) fd = open_retry(path.c_str(), kReadFlags);
     if (!fd) return std::nullopt;
     struct stat st {};
     std::optional<Note> note =
-        read_note_file(fd.get(), st, std::min<std::uint64_t>(max_bytes, kMaxNoteTextBytes + kMaxNoteEntryBytes));
+        read_note_file(fd.get(), name, root_may_own_, st, std::min<std::uint64_t>(max_bytes, kMaxNoteTextBytes + kMaxNoteEntryBytes));
     if (note) last_used = last_used_ns(st);
     return note;
 }
@@ -653,13 +800,22 @@ std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {
     std::vector<std::pair<fs::path, std::string>> damaged;
     for (const auto& f : shard_files(dir_)) {
         if (f.kind != FileKind::note) continue;
-        Fd fd = open_retry(f.path.c_str(), O_RDONLY);
-        if (!fd) continue;  // removed meanwhile
+        if (const std::string problem = shard_problem(f.key); !problem.empty()) {
+            damaged.emplace_back(f.path, "in a refused folder: " + problem);
+            continue;
+        }
+        Fd fd = open_retry(f.path.c_str(), kReadFlags);
+        if (!fd) {
+            if (errno != ENOENT) damaged.emplace_back(f.path, os_error("cannot open", f.path));
+            continue;  // removed meanwhile
+        }
         struct stat st {};
-        const std::optional<Note> note = read_note_file(fd.get(), st);
+        const std::optional<Note> note = read_note_file(fd.get(), f.key, root_may_own_, st);
         std::string problem;
-        if (!note)
-            damaged.emplace_back(f.path, "note fails its check line");
+        if (!note && fstat(fd.get(), &st) == 0 && !(problem = untrusted_because(st, root_may_own_)).empty())
+            damaged.emplace_back(f.path, problem);
+        else if (!note)
+            damaged.emplace_back(f.path, "note fails its check line, or is another note's");
         else if (!note->entry().empty() && !parse_entry(note->entry(), {}, problem))
             damaged.emplace_back(f.path, "the entry the note carries: " + problem);
     }

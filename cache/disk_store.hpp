@@ -13,15 +13,18 @@
 // key once across processes; while holding it, every temporary of that key is known to be stale.
 //
 // Trust: every read is verified (magic, version, sizes, checksum, key); a damaged entry is
-// never returned. A folder that other users can write to is not used at all (see DiskStore()).
+// never returned. A folder that other users can write to is not used at all (see DiskStore()),
+// nor is a shard folder or file that is not the user's own (see shard_trusted()), and no symlink
+// is followed to read a file.
 //
-// Thread safety: a DiskStore may be used from many threads at once; it keeps no mutable state
-// besides an atomic counter.
+// Thread safety: a DiskStore may be used from many threads at once; its mutable state is atomic
+// (a counter, and which shard folders were found sound).
 //
 // Beside the shards, <dir>/recent-notes names the notes written last (cache/recent_notes.hpp),
 // and <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -50,10 +53,13 @@ public:
     //    files follow the folder's read permissions (0644 in a 0755 folder, 0600 in a 0700 one).
     //  - writable but it cannot be created or written: one warning, writable() == false, and it is
     //    still read from.
-    //  - group- or world-writable (any S_IWGRP|S_IWOTH on the folder), writable or not: one
+    //  - group- or world-writable (any S_IWGRP|S_IWOTH on the folder), or owned by another user
+    //    than the effective one (a read-only folder may also be root's), writable or not: one
     //    warning and the store is unusable, for reads as well as writes: anyone who can write
     //    there could plant a binary that kjit would load and run, and a checksum proves nothing
     //    about who wrote the file. Reads miss, writes fail, get_or_create() just produces.
+    //    Shard folders and the files read are held to the same rule, a shard folder that is a
+    //    symlink is refused (one warning each, and a miss), and files are opened O_NOFOLLOW.
     //  - read-only and missing: reads miss.
     // `max_bytes` caps the total size of the entries (0 = no cap); write() prunes to it.
     DiskStore(std::filesystem::path dir, bool writable, std::uint64_t max_bytes = 0);
@@ -116,25 +122,34 @@ public:
     // Aliases: <dir>/<aa>/<alias>.alias holds the key of an entry, so that a process without NVRTC
     // (whose version is part of every key) finds entries by a key without it
     // (cache/kernel_cache.hpp). Written atomically like entries; clear() removes them; an alias
-    // whose entry was evicted just misses.
+    // whose entry was evicted just misses. The file holds the key and then its own name, each on
+    // a line, so that a file that holds another alias's key (swapped, copied) is a miss with a
+    // warning; one of the key alone (written by kjit before 2026-12-06) is still read, and the
+    // entry it leads to is checked against the request (KernelCache::find_alias).
     bool write_alias(const std::string& alias, const std::string& key);
     std::optional<std::string> read_alias(const std::string& alias) const;
+    // Every alias file that is not sound: unreadable, not a key, or another alias's. Removes nothing.
+    std::vector<std::pair<std::filesystem::path, std::string>> verify_aliases() const;
 
     // Notes: <dir>/<aa>/<name>.note holds a short text that lets a process skip work on a later
     // hit (jit/plan_note.hpp), and optionally the bytes of one entry file after it, so that such
     // a hit reads one file instead of two. Written atomically like aliases (but not fsynced), the
     // text with an XXH3 line of its own that read_note() checks (a damaged text reads as no note,
     // never as other text; the entry's bytes are checked by whoever parses them, as an entry's
-    // are). Notes count in the size cap and are evicted like entries, by the access time kjit
+    // are). The file starts with a line naming its note ("note=<name>", under the check line),
+    // so that another note's file in its place (swapped, copied) reads as no note. Notes count in the size cap and are evicted like entries, by the access time kjit
     // records when reading one; clear() removes them. `name` is a key (32 lowercase hex
     // characters).
     struct Note {
         // The whole file (not a std::string, which would zero it before the read overwrites it).
         std::unique_ptr<unsigned char[]> bytes;
         std::size_t size = 0;
-        std::size_t text_size = 0;  // bytes[0, text_size): the text, without its check line
+        std::size_t text_at = 0;    // bytes[text_at, text_size): the text, without its name and check lines
+        std::size_t text_size = 0;
         std::size_t entry_at = 0;   // bytes[entry_at, size): the entry file carried, if any
-        std::string_view text() const { return {reinterpret_cast<const char*>(bytes.get()), text_size}; }
+        std::string_view text() const {
+            return {reinterpret_cast<const char*>(bytes.get()) + text_at, text_size - text_at};
+        }
         std::span<const unsigned char> entry() const { return {bytes.get() + entry_at, size - entry_at}; }
     };
     // A note carries an entry file up to this size (a first call's module is a few KB; a bigger
@@ -160,6 +175,15 @@ public:
     static constexpr std::chrono::seconds kStaleTemporaryAge{3600};
 
 private:
+    // Why the shard folder of `name` (a key or a note's or alias's name) may not be used: a
+    // symlink, not a folder, not the user's own or writable by others; "" when it may be.
+    // `missing` is set when it does not exist.
+    std::string shard_problem(std::string_view name, bool* missing = nullptr) const;
+    // Whether the shard folder of `name` may be read from and written to; a refused one is
+    // warned about once. A sound one is remembered: only this user can replace a shard of a
+    // folder that passed open_folder(), so a fresh process pays one lstat per shard it reads.
+    bool shard_trusted(std::string_view name) const;
+    bool ensure_shard(const std::filesystem::path& path, std::string& error) const;
     std::uint64_t prune_except(std::uint64_t max_bytes, const std::filesystem::path& keep);
     bool write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes, const char* what,
                           bool durable);
@@ -171,10 +195,12 @@ private:
     std::filesystem::path dir_;
     bool writable_ = false;
     bool usable_ = true;
+    bool root_may_own_ = false;  // a read-only folder: root's folders and files are trusted too
     std::uint64_t max_bytes_ = 0;
     unsigned file_mode_ = 0600;   // entries, temporaries and lock files
     unsigned shard_mode_ = 0700;  // shard folders
     std::atomic<std::uint64_t> tmp_counter_{0};
+    mutable std::array<std::atomic<bool>, 256> shard_trusted_{};  // by the key's first byte
     std::once_flag swept_;  // the sweep after this store's first write
 };
 

@@ -21,6 +21,9 @@ CacheSettings CacheSettings::from_environment() {
     for (const std::string& d : cache_search_path()) s.read_only.push_back(d);
     const char* disable = std::getenv("KJIT_CACHE_DISABLE");
     s.disk = !(disable != nullptr && std::string(disable) == "1");
+    if (s.disk && s.dir.empty())
+        ::kjit::detail::warn_once("cache-no-home", "neither KJIT_CACHE_DIR, XDG_CACHE_HOME nor HOME is set: kernels are "
+                                                   "cached in memory only (set KJIT_CACHE_DIR to keep them on disk)");
     if (const char* cap = std::getenv("KJIT_CACHE_MAX_BYTES"); cap && *cap) {
         char* end = nullptr;
         const unsigned long long v = std::strtoull(cap, &end, 10);
@@ -170,7 +173,17 @@ std::shared_ptr<const Entry> KernelCache::keep_disk_hit(Shard& shard, const std:
     return entry;
 }
 
-std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_alias, const std::string& spec_json,
+std::string mismatch(const EntryMetadata& meta, const Wanted& wanted) {
+    if (meta.kernel_name == wanted.kernel_name && meta.types == wanted.types && meta.arch == wanted.arch) return {};
+    auto describe = [](const std::string& name, const std::string& types, const std::string& arch) {
+        return "'" + name + "' (" + (types.empty() ? std::string() : types + ", ") + arch + ")";
+    };
+    return "it holds " + describe(meta.kernel_name, meta.types, meta.arch) + ", not " +
+           describe(wanted.kernel_name, wanted.types, wanted.arch);
+}
+
+// `alias_of`: `name` is an alias, for that request; null: `name` is a key.
+std::shared_ptr<const Entry> KernelCache::find(const std::string& name, const Wanted* alias_of, const std::string& spec_json,
                                                const std::string& arch) {
     Shard& shard = shard_of(name);
     if (std::shared_ptr<const Entry> found; from_memory(shard, name, found)) return found;
@@ -179,10 +192,19 @@ std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_
     if (writable_) stores.push_back(writable_.get());
     for (const auto& s : read_only_) stores.push_back(s.get());
     for (std::size_t layer = 0; layer < stores.size(); ++layer) {
-        const std::optional<std::string> key = is_alias ? stores[layer]->read_alias(name) : std::optional(name);
+        const std::optional<std::string> key = alias_of ? stores[layer]->read_alias(name) : std::optional(name);
         if (key) {
-            if (std::optional<Entry> e = stores[layer]->read(*key))
-                return keep_disk_hit(shard, name, std::make_shared<const Entry>(std::move(*e)), layer, spec_json, arch);
+            std::optional<Entry> e = stores[layer]->read(*key);
+            // An alias holds only a key: the entry must say it is what was asked.
+            if (e && alias_of) {
+                if (const std::string wrong = mismatch(e->meta, *alias_of); !wrong.empty()) {
+                    ::kjit::detail::warn_once("cache-alias:" + stores[layer]->dir().string() + ":" + name,
+                                              "cache alias " + name + " in " + stores[layer]->dir().string() +
+                                                  " leads to another kernel's entry " + *key + " (" + wrong + "); not used");
+                    e.reset();
+                }
+            }
+            if (e) return keep_disk_hit(shard, name, std::make_shared<const Entry>(std::move(*e)), layer, spec_json, arch);
         }
         ++layer_misses_[layer];
     }
@@ -190,13 +212,13 @@ std::shared_ptr<const Entry> KernelCache::find(const std::string& name, bool is_
 }
 
 std::shared_ptr<const Entry> KernelCache::find_alias(const std::string& alias, const std::string& spec_json,
-                                                     const std::string& arch) {
-    return find(alias, true, spec_json, arch);
+                                                     const std::string& arch, const Wanted& wanted) {
+    return find(alias, &wanted, spec_json, arch);
 }
 
 std::shared_ptr<const Entry> KernelCache::find_key(const std::string& key, const std::string& spec_json,
                                                    const std::string& arch) {
-    return find(key, false, spec_json, arch);
+    return find(key, nullptr, spec_json, arch);
 }
 
 std::string KernelCache::writable_dir() const {

@@ -28,6 +28,16 @@ struct Request {
     std::function<Entry()> compile;
 };
 
+// What a request asks of an entry it reaches by another name than the entry's key (an alias):
+// the entry's own metadata must say the same, or it is another kernel's.
+struct Wanted {
+    std::string kernel_name;
+    std::string types;  // "T=float32", empty when none
+    std::string arch;
+};
+// "" when `meta` is what `wanted` asks; else what differs, for a warning.
+std::string mismatch(const EntryMetadata& meta, const Wanted& wanted);
+
 class KernelCache {
 public:
     explicit KernelCache(const CacheSettings& settings);
@@ -36,9 +46,10 @@ public:
     // Memory, then the writable folder, then the read-only ones, then request.compile(). Throws
     // what compile() throws; a failed key is forgotten, so that a later call tries again.
     std::shared_ptr<const Entry> get(const Request& request);
-    // The entry stored under an alias in any folder (for a process without NVRTC), or null.
+    // The entry stored under an alias in any folder (for a process without NVRTC), or null. An
+    // entry that is not `wanted` (an alias file swapped or copied) is passed over with a warning.
     std::shared_ptr<const Entry> find_alias(const std::string& alias, const std::string& spec_json,
-                                            const std::string& arch);
+                                            const std::string& arch, const Wanted& wanted);
     // The entry of `key` in memory or any folder, or null; never compiles.
     std::shared_ptr<const Entry> find_key(const std::string& key, const std::string& spec_json, const std::string& arch);
     // The writable folder when it can be written; empty otherwise.
@@ -105,7 +116,7 @@ private:
     // KJIT_CACHE_RECORD, kept in memory under `name`.
     std::shared_ptr<const Entry> keep_disk_hit(Shard& shard, const std::string& name, std::shared_ptr<const Entry> entry,
                                                std::size_t layer, const std::string& spec_json, const std::string& arch);
-    std::shared_ptr<const Entry> find(const std::string& name, bool is_alias, const std::string& spec_json,
+    std::shared_ptr<const Entry> find(const std::string& name, const Wanted* alias_of, const std::string& spec_json,
                                       const std::string& arch);
     std::shared_ptr<const Entry> load_or_compile(const Request& request);
     void record(const std::string& spec_json, const std::string& arch);

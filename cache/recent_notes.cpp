@@ -26,7 +26,8 @@ std::atomic<unsigned> g_temporaries{0};  // threads of one process write tempora
 
 std::vector<std::string> read_recent_notes(const std::filesystem::path& dir) {
     std::vector<std::string> names;
-    const Fd fd = open_retry(list_path(dir).c_str(), O_RDONLY);
+    // Not through a symlink, and a FIFO planted here fails the read instead of blocking it.
+    const Fd fd = open_retry(list_path(dir).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
     if (!fd) return names;
     unsigned char bytes[kMaxBytes + 1];
     const std::optional<std::size_t> got = read_all(fd.get(), bytes, sizeof bytes);

@@ -145,8 +145,16 @@ std::optional<std::string> read_record(const std::string& cache_dir) {
     if (cache_dir.empty()) return std::nullopt;
     std::string text;
     // open/read rather than stdio: read before a fresh process's first cached call.
-    const int fd = ::open((cache_dir + "/" + kRecordName).c_str(), O_RDONLY | O_CLOEXEC);
+    // Not through a symlink (to /dev/zero, say), a FIFO does not block the open, and only a
+    // regular file of a record's size is read.
+    const int fd = ::open((cache_dir + "/" + kRecordName).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return std::nullopt;
+    constexpr off_t kMaxRecordBytes = 64 * 1024;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxRecordBytes) {
+        ::close(fd);
+        return std::nullopt;
+    }
     char buf[4096];
     ssize_t got;
     while ((got = ::read(fd, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))

@@ -95,7 +95,7 @@ std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const Arch
     const std::string name = target.name();
     const std::string alias = cache::make_alias_key(key_source(p), options, name);
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
-    if (!have_nvrtc) return kernel_cache->find_alias(alias, spec_to_record(p, *kernel_cache), name);
+    if (!have_nvrtc) return kernel_cache->find_alias(alias, spec_to_record(p, *kernel_cache), name, {p.kernel_name, p.types, name});
     cache::Request r;
     r.key = cache::make_key(key_source(p), options, name, nvrtc_version_key());
     r.alias = alias;

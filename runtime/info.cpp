@@ -12,7 +12,9 @@ std::string default_cache_dir() {
     if (const char* dir = std::getenv("KJIT_CACHE_DIR"); dir && *dir) return dir;
     if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/kjit";
     if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kjit";
-    return ".kjit-cache";  // no home at all (a bare container): a folder beside the process
+    // No home at all (a bare container). Not a folder relative to the current directory: in
+    // /tmp, another user could have made it first, full of planted kernels. Memory only.
+    return {};
 }
 
 std::vector<std::string> cache_search_path() {

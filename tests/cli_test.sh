@@ -120,7 +120,13 @@ expect 0 "56 compiled, 0 already cached, 0 failed" -- precompile "$tmp/m.json" -
 expect 0 "0 compiled, 56 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
 expect 0 "56 entries" -- cache stats --cache-dir "$tmp/shipped"
 expect 0 "last used" -- cache ls --cache-dir "$tmp/shipped"
-expect 0 "56 entries checked, 0 damaged" -- cache verify --cache-dir "$tmp/shipped"
+expect 0 "56 entries checked, 0 damaged; 0 damaged plan notes; 0 damaged aliases" -- cache verify --cache-dir "$tmp/shipped"
+# Two aliases' files exchanged (issue 30): each names the other alias, which verify reports.
+aliases=($(find "$tmp/shipped" -name '*.alias' | sort | head -2))
+cp "${aliases[0]}" "$tmp/alias0" && cp "${aliases[1]}" "${aliases[0]}" && cp "$tmp/alias0" "${aliases[1]}"
+expect 1 "damaged alias: ${aliases[0]}" -- cache verify --cache-dir "$tmp/shipped"
+cp "${aliases[0]}" "${aliases[1]}" && cp "$tmp/alias0" "${aliases[0]}"
+expect 0 "0 damaged aliases" -- cache verify --cache-dir "$tmp/shipped"
 victim=$(find "$tmp/shipped" -name '*.kjit' | head -1)
 printf 'X' | dd of="$victim" bs=1 seek=100 conv=notrunc status=none
 expect 1 "damaged: $victim" -- cache verify --cache-dir "$tmp/shipped"

@@ -606,3 +606,170 @@ TEST_CASE("an exception from produce() stores nothing and releases the lock", "[
     CHECK(store.get_or_create(key, [&] { return make_entry(key); }).key == key);
     CHECK(names_in(tmp.path()) == std::set<std::string>{key + ".kjit"});
 }
+
+// Issue 30, planted entries: every folder and file read is the user's own and writable by no one
+// else. The entry planted in each case is a sound one (valid checksum, the requested key), as an
+// attacker's would be.
+TEST_CASE("a shard folder other users can write to is refused: a miss, one warning", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    chmod_dir(tmp.path(), 0755);
+    const Entry e = make_entry(key_of(1));
+    REQUIRE(DiskStore(tmp.path(), true).write(e));
+    const fs::path shard = DiskStore(tmp.path(), false).entry_path(e.key).parent_path();
+    chmod_dir(shard, 0777);
+    StderrCapture capture;
+    for (const bool writable : {true, false}) {
+        DiskStore store(tmp.path(), writable);
+        REQUIRE(store.usable());  // the top folder is sound: other shards still serve
+        CHECK_FALSE(store.read(e.key).has_value());
+        CHECK_FALSE(store.read(e.key).has_value());
+        int produced = 0;
+        CHECK(store.get_or_create(e.key, [&] { return ++produced, e; }).key == e.key);
+        CHECK(produced == 1);
+    }
+    CHECK_FALSE(DiskStore(tmp.path(), true).write(e));  // not into a folder others can change either
+    CHECK(count_of(capture.text(), "refusing cache folder " + shard.string()) == 1);
+    chmod_dir(shard, 0755);
+    CHECK(DiskStore(tmp.path(), false).read(e.key).has_value());
+}
+
+TEST_CASE("a shard folder that is a symlink is refused, and entry files are not followed", "[disk_store][trust]") {
+    kjit::test::TempDir tmp, elsewhere;
+    const Entry e = make_entry(key_of(2));
+    REQUIRE(DiskStore(elsewhere.path(), true).write(e));
+    DiskStore probe(tmp.path(), true);
+    const fs::path shard = probe.entry_path(e.key).parent_path();
+    fs::create_directory_symlink(DiskStore(elsewhere.path(), false).entry_path(e.key).parent_path(), shard);
+    StderrCapture capture;
+    CHECK_FALSE(DiskStore(tmp.path(), false).read(e.key).has_value());
+    CHECK_FALSE(DiskStore(tmp.path(), true).read(e.key).has_value());
+    CHECK(count_of(capture.text(), "refusing cache folder " + shard.string()) == 1);
+
+    // A real shard folder whose entry is a symlink to a sound entry of that key.
+    fs::remove(shard);
+    fs::create_directory(shard);
+    fs::create_symlink(DiskStore(elsewhere.path(), false).entry_path(e.key), probe.entry_path(e.key));
+    CHECK_FALSE(DiskStore(tmp.path(), false).read(e.key).has_value());
+    CHECK_FALSE(DiskStore(tmp.path(), false).verify().empty());  // verify names it
+}
+
+TEST_CASE("a group- or world-writable entry file is refused", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    const Entry e = make_entry(key_of(3));
+    DiskStore store(tmp.path(), true);
+    REQUIRE(store.write(e));
+    REQUIRE(::chmod(store.entry_path(e.key).c_str(), 0666) == 0);
+    CHECK_FALSE(DiskStore(tmp.path(), false).read(e.key).has_value());
+    const auto damaged = DiskStore(tmp.path(), false).verify();
+    REQUIRE(damaged.size() == 1);
+    CHECK_THAT(damaged[0].second, Catch::Matchers::Contains("other users can write"));
+}
+
+namespace {
+constexpr uid_t kOtherUser = 65534;  // nobody
+
+// Whether this process may give files to another user (root); a visible skip otherwise.
+bool can_chown_to_other_user(const fs::path& probe) {
+    if (::geteuid() == 0 && ::lchown(probe.c_str(), kOtherUser, kOtherUser) == 0) return true;
+    WARN("SKIPPED (not root: cannot give files to another user): ownership checks untested here");
+    return false;
+}
+}  // namespace
+
+TEST_CASE("folders and files owned by another user are refused", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    put_file(tmp.path() / "probe", {1});
+    if (!can_chown_to_other_user(tmp.path() / "probe")) return;
+    const Entry e = make_entry(key_of(4));
+    REQUIRE(DiskStore(tmp.path(), true).write(e));
+    const fs::path entry = DiskStore(tmp.path(), false).entry_path(e.key);
+    for (const fs::path& p : {tmp.path(), entry.parent_path(), entry}) {
+        INFO(p);
+        REQUIRE(::chown(p.c_str(), kOtherUser, kOtherUser) == 0);
+        StderrCapture capture;
+        for (const bool writable : {false, true}) CHECK_FALSE(DiskStore(tmp.path(), writable).read(e.key).has_value());
+        if (p != entry) {
+            CHECK(count_of(capture.text(), "refusing cache folder " + p.string()) == 1);
+            REQUIRE(::chown(p.c_str(), 0, 0) == 0);
+        } else {
+            CHECK_FALSE(fs::exists(entry));  // removed from the user's own folder, as a damaged entry is
+            REQUIRE(DiskStore(tmp.path(), true).write(e));
+        }
+        CHECK(DiskStore(tmp.path(), true).read(e.key).has_value());
+    }
+}
+
+TEST_CASE("a read-only layer may be owned by root, a writable folder may not", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    chmod_dir(tmp.path(), 0755);
+    const Entry e = make_entry(key_of(5));
+    REQUIRE(DiskStore(tmp.path(), true).write(e));  // 0644 files in 0755 folders, owned by us
+    put_file(tmp.path() / "probe", {1});
+    if (!can_chown_to_other_user(tmp.path() / "probe")) return;
+    if (::geteuid() != 0) return;
+    // As another user (a child that switched to it): the root-owned folder is a sound read-only
+    // layer, and refused as that user's writable cache.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        if (::setgid(kOtherUser) != 0 || ::setuid(kOtherUser) != 0) ::_exit(10);
+        if (!DiskStore(tmp.path(), false).read(e.key)) ::_exit(11);
+        DiskStore as_own(tmp.path(), true);
+        if (as_own.usable() || as_own.read(e.key)) ::_exit(12);
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+// Issue 30, special files: a FIFO where a file is expected must not block a lookup (nothing would
+// ever write to it), and verify must name it.
+TEST_CASE("a FIFO as an entry, an alias or a note is a miss, never a wait", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    const std::string key = key_of(6), alias = key_of(7), note = key_of(8);
+    REQUIRE(store.write(make_entry(key_of(9))));  // makes the shard folder (all keys share "ab")
+    const fs::path shard = store.entry_path(key).parent_path();
+    REQUIRE(::mkfifo(store.entry_path(key).c_str(), 0600) == 0);
+    REQUIRE(::mkfifo((shard / (alias + ".alias")).c_str(), 0600) == 0);
+    REQUIRE(::mkfifo((shard / (note + ".note")).c_str(), 0600) == 0);
+    DiskStore reader(tmp.path(), false);
+    CHECK_FALSE(reader.read(key).has_value());
+    CHECK_FALSE(reader.read_alias(alias).has_value());
+    CHECK_FALSE(reader.read_note(note).has_value());
+    const auto damaged = reader.verify();
+    REQUIRE(damaged.size() == 1);
+    CHECK(damaged[0].first == store.entry_path(key));
+}
+
+// Issue 30, swapped files: an alias or a note holds what another name should, with its own
+// checksum intact. Each must say whose it is, so that a swap is a miss and verify names it.
+TEST_CASE("aliases and notes swapped between names are misses, and verify names them", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    const std::string a1 = key_of(11), a2 = key_of(12), n1 = key_of(13), n2 = key_of(14);
+    REQUIRE(store.write_alias(a1, key_of(21)));
+    REQUIRE(store.write_alias(a2, key_of(22)));
+    REQUIRE(store.write_note(n1, "plan=one\n"));
+    REQUIRE(store.write_note(n2, "plan=two\n"));
+    const fs::path shard = store.entry_path(a1).parent_path();
+    auto swap_files = [&](const std::string& x, const std::string& y, const std::string& suffix) {
+        const std::vector<unsigned char> bx = file_bytes(shard / (x + suffix)), by = file_bytes(shard / (y + suffix));
+        put_file(shard / (x + suffix), by);
+        put_file(shard / (y + suffix), bx);
+    };
+    CHECK(store.read_alias(a1) == key_of(21));
+    CHECK(store.read_note(n1).has_value());
+    swap_files(a1, a2, ".alias");
+    swap_files(n1, n2, ".note");
+    DiskStore reader(tmp.path(), false);
+    CHECK_FALSE(reader.read_alias(a1).has_value());
+    CHECK_FALSE(reader.read_alias(a2).has_value());
+    CHECK_FALSE(reader.read_note(n1).has_value());
+    std::int64_t last_used = 0;
+    CHECK_FALSE(reader.peek_note(n2, 1 << 20, last_used).has_value());
+    CHECK(reader.verify_notes().size() == 2);
+    CHECK(reader.verify_aliases().size() == 2);
+}

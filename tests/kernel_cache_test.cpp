@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 #include <cstdio>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache/cache_key.hpp"
@@ -22,6 +23,7 @@
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
+#include "kjit/info.hpp"
 #include "kjit/device.hpp"
 #include "fake_driver.hpp"
 #include "runtime/detail/driver.hpp"
@@ -408,4 +410,70 @@ TEST_CASE("cost of cache hits", "[.][cache_bench]") {
     CHECK(kjit::cache_stats().compiles == 0);
     WARN("disk hit with an empty memory (NVRTC already loaded): median " << us[7] << " us (min " << us.front()
                                                                         << ", max " << us.back() << ")");
+}
+
+// Issue 30: with no home, a folder relative to the current directory (/tmp, say) is one that
+// another user could have made first, full of planted entries: there is no disk cache then.
+TEST_CASE("with no home there is no cache folder: memory only, one warning", "[kernel_cache][trust]") {
+    const kjit::test::TempDir cwd;
+    const fs::path old_cwd = fs::current_path();
+    fs::current_path(cwd.path());
+    kjit::test::ScopedEnv dir("KJIT_CACHE_DIR", nullptr), xdg("XDG_CACHE_HOME", nullptr), home("HOME", nullptr),
+        disable("KJIT_CACHE_DISABLE", nullptr);
+    CHECK(kjit::default_cache_dir().empty());
+    const kjit::CacheSettings settings = kjit::CacheSettings::from_environment();
+    CHECK(settings.dir.empty());
+    const std::string key = kjit::cache::make_key("nohome", {}, "sm_90", "v");
+    int compiles = 0;
+    KernelCache cache(settings);
+    cache.get(Request{key, "", "sm_90", "", [&] { return ++compiles, fake_entry(key, "p"); }});
+    CHECK(compiles == 1);
+    CHECK(cache.stats().layers.empty());
+    CHECK(fs::is_empty(cwd.path()));
+    fs::current_path(old_cwd);
+}
+
+// Issue 30: the NVRTC record beside the cache as a FIFO or a link to /dev/zero is no record
+// (and neither blocks nor is read without end).
+TEST_CASE("a special file as nvrtc-identity is ignored at once", "[kernel_cache][trust]") {
+    const kjit::test::TempDir dir;
+    const fs::path record = dir.path() / "nvrtc-identity";
+    REQUIRE(::mkfifo(record.c_str(), 0600) == 0);
+    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+    fs::remove(record);
+    fs::create_symlink("/dev/zero", record);
+    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+}
+
+// Issue 30, swapped aliases: an alias holds only a key, so the entry it leads to is served only
+// when its own metadata (kernel, binding, arch) is what was asked. Written as aliases of older
+// kjit were (the key alone), which say nothing of whose they are.
+TEST_CASE("an alias that leads to another kernel's entry is a miss with a warning", "[kernel_cache][trust]") {
+    const kjit::test::TempDir dir;
+    const std::string ka = kjit::cache::make_key("a", {}, "sm_90", "v"), kb = kjit::cache::make_key("b", {}, "sm_90", "v");
+    const std::string aa = kjit::cache::make_alias_key("a", {}, "sm_90"), ab = kjit::cache::make_alias_key("b", {}, "sm_90");
+    auto named = [](const std::string& key, const std::string& name) {
+        Entry e = fake_entry(key, "ptx of " + name);
+        e.meta.kernel_name = name;
+        e.meta.types = "T=float32";
+        return e;
+    };
+    {
+        KernelCache writer(cache_in(dir.path()));
+        writer.get(Request{ka, aa, "sm_90", "", [&] { return named(ka, "ka"); }});
+        writer.get(Request{kb, ab, "sm_90", "", [&] { return named(kb, "kb"); }});
+    }
+    // The two aliases' contents exchanged.
+    std::ofstream(dir.path() / aa.substr(0, 2) / (aa + ".alias"), std::ios::trunc) << kb;
+    std::ofstream(dir.path() / ab.substr(0, 2) / (ab + ".alias"), std::ios::trunc) << ka;
+    KernelCache reader(cache_in(dir.path()));
+    const auto found = reader.find_alias(aa, "", "sm_90", {"ka", "T=float32", "sm_90"});
+    CHECK((found == nullptr || found->meta.kernel_name == "ka"));
+    CHECK(reader.find_alias(ab, "", "sm_90", {"kb", "T=float32", "sm_90"}) == nullptr);
+    // Straight, they serve.
+    std::ofstream(dir.path() / aa.substr(0, 2) / (aa + ".alias"), std::ios::trunc) << ka;
+    KernelCache straight(cache_in(dir.path()));
+    const auto good = straight.find_alias(aa, "", "sm_90", {"ka", "T=float32", "sm_90"});
+    REQUIRE(good != nullptr);
+    CHECK(good->meta.kernel_name == "ka");
 }

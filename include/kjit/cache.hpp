@@ -3,7 +3,7 @@
 // built by `kjit precompile` on a machine without a GPU). See docs/CACHE.md.
 //
 // Settings come from the environment on first use: KJIT_CACHE_DIR (writable, default
-// $XDG_CACHE_HOME/kjit or ~/.cache/kjit), KJIT_CACHE_PATH (read-only folders, ':'-separated,
+// $XDG_CACHE_HOME/kjit or ~/.cache/kjit; none when none is set), KJIT_CACHE_PATH (read-only folders, ':'-separated,
 // searched after the writable one), KJIT_CACHE_MAX_BYTES (size cap of the writable folder, least
 // recently used entries go first), KJIT_CACHE_DISABLE=1 (memory only), KJIT_CACHE_RECORD=FILE
 // (append every kernel used to a manifest that `kjit precompile` reads).

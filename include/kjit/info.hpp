@@ -28,7 +28,8 @@ struct SystemInfo {
 // Gathers SystemInfo; never throws for a missing driver, GPU or NVRTC (they are reported in it).
 SystemInfo system_info();
 
-// The writable cache folder: $KJIT_CACHE_DIR, else $XDG_CACHE_HOME/kjit, else ~/.cache/kjit.
+// The writable cache folder: $KJIT_CACHE_DIR, else $XDG_CACHE_HOME/kjit, else ~/.cache/kjit;
+// empty when none of them is set (no disk cache then: never a folder relative to the current one).
 std::string default_cache_dir();
 // The read-only cache folders in $KJIT_CACHE_PATH, in search order.
 std::vector<std::string> cache_search_path();

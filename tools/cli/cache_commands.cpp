@@ -50,6 +50,7 @@ int precompile(const std::string& manifest_path, const std::string& arch_flag, c
     const nlohmann::json manifest = cache::read_manifest(manifest_path);
     CacheSettings settings = CacheSettings::from_environment();
     if (!cache_dir.empty()) settings.dir = cache_dir;
+    if (settings.dir.empty()) throw Error("no cache folder to fill: give --cache-dir (or set KJIT_CACHE_DIR)");
     settings.disk = true;
     settings.record.clear();  // precompiling must not write the manifest it reads
     configure_cache(settings);
@@ -72,6 +73,7 @@ std::string when(std::int64_t unix_time) {
 
 int cache_command(const std::string& action, const std::string& dir_flag, std::uint64_t max_bytes) {
     const std::string dir = dir_flag.empty() ? CacheSettings::from_environment().dir : dir_flag;
+    if (dir.empty()) throw Error("no cache folder: KJIT_CACHE_DIR, XDG_CACHE_HOME and HOME are unset (give --cache-dir)");
     cache::DiskStore store(dir, /*writable=*/action == "prune" || action == "clear");
     if (action == "ls") {
         for (const auto& item : store.list()) {
@@ -91,9 +93,12 @@ int cache_command(const std::string& action, const std::string& dir_flag, std::u
         // A damaged note is never used either (it reads as none); named so that it can be removed.
         const auto damaged_notes = store.verify_notes();
         for (const auto& [path, problem] : damaged_notes) fmt::print("damaged note: {}: {}\n", path.string(), problem);
-        fmt::print("{}: {} entries checked, {} damaged; {} damaged plan notes\n", dir, store.list().size(), damaged.size(),
-                   damaged_notes.size());
-        return damaged.empty() && damaged_notes.empty() ? 0 : 1;
+        // An alias that is another's (swapped, copied) is never used either (a miss with a warning).
+        const auto damaged_aliases = store.verify_aliases();
+        for (const auto& [path, problem] : damaged_aliases) fmt::print("damaged alias: {}: {}\n", path.string(), problem);
+        fmt::print("{}: {} entries checked, {} damaged; {} damaged plan notes; {} damaged aliases\n", dir, store.list().size(),
+                   damaged.size(), damaged_notes.size(), damaged_aliases.size());
+        return damaged.empty() && damaged_notes.empty() && damaged_aliases.empty() ? 0 : 1;
     }
     if (action == "prune") {
         const std::uint64_t removed = store.prune(max_bytes);

@@ -55,7 +55,8 @@ void print_system_info() {
     } else {
         fmt::print("nvrtc:   none: {}\n", info.nvrtc_problem);
     }
-    fmt::print("cache:   {}{}\n", info.cache_dir, info.cache_disabled ? " (disabled by KJIT_CACHE_DISABLE=1)" : "");
+    fmt::print("cache:   {}{}\n", info.cache_dir.empty() ? "(memory only: no KJIT_CACHE_DIR, XDG_CACHE_HOME or HOME)" : info.cache_dir,
+               info.cache_disabled ? " (disabled by KJIT_CACHE_DISABLE=1)" : "");
     for (const std::string& dir : info.cache_path) fmt::print("  read-only layer: {}\n", dir);
 }
 
