@@ -457,26 +457,38 @@ std::uint64_t DiskStore::total_bytes() const {
     return total;
 }
 
-std::vector<std::pair<fs::path, std::string>> DiskStore::verify() const {
+namespace {
+// Every shard file of `kind`, by name (a FIFO or a device planted as one is named too): "in a
+// refused folder" where its shard is refused, else what `check` finds wrong with it, opened.
+template <class ShardProblem, class Check>
+std::vector<std::pair<fs::path, std::string>> verify_files(const fs::path& dir, FileKind kind, ShardProblem shard_problem,
+                                                           Check check) {
     std::vector<std::pair<fs::path, std::string>> damaged;
-    // Every file named as an entry, not list()'s regular files only: a FIFO or a device planted
-    // as one is named too.
-    for (const auto& item : shard_files(dir_)) {
-        if (item.kind != FileKind::entry) continue;
-        if (const std::string problem = shard_problem(item.key); !problem.empty()) {
-            damaged.emplace_back(item.path, "in a refused folder: " + problem);
+    for (const auto& f : shard_files(dir)) {
+        if (f.kind != kind) continue;
+        if (const std::string problem = shard_problem(f.key); !problem.empty()) {
+            damaged.emplace_back(f.path, "in a refused folder: " + problem);
             continue;
         }
-        Fd fd = open_retry(item.path.c_str(), kReadFlags);
+        Fd fd = open_retry(f.path.c_str(), kReadFlags);
         if (!fd) {
-            if (errno != ENOENT) damaged.emplace_back(item.path, os_error("cannot open", item.path));
+            if (errno != ENOENT) damaged.emplace_back(f.path, os_error("cannot open", f.path));
             continue;  // removed meanwhile
         }
-        struct stat st {};
-        std::string problem;
-        if (!load(fd.get(), item.path, item.key, root_may_own_, st, problem)) damaged.emplace_back(item.path, problem);
+        if (std::string problem = check(fd.get(), f); !problem.empty()) damaged.emplace_back(f.path, std::move(problem));
     }
     return damaged;
+}
+}  // namespace
+
+std::vector<std::pair<fs::path, std::string>> DiskStore::verify() const {
+    return verify_files(dir_, FileKind::entry, [this](const std::string& key) { return shard_problem(key); },
+                        [this](int fd, const ShardFile& f) {
+                            struct stat st {};
+                            std::string problem;
+                            load(fd, f.path, f.key, root_may_own_, st, problem);
+                            return problem;
+                        });
 }
 
 std::uint64_t DiskStore::prune(std::uint64_t max_bytes) { return prune_except(max_bytes, {}); }
@@ -645,33 +657,18 @@ std::optional<std::string> DiskStore::read_alias(const std::string& alias) const
 }
 
 std::vector<std::pair<fs::path, std::string>> DiskStore::verify_aliases() const {
-    std::vector<std::pair<fs::path, std::string>> damaged;
-    for (const auto& f : shard_files(dir_)) {
-        if (f.kind != FileKind::alias) continue;
-        if (const std::string problem = shard_problem(f.key); !problem.empty()) {
-            damaged.emplace_back(f.path, "in a refused folder: " + problem);
-            continue;
-        }
-        Fd fd = open_retry(f.path.c_str(), kReadFlags);
-        if (!fd) {
-            if (errno != ENOENT) damaged.emplace_back(f.path, os_error("cannot open", f.path));
-            continue;  // removed meanwhile
-        }
-        struct stat st {};
-        std::string problem;
-        char bytes[kAliasFileBytes + 1];
-        if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-            problem = "not a regular file";
-        } else if (problem = untrusted_because(st, root_may_own_); problem.empty()) {
-            const std::optional<std::size_t> got = read_all(fd.get(), reinterpret_cast<unsigned char*>(bytes), sizeof bytes);
-            if (!got)
-                problem = os_error("cannot read", f.path);
-            else
-                (void)alias_key(std::string_view(bytes, *got), f.key, problem);
-        }
-        if (!problem.empty()) damaged.emplace_back(f.path, problem);
-    }
-    return damaged;
+    return verify_files(dir_, FileKind::alias, [this](const std::string& key) { return shard_problem(key); },
+                        [this](int fd, const ShardFile& f) {
+                            struct stat st {};
+                            char bytes[kAliasFileBytes + 1];
+                            if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::string("not a regular file");
+                            std::string problem = untrusted_because(st, root_may_own_);
+                            if (!problem.empty()) return problem;
+                            const std::optional<std::size_t> got = read_all(fd, reinterpret_cast<unsigned char*>(bytes), sizeof bytes);
+                            if (!got) return os_error("cannot read", f.path);
+                            (void)alias_key(std::string_view(bytes, *got), f.key, problem);
+                            return problem;
+                        });
 }
 
 namespace {
