@@ -99,6 +99,14 @@ CompileResult compile_cuda(const CompileRequest& request) {
         throw Error(fmt::format("no target architecture for '{}': set CompileRequest::target from select_arch()",
                                 name));
 
+    // The last guard: NVRTC takes C strings, and a program cut at a NUL may compile to a module
+    // without its kernel and be cached as a success. The checkers report NULs with positions.
+    if (request.source.find('\0') != std::string::npos)
+        throw CompileError(fmt::format("the program for '{}' holds a NUL byte: NVRTC would compile only the text before it", name), "", {});
+    for (const std::string& o : request.options)
+        if (o.find('\0') != std::string::npos)
+            throw CompileError(fmt::format("an NVRTC option for '{}' holds a NUL byte", name), "", {});
+
     nvrtcProgram raw = nullptr;
     KJIT_NVRTC_CHECK(api.nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(), 0, nullptr, nullptr));
     const UniqueProgram program(raw, ProgramDeleter{&api});

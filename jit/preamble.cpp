@@ -1,5 +1,7 @@
 #include "jit/preamble.hpp"
 
+#include "jit/source.hpp"
+
 #include <cctype>
 #include <unordered_set>
 
@@ -97,6 +99,9 @@ std::vector<PreambleFunction> scan_preamble(std::string_view s) {
 }
 
 OutsideNames outside_names(std::string_view preamble, const std::vector<std::string>& nvrtc_options) {
+    refuse_nul_byte({"preamble", preamble});
+    for (std::size_t k = 0; k < nvrtc_options.size(); ++k)
+        refuse_nul_byte({"NVRTC option " + std::to_string(k + 1), nvrtc_options[k]});
     return OutsideNames{scan_preamble(preamble), kernel_macros(preamble, nvrtc_options)};
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "kjit/error.hpp"
 
@@ -86,6 +87,24 @@ std::string caret_snippet(std::string_view text, SourcePos pos) {
     }
     out += '^';
     return out;
+}
+
+SourcePos position_at(std::string_view text, std::size_t offset) {
+    offset = std::min(offset, text.size());
+    const std::string_view before = text.substr(0, offset);
+    const std::size_t newline = before.rfind('\n');
+    const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+    SourcePos pos;
+    pos.line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    pos.column = 1 + static_cast<int>(offset - line_start);
+    pos.offset = static_cast<std::uint32_t>(std::min<std::size_t>(offset, UINT32_MAX));
+    return pos;
+}
+
+void refuse_nul_byte(const SourceText& source) {
+    const std::size_t at = source.text.find('\0');
+    if (at == std::string_view::npos) return;
+    fail_parse(source, position_at(source.text, at), "a NUL byte: NVRTC would compile only the text before it");
 }
 
 void fail_parse(const SourceText& source, SourcePos pos, const std::string& message, const std::string& hint) {

@@ -21,6 +21,13 @@ struct SourceText {
     std::string_view text;
 };
 
+// The position of byte `offset` of `text` (lines counted by '\n', columns in bytes from 1).
+SourcePos position_at(std::string_view text, std::size_t offset);
+
+// Throws kjit::ParseError at the first NUL byte of `source`, if it has one: NVRTC takes C strings,
+// so it would compile only the text before it and report success for a program cut short.
+void refuse_nul_byte(const SourceText& source);
+
 // The line holding `pos` and a caret under its column ("  y = sqr(x);\n      ^").
 std::string caret_snippet(std::string_view text, SourcePos pos);
 

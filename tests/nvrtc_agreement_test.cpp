@@ -3,7 +3,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cupy_support.hpp"
+#include "jit/precompile.hpp"
 #include "kjit/kjit.hpp"
 #include "test_support.hpp"
 
@@ -106,4 +109,44 @@ TEST_CASE("diagnostics stay small and fast for huge names, lines and preambles",
     KernelOptions options;
     options.preamble = preamble;
     CHECK(error_of([&] { ElementwiseKernel("T x", "T y", "y = f99999(x)", "k", options).check({{"T", DType::float32}}); }) == "no error");
+}
+
+TEST_CASE("a NUL byte in a preamble, an option, loop_prep or a raw source is refused with its position", "[nvrtc_agreement]") {
+    using namespace std::string_literals;
+    auto elementwise_error = [](KernelOptions o) {
+        return error_of([&] { ElementwiseKernel("T x", "T y", "y = x", "k", std::move(o)).check({{"T", DType::float32}}); });
+    };
+    KernelOptions o;
+    o.preamble = "__device__ int f() { return 1; }\n  \0 junk"s;
+    CHECK_THAT(elementwise_error(o), Contains("preamble:2:3") && Contains("a NUL byte"));
+    o = {};
+    o.nvrtc_options = {"-DA=1", "-DB=2\0x"s};
+    CHECK_THAT(elementwise_error(o), Contains("NVRTC option 2:1:6") && Contains("a NUL byte"));
+    o = {};
+    o.loop_prep = "int s = 0;\0"s;
+    CHECK_THAT(elementwise_error(o), Contains("loop_prep:1:11") && Contains("NUL"));
+
+    ReductionOptions r;
+    r.preamble = "\0"s;
+    CHECK_THAT(error_of([&] { ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "r", r).check({{"T", DType::float32}}); }),
+               Contains("preamble:1:1") && Contains("a NUL byte"));
+
+    CHECK_THAT(error_of([] { RawModule("extern \"C\" __global__ void k() {}\n\0"s); }),
+               Contains("raw module source:2:1") && Contains("a NUL byte"));
+    RawModuleOptions ro;
+    ro.name_expressions = {"k<int>\0"s};
+    CHECK_THAT(error_of([&] { RawModule("extern \"C\" __global__ void k() {}", ro); }), Contains("name expression:1:7"));
+}
+
+TEST_CASE("a manifest whose preamble holds a NUL byte fails to precompile instead of caching an empty module",
+          "[nvrtc_agreement][manifest]") {
+    const ProcessCacheGuard restore;
+    const TempDir dir;
+    configure_cache(cache_in(dir.path()));
+    nlohmann::json m = {{"kernels", {{{"kind", "elementwise"}, {"name", "k"}, {"in", "T x"}, {"out", "T y"}, {"op", "y = x"},
+                                      {"types", {{{"T", "float32"}}}}, {"preamble", std::string("int a;\0 junk", 12)}}}}};
+    const jit::PrecompileResult r = jit::precompile(m, {"sm_90"}, 1);
+    CHECK(r.compiled == 0);
+    REQUIRE(r.failures.size() == 1);
+    CHECK_THAT(r.failures[0], Contains("preamble:1:7") && Contains("NUL"));
 }
