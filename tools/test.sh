@@ -2,7 +2,8 @@
 # Builds kjit and runs the whole test suite (the README's test command; .ci/run calls it):
 #   1. the release build and ctest (the [gpu] tests are reported as skipped without a GPU);
 #   2. the CPU tests again in a build with AddressSanitizer and UndefinedBehaviorSanitizer;
-#   3. the parser fuzzer (libFuzzer, clang) for a bounded time (KJIT_FUZZ_SECONDS, default 60).
+#   3. the parser fuzzer (libFuzzer, clang) for a bounded time (KJIT_FUZZ_SECONDS, default 60);
+#   4. a cross build of the library and the CLI for aarch64 (tools/cross-aarch64.sh).
 #   tools/test.sh [BUILD_DIR]      (default: build; the others go beside it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,3 +40,6 @@ done
 
 echo "== parser fuzzer"
 tools/fuzz.sh "$build_dir-fuzz" "${KJIT_FUZZ_SECONDS:-60}"
+
+echo "== aarch64 cross build"
+tools/cross-aarch64.sh "$build_dir-aarch64"

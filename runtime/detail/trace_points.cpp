@@ -7,7 +7,7 @@ namespace kjit::detail {
 TracePoint g_trace_points[kMaxTracePoints];
 std::atomic<std::size_t> g_trace_count{0};
 
-std::uint64_t trace_clock() noexcept { return __rdtsc(); }
+std::uint64_t trace_clock() noexcept { return read_cycle_counter(); }
 
 void reset_trace_points() noexcept {
     std::memset(static_cast<void*>(g_trace_points), 0, sizeof g_trace_points);

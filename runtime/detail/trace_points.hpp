@@ -9,14 +9,33 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
+#else
+#include <chrono>
+#endif
 
 namespace kjit::detail {
 
 struct TracePoint {
     const char* what;   // a string literal
-    std::uint64_t tsc;  // the time-stamp counter
+    std::uint64_t tsc;  // the cycle counter (read_cycle_counter)
 };
+
+// The cheapest clock of the processor: x86's time-stamp counter, the generic timer's virtual
+// count on aarch64 (GH200, Grace Blackwell), the steady clock elsewhere. Ticks, not nanoseconds:
+// the tool that prints points calibrates them against the steady clock.
+[[gnu::always_inline]] inline std::uint64_t read_cycle_counter() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    std::uint64_t ticks;
+    asm volatile("mrs %0, cntvct_el0" : "=r"(ticks));
+    return ticks;
+#else
+    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
 
 inline constexpr std::size_t kMaxTracePoints = 64;
 extern TracePoint g_trace_points[kMaxTracePoints];
@@ -27,7 +46,7 @@ extern std::atomic<std::size_t> g_trace_count;
 // call a page fault and cold code of its own).
 [[gnu::always_inline]] inline void trace_point(const char* what) noexcept {
     const std::size_t k = g_trace_count.fetch_add(1, std::memory_order_relaxed);
-    if (k < kMaxTracePoints) g_trace_points[k] = TracePoint{what, __rdtsc()};
+    if (k < kMaxTracePoints) g_trace_points[k] = TracePoint{what, read_cycle_counter()};
 }
 // Forgets the points recorded so far (and touches the array, so that the next point does not
 // take a page fault).
