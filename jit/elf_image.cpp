@@ -106,12 +106,6 @@ bool own_headers(OwnHeaders& out) {
 }
 }  // namespace
 
-std::string own_build_id() {
-    OwnHeaders own;
-    if (!own_headers(own)) return elf_build_id(reinterpret_cast<const void*>(&own_build_id));
-    return build_id_in_notes(own.phdrs, own.count, own.bias);
-}
-
 // Reads bytes of the mapped file that belong to no object of the program (between string
 // literals, in padding): AddressSanitizer would rightly report those reads as outside any global,
 // so it does not instrument this function. The bytes read are discarded.

@@ -1,7 +1,6 @@
 // Loaded ELF objects, read where the dynamic loader mapped them (no file I/O): a loaded library's
-// file and GNU build ID (NVRTC's names its cache keys), and the object kjit is linked into, read
-// from its own ELF header: its build ID (which names plan notes) and its pages (which the warm
-// start maps in, jit/warm_start.hpp).
+// file and GNU build ID (NVRTC's names its cache keys), and the pages of the object kjit is linked
+// into, read from its own ELF header (which the warm start maps in, jit/warm_start.hpp).
 #pragma once
 
 #include <cstddef>
@@ -12,11 +11,6 @@ namespace kjit::jit::detail {
 // The GNU build ID (hex) of the loaded shared object holding `address`, read from its mapped
 // PT_NOTE segments (no file I/O); empty when it has none.
 std::string elf_build_id(const void* address);
-
-// The GNU build ID of the object kjit's code is linked into (libkjit), from its own ELF header,
-// without the walk over every loaded object that elf_build_id makes (about 6 us of a fresh
-// process's first call, which names its plan note with it); empty when it has none.
-std::string own_build_id();
 
 // Reads one byte of every page of the code and read-only data of the object kjit is linked into,
 // so that the kernel maps them into the process (a page fault each, or one per fault-around

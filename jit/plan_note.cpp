@@ -10,6 +10,7 @@
 #include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
 #include "jit/program_lookup.hpp"
+#include "jit/source_identity.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 #include "runtime/detail/trace_points.hpp"
@@ -23,9 +24,8 @@ constexpr std::string_view kTarget = "target=";
 
 bool one_line(std::string_view s) { return s.find('\n') == std::string::npos; }
 
-// The note's name; empty without kjit's build ID.
+// The note's name.
 std::string note_name(std::span<const std::string_view> source_fields, int device_cc) {
-    if (kjit_build_id().empty()) return {};
     std::vector<std::string_view> fields;
     fields.reserve(source_fields.size() + 3);
     fields.assign(source_fields.begin(), source_fields.end());
@@ -34,16 +34,13 @@ std::string note_name(std::span<const std::string_view> source_fields, int devic
     fields.emplace_back(sm, static_cast<std::size_t>(r.ptr - sm));
     const char* arch = std::getenv("KJIT_ARCH");
     fields.emplace_back(arch != nullptr ? arch : "");
-    fields.emplace_back(kjit_build_id());
+    fields.emplace_back(kSourceIdentity);
     return cache::make_fields_key("kjit-plan-note", fields);
 }
 
 }  // namespace
 
-const std::string& kjit_build_id() {
-    static const std::string id = detail::own_build_id();
-    return id;
-}
+
 
 std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys,
                              std::optional<std::size_t> carried_group) {

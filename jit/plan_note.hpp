@@ -99,10 +99,6 @@ private:
     std::vector<std::string> keys_;  // per group, empty when not known
 };
 
-// The GNU build ID of the library holding this code (kjit), read once per process; empty without
-// one, and then nothing is noted (a note made by one build must not steer another).
-const std::string& kjit_build_id();
-
 // The note's text and back: "kjit-plan-note 3", NVRTC's identity lines as they are, then
 // "version_key=<key>" and "target=<arch>", then "value.<name>=<value>" lines, then
 // "key.<group>=<key>" lines, then "entry=<group>" when the note carries that group's entry. A

@@ -152,7 +152,6 @@ void start_warm_start() noexcept {
             // would read it there), and a function's static object made after the exit handler
             // below is registered would be destroyed before that handler waits for the thread.
             (void)kjit::detail::log_level();
-            (void)kjit_build_id();
             auto w = std::make_unique<WarmStart>();
             // Published before the thread starts: the runtime's news of the context may come
             // before the thread looks for it.
