@@ -127,18 +127,6 @@ detail::DriverApi make_fake_sm90_driver() {
         return CUDA_SUCCESS;
     };
     api.cuModuleUnload = [](CUmodule) { return CUDA_SUCCESS; };
-    api.cuModuleGetFunctionCount = [](unsigned int* count, CUmodule) {
-        *count = 1;
-        return CUDA_SUCCESS;
-    };
-    api.cuModuleEnumerateFunctions = [](CUfunction* functions, unsigned int count, CUmodule) {
-        for (unsigned int k = 0; k < count; ++k) functions[k] = reinterpret_cast<CUfunction>(std::uintptr_t{0x6000});
-        return CUDA_SUCCESS;
-    };
-    api.cuFuncLoad = [](CUfunction) {
-        ++g_state.functions_loaded;
-        return CUDA_SUCCESS;
-    };
     return api;
 }
 

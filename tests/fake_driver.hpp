@@ -21,7 +21,6 @@ struct FakeDriverState {
     int streams_created = 0;
     int streams_destroyed = 0;
     int modules_loaded = 0;    // cuModuleLoadData calls of make_fake_sm90_driver()
-    int functions_loaded = 0;  // and its cuFuncLoad calls
     int launches = 0;  // cuLaunchKernel calls of make_fake_launching_driver()
     unsigned last_grid_x = 0;  // and the grid's x of the last one
     unsigned last_block_x = 0;  // and its block's x
@@ -39,9 +38,8 @@ FakeDriverState& fake_state();
 detail::DriverApi make_fake_driver();
 
 // The same, describing one sm_90 GPU ("Fake GPU", 132 SMs, 1 GiB, 1024 threads and 227 KiB of
-// shared memory per block) whose every module loads (as 0x6000, counted), unloads, and lists
-// one function (0x6000) that cuFuncLoad loads (counted); getting a function by name is the
-// caller's.
+// shared memory per block) whose every module loads (as 0x6000, counted) and unloads; getting a
+// function by name is the caller's.
 detail::DriverApi make_fake_sm90_driver();
 
 // The sm_90 fake with one function (0x6000) for every name, whose launches do nothing but count

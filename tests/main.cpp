@@ -17,10 +17,6 @@ int main(int argc, char** argv) {
     ::setenv("KJIT_CACHE_DIR", cache_dir.path().c_str(), 1);
     ::unsetenv("KJIT_CACHE_PATH");
     ::unsetenv("KJIT_CACHE_RECORD");
-    // No warm start (jit/warm_start.hpp) beside the tests unless asked for: its thread would read
-    // ahead into, and prepare, the process cache that tests make and forget. Its own tests, and
-    // the first-call probes, set KJIT_WARM_START for the processes they start.
-    ::setenv("KJIT_WARM_START", "0", /*overwrite=*/0);
     Catch::Session session;
     if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
     bool gpu_only = false;

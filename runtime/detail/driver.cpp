@@ -27,28 +27,6 @@ DriverApi g_real_api;                 // entries stay null when the library did 
 std::unique_ptr<Driver> g_real;       // null when no usable GPU
 std::string g_unavailable_reason;     // why g_real is null
 
-// on_context_creation()'s and on_context_created()'s hooks.
-std::atomic<ContextCreationHook> g_context_hook{nullptr};
-std::atomic<ContextCreatedHook> g_context_created_hook{nullptr};
-
-// Calls the hook before a primary context is created; whether it did. A table without
-// cuDevicePrimaryCtxGetState (a test's) is taken to create the context.
-bool before_context_creation(const DriverApi& api, CUdevice dev) {
-    const ContextCreationHook hook = g_context_hook.load(std::memory_order_acquire);
-    if (hook == nullptr) return false;
-    unsigned int flags = 0;
-    int active = 0;
-    if (api.cuDevicePrimaryCtxGetState != nullptr && api.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
-        active != 0)
-        return false;
-    hook();
-    return true;
-}
-
-void after_context_creation(int ordinal, bool created) {
-    if (const ContextCreatedHook hook = g_context_created_hook.load(std::memory_order_acquire)) hook(ordinal, created);
-}
-
 // The driver in use: the real one, or a test's override.
 std::atomic<Driver*> g_active{nullptr};
 std::string g_active_error;  // reason reported while g_active is null
@@ -152,13 +130,9 @@ CUcontext Driver::primary_context(int ordinal) {
     if (CUcontext ctx = contexts_[ordinal].load(std::memory_order_relaxed)) return ctx;
     CUdevice dev{};
     KJIT_CU_CHECK(cuDeviceGet(&dev, ordinal));
-    const bool announced = before_context_creation(*this, dev);
     CUcontext ctx = nullptr;
-    const CUresult retained = cuDevicePrimaryCtxRetain(&ctx, dev);
-    if (retained == CUDA_SUCCESS) contexts_[ordinal].store(ctx, std::memory_order_release);
-    // Said whether it worked or not: whoever the first hook started may be waiting for it.
-    if (announced) after_context_creation(ordinal, retained == CUDA_SUCCESS);
-    KJIT_CU_CHECK(retained);
+    KJIT_CU_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    contexts_[ordinal].store(ctx, std::memory_order_release);
     return ctx;
 }
 
@@ -209,14 +183,6 @@ const DeviceProperties& Driver::properties(int ordinal, PropertiesQuery query) {
 
 const DeviceAttributes& Driver::attributes(int ordinal, AttributesQuery query) {
     return kept(attributes_, kept_attributes_, ordinal, query);
-}
-
-ContextCreationHook on_context_creation(ContextCreationHook hook) noexcept {
-    return g_context_hook.exchange(hook, std::memory_order_acq_rel);
-}
-
-ContextCreatedHook on_context_created(ContextCreatedHook hook) noexcept {
-    return g_context_created_hook.exchange(hook, std::memory_order_acq_rel);
 }
 
 Driver& driver() {

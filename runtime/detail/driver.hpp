@@ -28,7 +28,6 @@ namespace kjit::detail {
     X(cuDeviceGet, 2000) X(cuDeviceGetCount, 2000) X(cuDeviceGetName, 2000)                        \
     X(cuDeviceGetAttribute, 2000) X(cuDeviceTotalMem, 3020) X(cuDeviceGetPCIBusId, 4010)           \
     X(cuDevicePrimaryCtxRetain, 7000) X(cuDevicePrimaryCtxRelease, 11000)                          \
-    X(cuDevicePrimaryCtxGetState, 7000)                                                            \
     X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000) X(cuCtxSynchronize, 2000)                    \
     X(cuCtxGetDevice, 2000)                                                                        \
     X(cuStreamCreateWithPriority, 5050) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)      \
@@ -41,7 +40,6 @@ namespace kjit::detail {
     X(cuMemcpyHtoDAsync, 3020) X(cuMemcpyDtoHAsync, 3020) X(cuMemcpyDtoDAsync, 3020)               \
     X(cuMemsetD8Async, 3020) X(cuPointerGetAttribute, 4000)                                        \
     X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000) X(cuModuleGetFunction, 2000)                 \
-    X(cuModuleGetFunctionCount, 12040) X(cuModuleEnumerateFunctions, 12040) X(cuFuncLoad, 12040)   \
     X(cuLaunchKernel, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
     X(cuFuncGetParamInfo, 12040)                                                                   \
     X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050)
@@ -96,21 +94,6 @@ private:
     std::array<std::atomic<const DeviceAttributes*>, kMaxDevices> attributes_{};
     std::vector<std::unique_ptr<const DeviceAttributes>> kept_attributes_;
 };
-
-// Work to start when kjit is about to create a device's primary context: the driver's slowest
-// step (100 ms or more), which other work can overlap. Set by the layers above the runtime
-// (jit/warm_start.cpp), so that the runtime depends on none of them. Called on the thread that
-// creates the context, before kjit first retains a device's primary context, and only when that
-// context is not active yet (an application's own context is already there: nothing to
-// overlap). Must not throw. Returns the hook it replaces.
-using ContextCreationHook = void (*)() noexcept;
-ContextCreationHook on_context_creation(ContextCreationHook hook) noexcept;
-// Called once that creation is over, for every context before which the hook above was called:
-// the device's ordinal, and whether the context was made (kjit holds it from then on). On the
-// creating thread, with kjit's driver lock held: it must only hand the news on. Returns the
-// hook it replaces.
-using ContextCreatedHook = void (*)(int ordinal, bool created) noexcept;
-ContextCreatedHook on_context_created(ContextCreatedHook hook) noexcept;
 
 // The process's driver, loaded and initialised on first use. Throws NoDeviceError saying what is
 // missing (library, a symbol, or any GPU).

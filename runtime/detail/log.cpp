@@ -30,8 +30,7 @@ void log(LogLevel level, std::string_view message) noexcept {
 
 void warn_once(const std::string& key, std::string_view message) noexcept {
     static std::mutex mutex;
-    // Never destroyed: a thread may still warn while the process exits (the warm start's,
-    // jit/warm_start.hpp, which exit waits for only after static objects made later are gone).
+    // Never destroyed: an application's thread may still warn while the process exits.
     static std::set<std::string>& seen = *new std::set<std::string>;
     try {
         std::lock_guard lock(mutex);

@@ -79,15 +79,6 @@ CUfunction LoadedModule::function(const char* name) const {
     return f;
 }
 
-void LoadedModule::load_functions() const {
-    Driver& d = driver_on(device_);
-    unsigned int count = 0;
-    KJIT_CU_CHECK(d.cuModuleGetFunctionCount(&count, handle_));
-    std::vector<CUfunction> functions(count);
-    if (count > 0) KJIT_CU_CHECK(d.cuModuleEnumerateFunctions(functions.data(), count, handle_));
-    for (CUfunction f : functions) KJIT_CU_CHECK(d.cuFuncLoad(f));
-}
-
 bool cubin_runs_on(const std::string& arch, int device_cc) {
     if (arch.rfind("sm_", 0) != 0) return false;
     const int built = arch_number(arch);
@@ -145,8 +136,7 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
     Shard& shard = shard_of(name);
     // Waits while another thread loads it. A wait that ends in that thread's failure sends this
     // caller round again, until it finds the module or runs its own load: a failure is not
-    // remembered, and it may have been a load made ahead of need (jit/module_preload.hpp) under
-    // conditions that no longer hold. Each round follows another caller's failed load of its
+    // remembered (it may have come from conditions of that caller's, such as its context). Each round follows another caller's failed load of its
     // own, so the rounds end.
     for (;;) {
         std::unique_lock lock(shard.mutex);
@@ -165,19 +155,6 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
             // another caller's load failed: round again
         }
     }
-}
-
-bool ModuleRegistry::load_if_absent(const std::string& key, int device,
-                                    const std::function<std::shared_ptr<LoadedModule>()>& load) {
-    const std::string name = key + "@" + std::to_string(device);
-    Shard& shard = shard_of(name);
-    std::unique_lock lock(shard.mutex);
-    if (shard.modules.contains(name)) return false;
-    auto slot = std::make_shared<OnceValue<std::shared_ptr<LoadedModule>>>();
-    shard.modules.emplace(name, slot);
-    lock.unlock();
-    (void)run_load(shard, name, *slot, load);
-    return true;
 }
 
 std::shared_ptr<LoadedModule> ModuleRegistry::run_load(Shard& shard, const std::string& name,

@@ -28,11 +28,6 @@ public:
     // Throws CudaError naming the function when the module has no such entry point.
     CUfunction function(const char* name) const;
     CUfunction function(const std::string& name) const { return function(name.c_str()); }
-    // Puts every function of the module on the GPU now. Under the driver's lazy loading (the
-    // default) that happens at a function's first cuModuleGetFunction, about 25 us of a fresh
-    // process's first call on the H200 host; a module loaded ahead (jit/module_preload.hpp) pays
-    // it there. Throws CudaError when the driver fails.
-    void load_functions() const;
 
 private:
     CUmodule handle_;
@@ -71,13 +66,8 @@ public:
     // tries again, and fails only by its own load.
     std::shared_ptr<LoadedModule> get(const std::string& key, int device,
                                       const std::function<std::shared_ptr<LoadedModule>()>& load);
-    // Calls `load` for (key, device) and keeps the module, unless the registry has that module
-    // or a load of it under way: then returns false at once, waiting for nothing. Throws what
-    // `load` throws (nothing kept then). For loads made ahead of need.
-    bool load_if_absent(const std::string& key, int device, const std::function<std::shared_ptr<LoadedModule>()>& load);
     std::size_t size() const;
-    // How many loads get() and load_if_absent() have started, failed ones included: whoever loads
-    // ahead of need (jit/module_preload.hpp) stops once loads other than its own begin.
+    // How many loads get() has started, failed ones included.
     std::uint64_t loads_started() const noexcept { return loads_started_.load(std::memory_order_relaxed); }
 
 private:

@@ -166,9 +166,8 @@ long minor_page_faults() {
 // --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
 // Prints its milliseconds and the minor page faults it took (first-touched code and memory, about
 // 2 us each on the H200 host: 15-20% of that call there), then the milliseconds that making the
-// context took (Device::set_current: the driver's start, and kjit's warm start beside it), then
-// those of the setup between the two (the input array made and copied: where the warm start's
-// module loads, jit/module_preload.hpp, run beside the application's own driver calls).
+// context took (Device::set_current: the driver's start), then those of the setup between the
+// two (the input array made and copied).
 int probe() {
     const auto t_context = Clock::now();
     Device::set_current(0);
