@@ -2,7 +2,7 @@
 # Writes cmake/first_call_symbols.txt: the functions of libkjit that a fresh process's first call
 # of a cached elementwise kernel runs, in the order it first runs them, for the link to place side
 # by side in that order (CMakeLists.txt, KJIT_FIRST_CALL_ORDER). Spread over the library they
-# cost that call a page fault per 64 KB window and a cache miss per line (docs/PERFORMANCE.md);
+# cost that call a page fault per 64 KB window and a cache miss per line (docs/perf-log.md);
 # in the order run, the call runs mostly forward through memory, as prefetchers expect. Run after
 # changing that path; a stale list is harmless (missing names are skipped, new functions are
 # merely placed elsewhere).

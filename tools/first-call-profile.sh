@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Counts the instructions of a fresh process's first call of a cached elementwise kernel, on the
 # pretend driver (no GPU needed), and prints where they go. On the H200 host that call's time
-# follows its instruction count, its code being cold (docs/PERFORMANCE.md): this is the measure
+# follows its instruction count, its code being cold (docs/perf-log.md): this is the measure
 # to watch when changing that path. Deterministic, unlike timing it on a shared machine.
 #   tools/first-call-profile.sh [BUILD_DIR] [LINES]   (default: build, 45; needs valgrind)
 # The callgrind file is kept as $BUILD_DIR/first-call.callgrind for callgrind_annotate.

@@ -20,8 +20,9 @@
 # minute: 2.5-4.5 minutes in all (tools/bench/README.md has the details).
 #
 # Writes OUT_DIR/side-by-side.md (the main table, to paste into docs/PERFORMANCE.md's "Side by
-# side" section), OUT_DIR/table.md (the full report: every variant, the peers against the issues'
-# numbers), the records (kjit.jsonl, peers.jsonl), the logs and machine.txt; prints the table.
+# side" section; the table it replaces moves to docs/perf-log.md), OUT_DIR/table.md (the full
+# report: every variant, the peers against the issues' numbers), the records (kjit.jsonl,
+# peers.jsonl), the logs and machine.txt; prints the table.
 # Exit status: 0 when the table was written (failed cases are in it), 1 otherwise.
 set -uo pipefail
 build_dir=${1:?usage: side-by-side.sh BUILD_DIR OUT_DIR}

@@ -1,4 +1,4 @@
-// The host back end against a plain memcpy (issue 9's measure, docs/PERFORMANCE.md): a fused
+// The host back end against a plain memcpy (issue 9's measure, docs/perf-log.md): a fused
 // three-operation kernel y = x * a + z * b over 2^26 float32 on host arrays, timed warm, best of
 // several runs; memcpy of the same float count for the bandwidth ceiling. tools/bench/host_numpy.py
 // times NumPy on the same expression.

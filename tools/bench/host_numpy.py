@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""NumPy's time for the expression tools/bench/host_fused.cpp runs fused (docs/PERFORMANCE.md):
+"""NumPy's time for the expression tools/bench/host_fused.cpp runs fused (docs/perf-log.md):
 y = x * a + z * b over 2^26 float32, one operation at a time, best of several runs; once as
 written (NumPy allocates the temporaries) and once into preallocated arrays.
     python3 tools/bench/host_numpy.py [log2_n=26] [runs=10]"""

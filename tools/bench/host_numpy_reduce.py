@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""NumPy's time for the reduction tools/bench/host_reduce.cpp runs (docs/PERFORMANCE.md):
+"""NumPy's time for the reduction tools/bench/host_reduce.cpp runs (docs/perf-log.md):
 x.sum() of 2^26 float32 (NumPy's pairwise float32 sum), best of several runs; then the same
 values as a square matrix summed over axis 1 and axis 0.
     python3 tools/bench/host_numpy_reduce.py [log2_n=26] [runs=10]"""

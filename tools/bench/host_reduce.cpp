@@ -1,4 +1,4 @@
-// A host back end reduction against memcpy and NumPy (docs/PERFORMANCE.md): kjit::sum of 2^26
+// A host back end reduction against memcpy and NumPy (docs/perf-log.md): kjit::sum of 2^26
 // float32 host values, warm, best of several runs (KJIT_HOST_THREADS=1 for one thread); memcpy of
 // the same bytes for the bandwidth ceiling (it reads and writes them: the sum only reads); then
 // the same values as a square matrix summed over rows (axis 1) and over columns (axis 0).
