@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build-aarch64}
 
 cmake -S . -B "$build_dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
-  -DKJIT_BUILD_TESTS=OFF -DKJIT_BUILD_EXAMPLES=OFF -DKJIT_BUILD_HOST_BACKEND=OFF -DKJIT_INSTALL=OFF \
-  -DKJIT_FIRST_CALL_ORDER=OFF
+  -DKJIT_BUILD_TESTS=OFF -DKJIT_BUILD_EXAMPLES=OFF -DKJIT_BUILD_HOST_BACKEND=OFF -DKJIT_INSTALL=OFF
 cmake --build "$build_dir" -j "$(nproc)" --target kjit kjit_cli
 for f in "$build_dir/libkjit.so" "$build_dir/kjit"; do
   file -L "$f" | grep -q "ARM aarch64" || { echo "tools/cross-aarch64.sh: $f is not an aarch64 binary" >&2; exit 1; }

@@ -12,7 +12,6 @@ packages=(
   libxxhash-dev          # cache keys and checksums (used header-only)
   libdlpack-dev          # DLPack exchange
   clang-14 libclang-rt-14-dev   # the parser fuzzer (libFuzzer) in tools/test.sh
-  lld                    # links libkjit with the first call's functions together (CMakeLists.txt)
   llvm-19-dev            # the host back end (libkjit_host: kernels on host arrays through LLVM)
   g++-aarch64-linux-gnu file   # the aarch64 cross build in tools/test.sh (tools/cross-aarch64.sh)
 )
