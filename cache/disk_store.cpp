@@ -43,6 +43,11 @@ constexpr std::size_t kMaxNoteEntryBytes = DiskStore::kMaxNoteEntryBytes;
 // No entry is anywhere near this (a cubin is at most tens of MB); a bigger file is damage or
 // something else, and reading it whole would be the huge allocation a corrupt cache must not cause.
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
+// An entry file up to this size is read whole at once (one read: a fresh process's first cached
+// call reads one, of a few KB); a bigger one has its header read and checked first
+// (check_entry_header), so that a damaged or sparse file is not read whole to learn that it is no
+// entry.
+constexpr std::uint64_t kReadWholeBytes = std::uint64_t{1} << 20;
 
 std::function<void(const fs::path&)>& write_pause_hook() {
     static std::function<void(const fs::path&)> hook;
@@ -158,12 +163,12 @@ struct ScannedEntry {
     std::int64_t last_used_ns = 0;
 };
 
-// The entries, and the notes too with `with_notes` (what the size cap counts).
-std::vector<ScannedEntry> scan_entries(const fs::path& dir, bool with_notes = false) {
+// The entries, and with `capped` the notes and aliases too (what the size cap counts).
+std::vector<ScannedEntry> scan_entries(const fs::path& dir, bool capped = false) {
     std::vector<ScannedEntry> entries;
     for (auto& f : shard_files(dir)) {
         struct stat st {};
-        if (!(f.kind == FileKind::entry || (with_notes && f.kind == FileKind::note))) continue;
+        if (!(f.kind == FileKind::entry || (capped && (f.kind == FileKind::note || f.kind == FileKind::alias)))) continue;
         if (::stat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
         ScannedEntry e;
         e.last_used_ns = last_used_ns(st);
@@ -194,6 +199,16 @@ std::optional<Entry> load(int fd, const std::string& path, const std::string& ke
         problem = "too large: " + std::to_string(st.st_size) + " bytes";
         return std::nullopt;
     }
+    if (static_cast<std::uint64_t>(st.st_size) > kReadWholeBytes) {
+        unsigned char header[kEntryHeaderBytes];
+        const std::optional<std::size_t> got = read_all(fd, header, sizeof header);
+        if (!got) {
+            problem = os_error("cannot read", path);
+            return std::nullopt;
+        }
+        if (!check_entry_header(std::span<const unsigned char>(header, *got), static_cast<std::uint64_t>(st.st_size), problem))
+            return std::nullopt;
+    }
     // Not zeroed first (a vector would be): the read overwrites it, and a fresh process's first
     // cached call reads an entry.
     const auto size = static_cast<std::size_t>(st.st_size);
@@ -214,7 +229,8 @@ namespace detail {
 void set_write_pause_hook(std::function<void(const fs::path& tmp)> hook) { write_pause_hook() = std::move(hook); }
 }  // namespace detail
 
-DiskStore::DiskStore(fs::path dir, bool writable, std::uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {
+DiskStore::DiskStore(fs::path dir, bool writable, std::uint64_t max_bytes, std::chrono::milliseconds lock_timeout)
+    : dir_(std::move(dir)), max_bytes_(max_bytes), lock_timeout_(lock_timeout) {
     open_folder(writable);
 }
 
@@ -353,9 +369,13 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
 
 bool DiskStore::write(const Entry& e) {
     const fs::path path = entry_path(e.key);
-    if (!writable_) return false;
+    if (!writable_) {
+        ++store_failures_;
+        return false;
+    }
     std::string error;
     if (!ensure_shard(path, error)) {
+        ++store_failures_;
         kjit::detail::warn_once("cache-write:" + error, "cannot store a cache entry: " + error);
         return false;
     }
@@ -363,7 +383,7 @@ bool DiskStore::write(const Entry& e) {
     {
         // Serialises with get_or_create and with removal of a damaged file of this key; the
         // write is atomic without it, so a lock that cannot be had does not stop it.
-        EntryLock lock = lock_file(lock_path_of(path, e.key), file_mode_, Wait::block, &error);
+        EntryLock lock = lock_file(lock_path_of(path, e.key), file_mode_, Wait::bounded, &error, lock_timeout_);
         if (!lock) kjit::detail::log(LogLevel::debug, error);
         ok = write_locked(e, path);
     }
@@ -378,6 +398,7 @@ bool DiskStore::write_locked(const Entry& e, const fs::path& path) {
     try {
         bytes = serialize_entry(e);
     } catch (const Error& err) {
+        ++store_failures_;
         kjit::detail::log(LogLevel::warn, err.what());
         return false;
     }
@@ -391,12 +412,14 @@ bool DiskStore::write_locked(const Entry& e, const fs::path& path) {
     }
     if (!error.empty()) {
         ::unlink(tmp.c_str());
+        ++store_failures_;
         // Once per folder and kind of error: a full disk would otherwise warn for every kernel.
         kjit::detail::warn_once("cache-write:" + dir_.string() + ":" + std::to_string(err),
                                 "cannot store a cache entry: " + error);
         return false;
     }
     fsync_dir(path.parent_path());
+    ++stores_;
     return true;
 }
 
@@ -410,34 +433,51 @@ bool DiskStore::ensure_shard(const fs::path& path, std::string& error) const {
     return false;
 }
 
-Entry DiskStore::get_or_create(const std::string& key, const std::function<Entry()>& produce) {
+Entry DiskStore::get_or_create(const std::string& key, const std::function<Entry()>& produce, bool* stored) {
+    bool ignored = false;
+    bool& in_folder = stored ? *stored : ignored;
+    in_folder = false;
     const fs::path path = entry_path(key);
-    if (auto hit = read(key)) return std::move(*hit);
-    if (!writable_) return produce();
+    if (auto hit = read(key)) return in_folder = true, std::move(*hit);
 
     auto checked = [&](Entry e) {
         if (e.key != key)
             throw CacheError("the kernel produced for cache key " + key + " carries the key '" + e.key + "'");
         return e;
     };
+    // Produced, and not stored: counted, for `kjit precompile` to say so.
+    auto unstored = [&] {
+        Entry e = checked(produce());
+        ++store_failures_;
+        return e;
+    };
+    if (!writable_) return unstored();
     std::string error;
     if (!ensure_shard(path, error)) {
         kjit::detail::warn_once("cache-write:" + error, "cannot store a cache entry: " + error);
-        return checked(produce());
+        return unstored();
     }
-    EntryLock lock = lock_file(lock_path_of(path, key), file_mode_, Wait::block, &error);
+    LockFailure failure = LockFailure::none;
+    EntryLock lock = lock_file(lock_path_of(path, key), file_mode_, Wait::bounded, &error, lock_timeout_, &failure);
+    if (!lock && failure == LockFailure::timed_out) {
+        // A stopped or hung holder: waiting longer may be forever. Said once per lock; the
+        // holder stores the entry if it ever goes on.
+        kjit::detail::warn_once("cache-lock-held:" + lock_path_of(path, key).string(),
+                                error + "; compiling the kernel without storing it");
+        return unstored();
+    }
     if (!lock) {
         // Without the lock the work may be done twice, never wrongly: writes are atomic.
         kjit::detail::warn_once("cache-lock:" + dir_.string(), "cache entries may be compiled twice: " + error);
         Entry e = checked(produce());
-        write(e);
+        in_folder = write(e);
         return e;
     }
-    if (auto hit = read(key)) return std::move(*hit);  // someone else made it while we waited
+    if (auto hit = read(key)) return in_folder = true, std::move(*hit);  // someone else made it while we waited
     // Every writer of this key holds the lock, so any temporary of it is a killed writer's.
     remove_temporaries(key, std::chrono::seconds(0), /*lock_each=*/false);
     Entry e = checked(produce());
-    const bool ok = write_locked(e, path);
+    const bool ok = in_folder = write_locked(e, path);
     lock.unlock();
     if (ok && max_bytes_ > 0) prune_except(max_bytes_, path);
     // Killed writers of other keys leave temporaries no later writer of theirs may remove.
@@ -453,7 +493,7 @@ std::vector<DiskStore::Item> DiskStore::list() const {
 
 std::uint64_t DiskStore::total_bytes() const {
     std::uint64_t total = 0;
-    for (const auto& e : scan_entries(dir_, /*with_notes=*/true)) total += e.item.bytes;
+    for (const auto& e : scan_entries(dir_, /*capped=*/true)) total += e.item.bytes;
     return total;
 }
 
@@ -494,9 +534,9 @@ std::vector<std::pair<fs::path, std::string>> DiskStore::verify() const {
 std::uint64_t DiskStore::prune(std::uint64_t max_bytes) { return prune_except(max_bytes, {}); }
 
 // Least recently used first; ties (same timestamp) broken by path so the order is stable.
-std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& keep) {
+std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& keep, const fs::path& keep_too) {
     if (!writable_) return 0;
-    auto entries = scan_entries(dir_, /*with_notes=*/true);
+    auto entries = scan_entries(dir_, /*capped=*/true);
     std::uint64_t total = 0;
     for (const auto& e : entries) total += e.item.bytes;
     if (total <= max_bytes) return 0;
@@ -506,7 +546,7 @@ std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& k
     std::uint64_t removed = 0;
     for (const auto& e : entries) {
         if (total <= max_bytes) break;
-        if (e.item.path.filename() == keep.filename()) continue;
+        if (e.item.path.filename() == keep.filename() || e.item.path.filename() == keep_too.filename()) continue;
         if (::unlink(e.item.path.c_str()) == 0) {
             removed += e.item.bytes;
         } else if (errno != ENOENT) {
@@ -518,21 +558,23 @@ std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& k
     return removed;
 }
 
-void DiskStore::clear() {
-    if (!writable_) return;
+std::vector<std::pair<fs::path, std::string>> DiskStore::clear() {
+    std::vector<std::pair<fs::path, std::string>> left;
+    if (!writable_) return left;
     forget_recent_notes(dir_);  // it would name none of what is left
     for (const auto& f : shard_files(dir_)) {
         if (f.kind == FileKind::entry || f.kind == FileKind::alias || f.kind == FileKind::alias_temporary ||
             f.kind == FileKind::note || f.kind == FileKind::note_temporary) {
-            if (::unlink(f.path.c_str()) != 0 && errno != ENOENT)
-                kjit::detail::log(LogLevel::warn, os_error("cannot remove cache file", f.path));
+            if (::unlink(f.path.c_str()) != 0 && errno != ENOENT) left.emplace_back(f.path, os_error("cannot remove", f.path));
             continue;
         }
         // A lock we can take is nobody's: taking it removes its file (EntryLock). A temporary
         // whose key lock is free is a killed writer's.
         EntryLock lock = lock_file(lock_path_of(f.path, f.key), file_mode_, Wait::try_only);
-        if (lock && f.kind == FileKind::temporary) ::unlink(f.path.c_str());
+        if (lock && f.kind == FileKind::temporary && ::unlink(f.path.c_str()) != 0 && errno != ENOENT)
+            left.emplace_back(f.path, os_error("cannot remove", f.path));
     }
+    return left;
 }
 
 std::size_t DiskStore::sweep_stale_temporaries(std::chrono::seconds older_than) {
@@ -592,7 +634,7 @@ bool DiskStore::write_small_file(const std::string& name, std::string_view suffi
 
 // The bytes of <dir>/<aa>/<name><suffix> when it exists and holds at most `max_bytes`.
 std::optional<std::string> DiskStore::read_small_file(const std::string& name, std::string_view suffix,
-                                                      std::size_t max_bytes) const {
+                                                      std::size_t max_bytes, bool record_use) const {
     if (!shard_trusted(name)) return std::nullopt;
     const std::string path = file_path(dir_.native(), name, suffix);
     Fd fd = open_retry(path.c_str(), kReadFlags);
@@ -601,6 +643,12 @@ std::optional<std::string> DiskStore::read_small_file(const std::string& name, s
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes ||
         !untrusted_because(st, root_may_own_).empty())
         return std::nullopt;
+    if (record_use && writable_ && !used_lately(st)) {
+        // Kept for eviction as an entry's is (see read()): aliases count in the size cap.
+        const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+        if (::futimens(fd.get(), times) != 0)
+            kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
+    }
     std::string bytes;
     char buffer[4096];
     for (;;) {
@@ -620,7 +668,10 @@ std::optional<std::string> DiskStore::read_small_file(const std::string& name, s
 
 bool DiskStore::write_alias(const std::string& alias, const std::string& key) {
     if (!writable_ || !is_valid_key(alias) || !is_valid_key(key)) return false;
-    return write_small_file(alias, kAliasSuffix, key + "\n" + alias + "\n", "alias", true);
+    if (!write_small_file(alias, kAliasSuffix, key + "\n" + alias + "\n", "alias", true)) return false;
+    // Aliases count in the cap; neither the alias nor its entry goes for it.
+    if (max_bytes_ > 0) prune_except(max_bytes_, file_path(dir_.native(), alias, kAliasSuffix), entry_path(key));
+    return true;
 }
 
 namespace {
@@ -645,7 +696,7 @@ std::optional<std::string> alias_key(std::string_view bytes, std::string_view al
 
 std::optional<std::string> DiskStore::read_alias(const std::string& alias) const {
     if (!usable_ || !is_valid_key(alias)) return std::nullopt;
-    const std::optional<std::string> bytes = read_small_file(alias, kAliasSuffix, kAliasFileBytes);
+    const std::optional<std::string> bytes = read_small_file(alias, kAliasSuffix, kAliasFileBytes, /*record_use=*/true);
     if (!bytes) return std::nullopt;
     std::string problem;
     std::optional<std::string> key = alias_key(*bytes, alias, problem);

@@ -5,12 +5,16 @@
 //   <dir>/<key[0..1]>/<key>.kjit                 an entry (cache/entry.hpp), sharded by key prefix
 //   <dir>/<key[0..1]>/<key>.kjit.tmp.<pid>.<n>   an entry being written; renamed into place when
 //                                                complete and fsynced, so a reader never sees half
-//   <dir>/<key[0..1]>/<key>.lock                 flock()ed by whoever writes that key; removed by
-//                                                the holder before it unlocks (see lock_entry)
+//   <dir>/<key[0..1]>/<key>.lock                 flock()ed by whoever writes that key, who writes
+//                                                its pid in it; removed by the holder before it
+//                                                unlocks (see lock_file)
 //
 // Readers take no lock: rename() is atomic, so they see the old file, the new one or none.
 // Writers of one key serialise on its lock file, which is what makes get_or_create() compile a
 // key once across processes; while holding it, every temporary of that key is known to be stale.
+// Nobody waits for a lock longer than the store's lock timeout (KJIT_CACHE_LOCK_TIMEOUT): a
+// holder that is stopped or hung costs the others that wait once, then they compile without
+// storing.
 //
 // Trust: every read is verified (magic, version, sizes, checksum, key); a damaged entry is
 // never returned. A folder that other users can write to is not used at all (see DiskStore()),
@@ -18,7 +22,7 @@
 // is followed to read a file.
 //
 // Thread safety: a DiskStore may be used from many threads at once; its mutable state is atomic
-// (a counter, and which shard folders were found sound).
+// (counters, and which shard folders were found sound).
 //
 // Beside the shards, <dir>/recent-notes names the notes written last (cache/recent_notes.hpp),
 // and <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
@@ -41,6 +45,7 @@
 #include <vector>
 
 #include "cache/entry.hpp"
+#include "cache/file_io.hpp"
 
 namespace kjit::cache {
 
@@ -61,8 +66,10 @@ public:
     //    Shard folders and the files read are held to the same rule, a shard folder that is a
     //    symlink is refused (one warning each, and a miss), and files are opened O_NOFOLLOW.
     //  - read-only and missing: reads miss.
-    // `max_bytes` caps the total size of the entries (0 = no cap); write() prunes to it.
-    DiskStore(std::filesystem::path dir, bool writable, std::uint64_t max_bytes = 0);
+    // `max_bytes` caps the total size of the entries, notes and aliases (0 = no cap); write()
+    // prunes to it. `lock_timeout`: the longest a write waits for another writer's lock of its key.
+    DiskStore(std::filesystem::path dir, bool writable, std::uint64_t max_bytes = 0,
+              std::chrono::milliseconds lock_timeout = kDefaultLockTimeout);
 
     const std::filesystem::path& dir() const { return dir_; }
     // False when opened read-only, and also when the folder could not be used for writing.
@@ -70,6 +77,12 @@ public:
     // False when the folder is refused altogether (other users can write to it).
     bool usable() const { return usable_; }
     std::uint64_t max_bytes() const { return max_bytes_; }
+
+    // Entries this store was asked to keep (write(), or get_or_create() producing one) and kept,
+    // and those it could not: a folder that cannot be written or was refused, a failed write (a
+    // full disk), a lock held too long. So that `kjit precompile` can say what it did not store.
+    std::uint64_t stores() const { return stores_.load(std::memory_order_relaxed); }
+    std::uint64_t store_failures() const { return store_failures_.load(std::memory_order_relaxed); }
 
     // <dir>/<key[0..1]>/<key>.kjit. Throws kjit::CacheError if `key` is not 32 lowercase hex
     // characters (a bug in the caller; it also keeps a key from naming a path outside the folder).
@@ -88,11 +101,14 @@ public:
 
     // Compile once across threads and processes: the stored entry if there is one; otherwise,
     // under the key's exclusive lock, looks again, removes stale temporaries of the key, calls
-    // produce(), stores its result and returns it. Other callers block on the lock and then find
+    // produce(), stores its result and returns it. Other callers wait on the lock and then find
     // the entry. A store that cannot be written to is read, and on a miss produce() is called and
     // its result returned without being stored; a failed write is logged and the entry returned.
-    // Exceptions from produce() propagate (the lock is released, nothing is stored).
-    Entry get_or_create(const std::string& key, const std::function<Entry()>& produce);
+    // A lock held longer than the lock timeout (a stopped or hung holder) is warned about once,
+    // naming the holder's pid, and produce()'s result is returned without being stored.
+    // Exceptions from produce() propagate (the lock is released, nothing is stored). `stored`,
+    // when given, says whether the entry returned is in the folder (found there or stored).
+    Entry get_or_create(const std::string& key, const std::function<Entry()>& produce, bool* stored = nullptr);
 
     struct Item {
         std::string key;  // an entry's key, or a note's name
@@ -103,26 +119,27 @@ public:
     // Entries only (not notes, temporaries or lock files), in no particular order. Works on any
     // folder that exists, even a refused one (listing loads nothing).
     std::vector<Item> list() const;
-    // What the size cap counts: entries and notes.
+    // What the size cap counts: entries, notes and aliases.
     std::uint64_t total_bytes() const;
 
     // Every damaged entry and what is wrong with it. Removes nothing.
     std::vector<std::pair<std::filesystem::path, std::string>> verify() const;
 
-    // Removes least-recently-used entries and notes until they total at most `max_bytes`; returns
-    // the bytes removed. Order: the access time kjit records on each hit (see read()), or mtime
+    // Removes least-recently-used entries, notes and aliases until they total at most `max_bytes`;
+    // returns the bytes removed. Order: the access time kjit records on each hit (see read()), or mtime
     // where a file system keeps no atime; ties broken by path. Does nothing unless writable().
     std::uint64_t prune(std::uint64_t max_bytes);
 
-    // Removes every entry, every temporary whose key is not being written, and every lock file
-    // not held. Shard folders are left (a writer may be about to use one). Does nothing unless
-    // writable().
-    void clear();
+    // Removes every entry, alias and note, every temporary whose key is not being written, and
+    // every lock file not held. Shard folders are left (a writer may be about to use one). Does
+    // nothing unless writable(). Returns each file that could not be removed and why.
+    std::vector<std::pair<std::filesystem::path, std::string>> clear();
 
     // Aliases: <dir>/<aa>/<alias>.alias holds the key of an entry, so that a process without NVRTC
     // (whose version is part of every key) finds entries by a key without it
-    // (cache/kernel_cache.hpp). Written atomically like entries; clear() removes them; an alias
-    // whose entry was evicted just misses. The file holds the key and then its own name, each on
+    // (cache/kernel_cache.hpp). Written atomically like entries; clear() removes them; they count
+    // in the size cap and are evicted with entries and notes, by the use kjit records when
+    // reading one; an alias whose entry was evicted just misses. The file holds the key and then its own name, each on
     // a line, so that a file that holds another alias's key (swapped, copied) is a miss with a
     // warning; one of the key alone (written by kjit before 2026-12-06) is still read, and the
     // entry it leads to is checked against the request (KernelCache::find_alias).
@@ -184,10 +201,12 @@ private:
     // folder that passed open_folder(), so a fresh process pays one lstat per shard it reads.
     bool shard_trusted(std::string_view name) const;
     bool ensure_shard(const std::filesystem::path& path, std::string& error) const;
-    std::uint64_t prune_except(std::uint64_t max_bytes, const std::filesystem::path& keep);
+    std::uint64_t prune_except(std::uint64_t max_bytes, const std::filesystem::path& keep,
+                               const std::filesystem::path& keep_too = {});
     bool write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes, const char* what,
                           bool durable);
-    std::optional<std::string> read_small_file(const std::string& name, std::string_view suffix, std::size_t max_bytes) const;
+    std::optional<std::string> read_small_file(const std::string& name, std::string_view suffix, std::size_t max_bytes,
+                                               bool record_use) const;
     bool write_locked(const Entry& e, const std::filesystem::path& path);
     std::size_t remove_temporaries(const std::string& key, std::chrono::seconds older_than, bool lock_each);
     void open_folder(bool want_writable);
@@ -197,6 +216,8 @@ private:
     bool usable_ = true;
     bool root_may_own_ = false;  // a read-only folder: root's folders and files are trusted too
     std::uint64_t max_bytes_ = 0;
+    std::chrono::milliseconds lock_timeout_;
+    std::atomic<std::uint64_t> stores_{0}, store_failures_{0};
     unsigned file_mode_ = 0600;   // entries, temporaries and lock files
     unsigned shard_mode_ = 0700;  // shard folders
     std::atomic<std::uint64_t> tmp_counter_{0};

@@ -1,5 +1,6 @@
 #include "cache/entry.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -20,6 +21,7 @@ constexpr std::size_t kVersionOffset = kMagicSize;
 constexpr std::size_t kLengthsOffset = kVersionOffset + 4;
 constexpr std::size_t kSectionCount = 4;  // key, metadata, cubin, ptx
 constexpr std::size_t kHeaderSize = kLengthsOffset + 8 * kSectionCount;
+static_assert(kHeaderSize == kEntryHeaderBytes);
 constexpr std::size_t kChecksumSize = 8;
 static_assert(kEntryMagic.size() == kMagicSize);
 
@@ -175,12 +177,13 @@ std::optional<EntryMetadata> parse_json_metadata(std::string_view text, std::str
     }
 }
 
-// The four section lengths, checked to add up to exactly the bytes between header and checksum.
-// Each length is compared with what is left before it is added, so a corrupt length can neither
-// overflow the sum nor make the caller allocate more than the file holds.
-bool read_lengths(std::span<const unsigned char> bytes, std::array<std::uint64_t, kSectionCount>& lengths,
-                  std::string& problem) {
-    const std::uint64_t available = bytes.size() - kHeaderSize - kChecksumSize;
+// The four section lengths, from `bytes` (at least the header) of a file of `file_size` bytes,
+// checked to add up to exactly the bytes between header and checksum. Each length is compared
+// with what is left before it is added, so a corrupt length can neither overflow the sum nor make
+// the caller allocate more than the file holds.
+bool read_lengths(std::span<const unsigned char> bytes, std::uint64_t file_size,
+                  std::array<std::uint64_t, kSectionCount>& lengths, std::string& problem) {
+    const std::uint64_t available = file_size - kHeaderSize - kChecksumSize;
     std::uint64_t used = 0;
     bool fits = true;
     for (std::size_t i = 0; i < kSectionCount; ++i) {
@@ -196,9 +199,10 @@ bool read_lengths(std::span<const unsigned char> bytes, std::array<std::uint64_t
 }
 
 // Magic and version first: a file of another version may have another layout after them.
-bool check_preamble(std::span<const unsigned char> bytes, std::string& problem) {
-    if (bytes.size() < kLengthsOffset) {
-        problem = "too short: " + std::to_string(bytes.size()) + " bytes, not even a header";
+// `bytes` holds the file's first bytes (at least the header, or all of a shorter file).
+bool check_preamble(std::span<const unsigned char> bytes, std::uint64_t file_size, std::string& problem) {
+    if (file_size < kLengthsOffset) {
+        problem = "too short: " + std::to_string(file_size) + " bytes, not even a header";
         return false;
     }
     if (std::memcmp(bytes.data(), kEntryMagic.data(), kMagicSize) != 0) {
@@ -211,8 +215,8 @@ bool check_preamble(std::span<const unsigned char> bytes, std::string& problem) 
                   std::to_string(kJsonEntryFormatVersion) + " and " + std::to_string(kEntryFormatVersion) + ")";
         return false;
     }
-    if (bytes.size() < kHeaderSize + kChecksumSize) {
-        problem = "too short: " + std::to_string(bytes.size()) + " bytes, less than the " +
+    if (file_size < kHeaderSize + kChecksumSize) {
+        problem = "too short: " + std::to_string(file_size) + " bytes, less than the " +
                   std::to_string(kHeaderSize + kChecksumSize) + " of an empty entry";
         return false;
     }
@@ -225,6 +229,21 @@ bool is_valid_key(std::string_view key) noexcept {
     if (key.size() != 32) return false;
     for (const char c : key)
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
+bool check_entry_header(std::span<const unsigned char> header, std::uint64_t file_size, std::string& problem) {
+    problem.clear();
+    if (header.size() < std::min<std::uint64_t>(file_size, kHeaderSize)) {
+        problem = "cannot read the header: " + std::to_string(header.size()) + " of " + std::to_string(file_size) + " bytes";
+        return false;
+    }
+    std::array<std::uint64_t, kSectionCount> lengths{};
+    if (!check_preamble(header, file_size, problem) || !read_lengths(header, file_size, lengths, problem)) return false;
+    if (lengths[0] != 32) {
+        problem = "malformed key: " + std::to_string(lengths[0]) + " bytes, not 32";
+        return false;
+    }
     return true;
 }
 
@@ -248,7 +267,8 @@ std::optional<Entry> parse_entry(std::span<const unsigned char> bytes, std::stri
                                  std::string& problem) {
     problem.clear();
     std::array<std::uint64_t, kSectionCount> lengths{};
-    if (!check_preamble(bytes, problem) || !read_lengths(bytes, lengths, problem)) return std::nullopt;
+    if (!check_preamble(bytes, bytes.size(), problem) || !read_lengths(bytes, bytes.size(), lengths, problem))
+        return std::nullopt;
 
     const std::size_t body_end = bytes.size() - kChecksumSize;
     const std::uint64_t stored = get_le(bytes, body_end, 8);

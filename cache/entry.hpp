@@ -23,6 +23,7 @@
 // and never allocates more than the file it was given.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -72,6 +73,16 @@ bool is_valid_key(std::string_view key) noexcept;
 // The bytes of an entry file (the current format version). Throws kjit::CacheError when a
 // metadata string is longer than a u32 length can say.
 std::vector<unsigned char> serialize_entry(const Entry& entry);
+
+// The size of an entry file's header: magic, version and the four section lengths.
+inline constexpr std::size_t kEntryHeaderBytes = 44;
+
+// Whether `header`, the first kEntryHeaderBytes of a file of `file_size` bytes (all of it when it
+// is shorter), can begin an entry: the magic, a known version, a key of 32 characters, and
+// section lengths that add up to the file's size exactly. Nothing else is read: a reader checks
+// this before it allocates and reads a big file (a sparse one near the size limit, say) whole.
+// False with `problem` saying why, in parse_entry()'s words.
+bool check_entry_header(std::span<const unsigned char> header, std::uint64_t file_size, std::string& problem);
 
 // The entry stored in `bytes`, or nullopt with `problem` saying exactly what is wrong: too short,
 // bad magic, unsupported format version, sizes that do not add up, checksum mismatch, key differs

@@ -1,8 +1,12 @@
 #include "cache/kernel_cache.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -25,13 +29,29 @@ CacheSettings CacheSettings::from_environment() {
         ::kjit::detail::warn_once("cache-no-home", "neither KJIT_CACHE_DIR, XDG_CACHE_HOME nor HOME is set: kernels are "
                                                    "cached in memory only (set KJIT_CACHE_DIR to keep them on disk)");
     if (const char* cap = std::getenv("KJIT_CACHE_MAX_BYTES"); cap && *cap) {
-        char* end = nullptr;
-        const unsigned long long v = std::strtoull(cap, &end, 10);
-        if (end != nullptr && *end == '\0')
+        // Digits only: strtoull would take "-1" as 2^64-1 (no cap at all) and skip blanks.
+        const std::string_view text(cap);
+        std::uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec == std::errc() && end == text.data() + text.size())
             s.max_bytes = v;
         else
             ::kjit::detail::warn_once("KJIT_CACHE_MAX_BYTES", "KJIT_CACHE_MAX_BYTES='" + std::string(cap) +
-                                                          "' is not a number of bytes; no size cap is applied");
+                                                          "' refused: not a whole number of bytes from 0 to 2^64-1; "
+                                                          "no size cap is applied");
+    }
+    if (const char* wait = std::getenv("KJIT_CACHE_LOCK_TIMEOUT"); wait && *wait) {
+        char* end = nullptr;
+        const double v = std::strtod(wait, &end);
+        // No sign, blanks, "inf" or "nan": a number of seconds as written, up to a day.
+        if (std::isdigit(static_cast<unsigned char>(wait[0])) && end != nullptr && *end == '\0' && v <= 86400)
+            s.lock_timeout_seconds = v;
+        else
+            ::kjit::detail::warn_once("KJIT_CACHE_LOCK_TIMEOUT",
+                                      "KJIT_CACHE_LOCK_TIMEOUT='" + std::string(wait) +
+                                          "' refused: not a number of seconds from 0 to 86400 (such as 30 or 0.5); "
+                                          "waiting up to " + std::to_string(static_cast<int>(s.lock_timeout_seconds)) +
+                                          " s for a cache lock");
     }
     if (const char* rec = std::getenv("KJIT_CACHE_RECORD"); rec && *rec) s.record = rec;
     return s;
@@ -80,9 +100,19 @@ void forget_process_cache() {
     g_process_was_prepared = false;
 }
 
+namespace {
+// CacheSettings' seconds as the store's wait; anything not a number of seconds from 0 to a day
+// (a program may set the field itself) is the default.
+std::chrono::milliseconds lock_timeout_of(const CacheSettings& s) {
+    const double seconds = s.lock_timeout_seconds;
+    if (!(seconds >= 0 && seconds <= 86400)) return kDefaultLockTimeout;
+    return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+}  // namespace
+
 KernelCache::KernelCache(const CacheSettings& settings) : settings_(settings) {
     if (settings_.disk && !settings_.dir.empty())
-        writable_ = std::make_unique<DiskStore>(settings_.dir, /*writable=*/true, settings_.max_bytes);
+        writable_ = std::make_unique<DiskStore>(settings_.dir, /*writable=*/true, settings_.max_bytes, lock_timeout_of(settings_));
     if (settings_.disk)
         for (const std::string& d : settings_.read_only) read_only_.push_back(std::make_unique<DiskStore>(d, false));
     const std::size_t layers = (writable_ ? 1 : 0) + read_only_.size();
@@ -147,8 +177,10 @@ std::shared_ptr<const Entry> KernelCache::load_or_compile(const Request& request
         compiled = true;
         return e;
     };
-    Entry entry = writable_ ? writable_->get_or_create(request.key, compile) : compile();
-    if (compiled && writable_ && !request.alias.empty()) writable_->write_alias(request.alias, request.key);
+    bool stored = false;
+    Entry entry = writable_ ? writable_->get_or_create(request.key, compile, &stored) : compile();
+    // An alias of an entry that is not in the folder would lead nowhere.
+    if (compiled && stored && !request.alias.empty()) writable_->write_alias(request.alias, request.key);
     return std::make_shared<const Entry>(std::move(entry));
 }
 
@@ -333,7 +365,7 @@ void KernelCache::store(const Entry& entry, const std::string& alias) {
 void KernelCache::record(const std::string& spec_json, const std::string& arch) {
     if (settings_.record.empty() || spec_json.empty()) return;
     try {
-        record_in_manifest(settings_.record, nlohmann::json::parse(spec_json), arch);
+        record_in_manifest(settings_.record, nlohmann::json::parse(spec_json), arch, lock_timeout_of(settings_));
     } catch (const std::exception& e) {
         ::kjit::detail::warn_once("record:" + settings_.record,
                           "KJIT_CACHE_RECORD: cannot record in '" + settings_.record + "': " + e.what());
@@ -349,7 +381,8 @@ CacheStats KernelCache::stats() const {
     s.note_hits = note_hits_;
     std::size_t layer = 0;
     if (writable_) {
-        s.layers.push_back({writable_->dir().string(), writable_->writable(), layer_hits_[0], layer_misses_[0]});
+        s.layers.push_back({writable_->dir().string(), writable_->writable(), layer_hits_[0], layer_misses_[0],
+                            writable_->stores(), writable_->store_failures()});
         ++layer;
     }
     for (const auto& store : read_only_) {

@@ -1,9 +1,6 @@
 #include "cache/manifest.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
-#include <unistd.h>
 
 #include "cache/file_io.hpp"
 #include "kjit/error.hpp"
@@ -25,10 +22,11 @@ void add_unique(nlohmann::json& list, const nlohmann::json& item) {
 }
 
 // An exclusive lock on `<path>.lock` (removed when released), for the manifest's read, merge and
-// write: processes recording at once would otherwise lose each other's kernels.
-EntryLock lock_manifest(const std::filesystem::path& path) {
+// write: processes recording at once would otherwise lose each other's kernels. Waited for no
+// longer than `timeout`: a stopped recorder must not stop every other process's calls.
+EntryLock lock_manifest(const std::filesystem::path& path, std::chrono::milliseconds timeout) {
     std::string error;
-    EntryLock lock = lock_file(path.string() + ".lock", 0644, Wait::block, &error);
+    EntryLock lock = lock_file(path.string() + ".lock", 0644, Wait::bounded, &error, timeout);
     if (!lock) throw IoError(error);
     return lock;
 }
@@ -79,23 +77,17 @@ void merge_into_manifest(nlohmann::json& manifest, const nlohmann::json& kernel,
     manifest["kernels"].push_back(kernel);
 }
 
-void record_in_manifest(const std::filesystem::path& path, const nlohmann::json& kernel, const std::string& arch) {
-    const EntryLock lock = lock_manifest(path);
+void record_in_manifest(const std::filesystem::path& path, const nlohmann::json& kernel, const std::string& arch,
+                        std::chrono::milliseconds lock_timeout) {
+    const EntryLock lock = lock_manifest(path, lock_timeout);
     nlohmann::json manifest = nlohmann::json::object();
     std::error_code ec;
     if (std::filesystem::exists(path, ec)) manifest = read_manifest(path);
     merge_into_manifest(manifest, kernel, arch);
-    const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << manifest.dump(2) << "\n";
-        out.flush();
-        if (!out) throw IoError("cannot write manifest '" + tmp + "'");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::filesystem::remove(tmp, ec);
-        throw IoError("cannot replace manifest '" + path.string() + "': " + std::strerror(errno));
-    }
+    // A temporary nobody can plant a symlink at ahead (replace_file), with the mode a file the
+    // user writes gets (the umask's), fsynced: a manifest gathers what many runs recorded.
+    const std::string error = replace_file(path, manifest.dump(2) + "\n", 0666, ModeIs::less_umask, /*durable=*/true);
+    if (!error.empty()) throw IoError("cannot write manifest '" + path.string() + "': " + error);
 }
 
 }  // namespace kjit::cache

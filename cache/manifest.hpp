@@ -2,10 +2,13 @@
 // in the JSON format of DESIGN.md. KJIT_CACHE_RECORD writes one; `kjit precompile` reads one.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "cache/file_io.hpp"
 
 namespace kjit::cache {
 
@@ -20,7 +23,10 @@ nlohmann::json read_manifest(const std::filesystem::path& path);
 void merge_into_manifest(nlohmann::json& manifest, const nlohmann::json& kernel, const std::string& arch);
 
 // merge_into_manifest on the file at `path`, safely under concurrent writers (a lock file beside
-// it) and atomically (a temporary file renamed into place); creates the file if missing.
-void record_in_manifest(const std::filesystem::path& path, const nlohmann::json& kernel, const std::string& arch);
+// it, waited for up to `lock_timeout`, then an IoError naming its holder) and atomically (a
+// temporary of a random name renamed into place: cache/file_io.hpp replace_file); creates the
+// file if missing.
+void record_in_manifest(const std::filesystem::path& path, const nlohmann::json& kernel, const std::string& arch,
+                        std::chrono::milliseconds lock_timeout = kDefaultLockTimeout);
 
 }  // namespace kjit::cache

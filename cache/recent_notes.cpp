@@ -1,7 +1,6 @@
 #include "cache/recent_notes.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <string_view>
 
 #include <fcntl.h>
@@ -19,8 +18,6 @@ constexpr std::string_view kHeader = "kjit-recent-notes 1\n";
 constexpr std::size_t kMaxBytes = kHeader.size() + kRecentNotes * 33;
 
 std::string list_path(const std::filesystem::path& dir) { return (dir / kRecentNotesFile).native(); }
-
-std::atomic<unsigned> g_temporaries{0};  // threads of one process write temporaries of their own
 
 }  // namespace
 
@@ -54,13 +51,7 @@ bool remember_recent_note(const std::filesystem::path& dir, const std::string& n
     if (names.size() > kRecentNotes) names.resize(kRecentNotes);
     std::string text(kHeader);
     for (const std::string& n : names) (text += n) += '\n';
-    const std::string path = list_path(dir);
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_temporaries++);
-    int err = 0;
-    const std::span bytes(reinterpret_cast<const unsigned char*>(text.data()), text.size());
-    if (write_new_file(tmp, bytes, mode, err, /*durable=*/false).empty() && ::rename(tmp.c_str(), path.c_str()) == 0) return true;
-    ::unlink(tmp.c_str());
-    return false;
+    return replace_file(list_path(dir), text, mode, ModeIs::exact, /*durable=*/false).empty();
 }
 
 void forget_recent_notes(const std::filesystem::path& dir) {

@@ -12,8 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/file_io.hpp"
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/nvrtc_version.hpp"
+#include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
 namespace kjit::jit {
@@ -157,8 +159,15 @@ std::optional<std::string> read_record(const std::string& cache_dir) {
     }
     char buf[4096];
     ssize_t got;
-    while ((got = ::read(fd, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
+    // Bounded by the size limit too, not only by fstat's size: a file that grows while it is read
+    // is no record either.
+    while ((got = ::read(fd, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR)) {
         if (got > 0) text.append(buf, static_cast<std::size_t>(got));
+        if (text.size() > static_cast<std::size_t>(kMaxRecordBytes)) {
+            ::close(fd);
+            return std::nullopt;
+        }
+    }
     ::close(fd);
     if (got < 0) return std::nullopt;
     return text;
@@ -218,12 +227,12 @@ void remember_nvrtc(const std::string& cache_dir) {
         std::string archs;
         for (const int a : id->supported_archs) archs += (archs.empty() ? "" : ",") + std::to_string(a);
         const std::string record = std::string(kFormatLine) + id->lines + "version_key=" + id->version_key + "\narchs=" + archs + "\n";
-        const std::string path = cache_dir + "/" + kRecordName;
-        const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-        FILE* f = std::fopen(tmp.c_str(), "wb");
-        if (f == nullptr) return;
-        const bool written = std::fwrite(record.data(), 1, record.size(), f) == record.size();
-        if (std::fclose(f) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+        // A temporary of a random name (never one a symlink could be planted at ahead), with the
+        // mode of the cache's other files (readable by others only if the folder is); not
+        // fsynced: a record lost in a crash is a miss.
+        const std::string error = cache::replace_file(cache_dir + "/" + kRecordName, record, cache::file_mode_in(cache_dir),
+                                                      cache::ModeIs::exact, /*durable=*/false);
+        if (!error.empty()) kjit::detail::log(kjit::detail::LogLevel::debug, "cannot remember the NVRTC loaded: " + error);
         std::remove((cache_dir + "/nvrtc-identity.json").c_str());  // the JSON record of kjit before 2026-12-01
     } catch (const std::exception&) {
         // only a shortcut: without it the next process loads NVRTC to learn its version

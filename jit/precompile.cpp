@@ -110,6 +110,7 @@ PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::str
     result.jobs = jobs.size();
 
     const std::uint64_t compiles_before = cache_stats().compiles;
+    const CacheStats stores_before = cache_stats();
     const auto start = std::chrono::steady_clock::now();
     std::mutex failures_mutex;
     std::atomic<std::size_t> next{0}, done{0};
@@ -132,6 +133,11 @@ PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::str
     for (std::thread& t : workers) t.join();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.compiled = static_cast<std::size_t>(cache_stats().compiles - compiles_before);
+    // What the writable folder (layer 0, when there is one) kept of what was compiled, and not.
+    if (const CacheStats after = cache_stats(); !after.layers.empty() && !stores_before.layers.empty()) {
+        result.stored = static_cast<std::size_t>(after.layers[0].stores - stores_before.layers[0].stores);
+        result.not_stored = static_cast<std::size_t>(after.layers[0].store_failures - stores_before.layers[0].store_failures);
+    }
     return result;
 }
 

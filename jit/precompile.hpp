@@ -16,6 +16,8 @@ namespace kjit::jit {
 struct PrecompileResult {
     std::size_t jobs = 0;                  // modules: kernel x binding x arch (x strategy for reductions)
     std::size_t compiled = 0;              // NVRTC runs (the rest came from the cache)
+    std::size_t stored = 0;                // entries stored in the writable folder
+    std::size_t not_stored = 0;            // compiled but not stored (unwritable folder, full disk, held lock)
     std::vector<std::string> failures;     // each with its diagnostic
     double seconds = 0;
 };

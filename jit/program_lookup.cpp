@@ -1,5 +1,6 @@
 #include "jit/program_lookup.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cache/cache_key.hpp"
+#include "cache/file_io.hpp"
 #include "cache/kernel_cache.hpp"
 #include "jit/arch.hpp"
 #include "jit/nvrtc_identity.hpp"
@@ -41,12 +43,23 @@ void save_source_if_asked(const std::string& dir, const std::string& key, const 
     }
     const std::string folder = dir + "/sources";
     const std::string path = folder + "/" + key + ".cu";
-    ::mkdir(folder.c_str(), 0700);  // an existing folder is fine; any other failure shows at fopen
-    FILE* f = std::fopen(path.c_str(), "wb");
-    bool ok = f != nullptr && std::fwrite(source.data(), 1, source.size(), f) == source.size();
-    if (f != nullptr && std::fclose(f) != 0) ok = false;
-    if (!ok) {
-        detail::warn_once("save-source:" + folder, "KJIT_SAVE_SOURCE: cannot write " + path);
+    // Made as the cache's shard folders are (0700, or readable as the top folder is); one that is
+    // there must be a folder, not a symlink leading elsewhere.
+    const mode_t mode = cache::file_mode_in(dir);
+    const mode_t readable = mode & 0044;  // searchable by those who may read
+    if (::mkdir(folder.c_str(), 0700 | readable | (readable >> 2)) != 0 && errno != EEXIST) {
+        detail::warn_once("save-source:" + folder, "KJIT_SAVE_SOURCE: " + cache::os_error("cannot create", folder));
+        return;
+    }
+    struct stat st {};
+    if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        detail::warn_once("save-source:" + folder, "KJIT_SAVE_SOURCE: " + folder + " is not a folder; sources not saved");
+        return;
+    }
+    // Replaced, never written through: a symlink planted at the file's name is replaced, not followed.
+    const std::string error = cache::replace_file(path, source, mode, cache::ModeIs::exact, /*durable=*/false);
+    if (!error.empty()) {
+        detail::warn_once("save-source:" + folder, "KJIT_SAVE_SOURCE: cannot write " + path + ": " + error);
         return;
     }
     detail::log(detail::LogLevel::info, "saved the source of " + key + " as " + path);

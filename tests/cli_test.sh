@@ -4,7 +4,8 @@
 set -u
 kjit=${1:?usage: cli_test.sh PATH/TO/kjit}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# Mounts a case below made (read-only binds, a full tmpfs) go first, innermost first.
+trap 'awk -v t="$tmp" '"'"'index($2, t) == 1 {print $2}'"'"' /proc/mounts | sort -r | xargs -r -n1 umount 2>/dev/null; rm -rf "$tmp"' EXIT
 export KJIT_CACHE_DIR="$tmp/cache"  # never the user's cache
 passed=0
 failed=0
@@ -64,6 +65,12 @@ if [ "$(head -c 4 "$tmp/axpb.cubin" | od -An -c | tr -d ' ')" = "177ELF" ]; then
 expect 0 "for sm_80" -- compile --spec "$tmp/spec.json" --types T=float32 --arch sm_80 -o "$tmp/axpb.ptx"
 grep -q ".entry axpb_contiguous32" "$tmp/axpb.ptx" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAILED: PTX lacks the entry"; }
 expect 1 "must end in .cubin or .ptx" -- compile --spec "$tmp/spec.json" --types T=float32 -o "$tmp/axpb.bin"
+# Issue 30: -o F wrote the fixed name F.tmp, through whatever symlink was planted there.
+echo precious >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/planted.cubin.tmp"
+expect 0 "written to $tmp/planted.cubin" -- compile --spec "$tmp/spec.json" --types T=float32 --arch sm_90 -o "$tmp/planted.cubin"
+[ "$(cat "$tmp/victim")" = precious ] && [ -f "$tmp/planted.cubin" ] && [ ! -L "$tmp/planted.cubin" ] && passed=$((passed + 1)) \
+  || { failed=$((failed + 1)); echo "FAILED: kjit compile -o wrote through a planted symlink"; }
 expect 1 "arch='sm90' is not a GPU architecture" -- compile --spec "$tmp/spec.json" --types T=float32 --arch sm90
 echo '{"in": 3, "out": "T y", "op": "y = x"}' >"$tmp/bad.json"
 expect 1 "\"in\" must be a string" -- check --spec "$tmp/bad.json"
@@ -116,8 +123,8 @@ KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --in "T x" --out "T y" --op "y =
 KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile "${l2[@]}" --reduce-type float64 --types T=float32 --arch sm_90 >/dev/null
 grep -q '"name": "twice"' "$tmp/m.json" && grep -q '"name": "axpb"' "$tmp/m.json" && grep -q '"kind": "reduction"' "$tmp/m.json" \
   && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAILED: the recorded manifest lacks a kernel"; cat "$tmp/m.json"; }
-expect 0 "56 compiled, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
-expect 0 "0 compiled, 56 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
+expect 0 "56 compiled, 56 stored, 0 not stored, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
+expect 0 "0 compiled, 0 stored, 0 not stored, 56 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
 expect 0 "56 entries" -- cache stats --cache-dir "$tmp/shipped"
 expect 0 "last used" -- cache ls --cache-dir "$tmp/shipped"
 expect 0 "56 entries checked, 0 damaged; 0 damaged plan notes; 0 damaged aliases" -- cache verify --cache-dir "$tmp/shipped"
@@ -138,6 +145,50 @@ expect 1 "unknown function 'sqr'" -- precompile "$tmp/badm.json" --arch sm_90 --
 expect 1 "\"kernels\" must be a list" -- precompile "$tmp/bad.json" --arch sm_90 --cache-dir "$tmp/x"
 echo '{"kernels": [{"kind": "reduction", "name": "badr", "in": "T x", "out": "T y", "map": "x", "reduce": "a + b", "types": [{"T": "float32"}]}]}' >"$tmp/badr.json"
 expect 1 "kernel 0 ('badr'): missing \"post\"" -- precompile "$tmp/badr.json" --arch sm_90 --cache-dir "$tmp/x"
+
+# Issue 30: what could not be stored or removed is said, and fails the command. A folder is made
+# unwritable by a read-only bind mount for root (who writes anywhere), by mode 0500 otherwise.
+make_unwritable() {
+  if [ "$(id -u)" -ne 0 ]; then chmod 0500 "$1"; return; fi
+  mount --bind "$1" "$1" 2>/dev/null || return 1
+  mount -o remount,bind,ro "$1" 2>/dev/null || { umount "$1"; return 1; }
+}
+make_writable() { if [ "$(id -u)" -ne 0 ]; then chmod 0700 "$1"; else umount "$1"; fi; }
+skipped() { echo "SKIPPED: $1 (cannot make a folder unwritable or mount a tmpfs here)"; }
+echo '{"kernels": [{"kind": "elementwise", "name": "twice", "in": "T x", "out": "T y", "op": "y = x * 2", "types": [{"T": "int32"}]}]}' >"$tmp/small.json"
+expect 0 "7 compiled, 7 stored, 0 not stored" -- precompile "$tmp/small.json" --arch sm_90 --cache-dir "$tmp/c2" -j 2
+mkdir -m 0700 "$tmp/ro-empty"
+if make_unwritable "$tmp/ro-empty"; then
+  expect 1 "7 compiled, 0 stored, 7 not stored, 0 already cached, 0 failed" -- precompile "$tmp/small.json" --arch sm_90 --cache-dir "$tmp/ro-empty" -j 2
+  expect 1 "7 compiled kernel builds were not stored in $tmp/ro-empty" -- precompile "$tmp/small.json" --arch sm_90 --cache-dir "$tmp/ro-empty"
+  make_writable "$tmp/ro-empty"
+  make_unwritable "$tmp/c2"
+  expect 1 "cannot clear $tmp/c2: the folder cannot be written to" -- cache clear --cache-dir "$tmp/c2"
+  make_writable "$tmp/c2"
+  [ "$(find "$tmp/c2" -name '*.kjit' | wc -l)" -eq 7 ] && passed=$((passed + 1)) \
+    || { failed=$((failed + 1)); echo "FAILED: cache clear of an unwritable folder removed entries"; }
+  # A shard whose files cannot be removed: the rest goes, and what is left is named.
+  shard=$(dirname "$(find "$tmp/c2" -name '*.kjit' | head -1)")
+  make_unwritable "$shard"
+  expect 1 "could not be removed" -- cache clear --cache-dir "$tmp/c2"
+  expect 1 "kjit cache clear: cannot remove $shard/" -- cache clear --cache-dir "$tmp/c2"
+  make_writable "$shard"
+else
+  skipped "precompile into, and cache clear of, an unwritable folder"
+fi
+if [ "$(id -u)" -eq 0 ] && mkdir "$tmp/full" && mount -t tmpfs -o size=16k tmpfs "$tmp/full" 2>/dev/null; then
+  expect 1 "not stored in $tmp/full/cache" -- precompile "$tmp/small.json" --arch sm_90 --cache-dir "$tmp/full/cache" -j 2
+  umount "$tmp/full"
+else
+  skipped "precompile onto a full disk"
+fi
+# A FIFO as an entry (nothing would ever write to it) neither blocks verify nor passes it.
+fifo=$(find "$tmp/c2" -name '*.kjit' | head -1)
+rm "$fifo" && mkfifo -m 0600 "$fifo"
+expect 1 "damaged: $fifo: not a regular file" -- cache verify --cache-dir "$tmp/c2"
+expect 1 "no cache folder $tmp/nowhere" -- cache verify --cache-dir "$tmp/nowhere"
+expect 1 "no cache folder $tmp/nowhere" -- cache clear --cache-dir "$tmp/nowhere"
+[ ! -e "$tmp/nowhere" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAILED: cache clear made the folder"; }
 export KJIT_CACHE_DIR="$tmp/cache"
 
 # kjit run: mistakes are found before the GPU is needed.

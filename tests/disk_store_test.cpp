@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -772,4 +773,215 @@ TEST_CASE("aliases and notes swapped between names are misses, and verify names 
     CHECK_FALSE(reader.peek_note(n2, 1 << 20, last_used).has_value());
     CHECK(reader.verify_notes().size() == 2);
     CHECK(reader.verify_aliases().size() == 2);
+}
+
+// Issue 30, held locks: a writer that is stopped (SIGSTOP, a debugger) or hung holds its key's
+// lock for good. Others wait no longer than the lock timeout, say once who holds it (the pid the
+// holder wrote into the lock file), and produce the entry without storing it.
+TEST_CASE("a lock held by a stopped process is waited for a bounded time, and its holder named", "[disk_store][lock]") {
+    kjit::test::TempDir tmp;
+    const std::string key = key_of(31);
+    REQUIRE(DiskStore(tmp.path(), true).write(make_entry(key_of(30))));  // makes the shard folder
+    const fs::path lock_path = DiskStore(tmp.path(), false).entry_path(key).parent_path() / (key + ".lock");
+    const pid_t holder = ::fork();
+    REQUIRE(holder >= 0);
+    if (holder == 0) {
+        kjit::cache::EntryLock lock = kjit::cache::lock_file(lock_path, 0600, kjit::cache::Wait::try_only);
+        if (!lock) ::_exit(1);
+        ::raise(SIGSTOP);
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(holder, &status, WUNTRACED) == holder);
+    REQUIRE(WIFSTOPPED(status));
+
+    DiskStore store(tmp.path(), true, 0, std::chrono::milliseconds(300));
+    StderrCapture capture;
+    int produced = 0;
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(store.get_or_create(key, [&] { return ++produced, make_entry(key); }).key == key);
+    bool stored = true;
+    CHECK(store.get_or_create(key, [&] { return ++produced, make_entry(key); }, &stored).key == key);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string warnings = capture.text();
+    ::kill(holder, SIGKILL);
+    REQUIRE(::waitpid(holder, &status, 0) == holder);
+
+    CHECK(produced == 2);
+    CHECK_FALSE(stored);
+    CHECK(waited >= 0.6);
+    CHECK(waited < 10);
+    CHECK(store.stores() == 0);
+    CHECK(store.store_failures() == 2);
+    CHECK_FALSE(DiskStore(tmp.path(), false).read(key).has_value());  // not stored: the holder may yet
+    CHECK(count_of(warnings, "is held by process " + std::to_string(holder)) == 1);  // once
+    CHECK_THAT(warnings, Catch::Matchers::Contains("without storing"));
+    // The holder gone, its lock is free again (the file with its pid stays until the next taker).
+    CHECK(store.get_or_create(key, [&] { return ++produced, make_entry(key); }, &stored).key == key);
+    CHECK(stored);
+    CHECK(store.stores() == 1);
+    CHECK(DiskStore(tmp.path(), false).read(key).has_value());
+}
+
+// Issue 30, planted symlinks: a dangling symlink as a lock file made open(O_CREAT) create the
+// file it names, anywhere the user may write.
+TEST_CASE("a symlink planted as a lock file is never followed", "[disk_store][trust]") {
+    kjit::test::TempDir tmp, elsewhere;
+    const std::string key = key_of(32);
+    DiskStore store(tmp.path(), true);
+    REQUIRE(store.write(make_entry(key_of(30))));  // makes the shard folder
+    const fs::path victim = elsewhere.path() / "created-through-the-lock";
+    fs::create_symlink(victim, store.entry_path(key).parent_path() / (key + ".lock"));
+    StderrCapture capture;
+    int produced = 0;
+    CHECK(store.get_or_create(key, [&] { return ++produced, make_entry(key); }).key == key);
+    CHECK(produced == 1);
+    CHECK_FALSE(fs::exists(victim));
+    CHECK(fs::is_symlink(store.entry_path(key).parent_path() / (key + ".lock")));
+    std::string error;
+    CHECK_FALSE(kjit::cache::lock_file(store.entry_path(key).parent_path() / (key + ".lock"), 0600,
+                                       kjit::cache::Wait::try_only, &error));
+    CHECK_THAT(error, Catch::Matchers::Contains("cannot open lock file"));
+    CHECK_FALSE(fs::exists(victim));
+}
+
+// Issue 30, false success: `kjit precompile` must know how many entries were stored and how many
+// were not, whatever stopped them.
+TEST_CASE("stores and the entries that could not be stored are counted", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    DiskStore store(tmp.path(), true);
+    REQUIRE(store.write(make_entry(key_of(40))));
+    store.get_or_create(key_of(41), [] { return make_entry(key_of(41)); });
+    store.get_or_create(key_of(41), [] { return make_entry(key_of(41)); });  // found: no store
+    CHECK(store.stores() == 2);
+    CHECK(store.store_failures() == 0);
+
+    // A shard folder that is refused: produced, not stored, counted.
+    const std::string other = "cd" + key_of(42).substr(2);
+    fs::create_directory(tmp.path() / "cd");
+    chmod_dir(tmp.path() / "cd", 0777);
+    StderrCapture capture;
+    bool stored = true;
+    store.get_or_create(other, [&] { return make_entry(other); }, &stored);
+    CHECK_FALSE(stored);
+    CHECK_FALSE(store.write(make_entry(other)));
+    CHECK(store.stores() == 2);
+    CHECK(store.store_failures() == 2);
+
+    // A folder that is not writable (as a user other than root: root writes anywhere).
+    put_file(tmp.path() / "probe", {1});
+    if (!can_chown_to_other_user(tmp.path() / "probe")) return;
+    kjit::test::TempDir ro;
+    chmod_dir(ro.path(), 0500);
+    REQUIRE(::chown(ro.path().c_str(), kOtherUser, kOtherUser) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        if (::setgid(kOtherUser) != 0 || ::setuid(kOtherUser) != 0) ::_exit(10);
+        DiskStore as_other(ro.path(), true);
+        if (as_other.writable() || !as_other.usable()) ::_exit(11);
+        bool in_folder = true;
+        as_other.get_or_create(key_of(43), [] { return make_entry(key_of(43)); }, &in_folder);
+        ::_exit(in_folder || as_other.stores() != 0 || as_other.store_failures() != 1 ? 12 : 0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+// Issue 30, unbounded reads: an entry file near the size limit (sparse: it costs no disk) was
+// read whole, a gigabyte allocated, before its header said that it is no entry. Run with an
+// address space too small for that, in a child.
+TEST_CASE("a huge entry file has its header checked before it is read whole", "[disk_store][trust]") {
+    kjit::test::TempDir tmp;
+    const Entry e = make_entry(key_of(50));
+    DiskStore store(tmp.path(), true);
+    REQUIRE(store.write(e));
+    const fs::path path = store.entry_path(e.key);
+    REQUIRE(::truncate(path.c_str(), (off_t{1} << 30) - 4096) == 0);  // the real header, sizes that no longer add up
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // What the process maps now, and 256 MB more: a gigabyte cannot be had.
+        std::ifstream status_file("/proc/self/status");
+        std::string line;
+        std::uint64_t vm_kb = 0;
+        while (std::getline(status_file, line))
+            if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stoull(line.substr(7));
+        const rlimit limit{(vm_kb << 10) + (256u << 20), (vm_kb << 10) + (256u << 20)};
+        if (vm_kb == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(10);
+        try {
+            DiskStore reader(tmp.path(), false);
+            if (reader.read(e.key)) ::_exit(11);
+            const auto damaged = reader.verify();
+            if (damaged.size() != 1 || damaged[0].second.find("sizes do not add up") == std::string::npos) ::_exit(12);
+        } catch (const std::bad_alloc&) {
+            ::_exit(13);
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+// Issue 30, the size cap: aliases were neither counted nor evicted, so a cache could grow past
+// its cap by its aliases.
+TEST_CASE("aliases count in the size cap and are evicted with entries", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    const Entry a = make_entry(key_of(60)), b = make_entry(key_of(61));
+    std::uint64_t entry_bytes = 0;
+    {
+        DiskStore sizer(tmp.path(), true);
+        REQUIRE(sizer.write(a));
+        entry_bytes = fs::file_size(sizer.entry_path(a.key));
+        REQUIRE(sizer.write_alias(key_of(70), a.key));
+        CHECK(sizer.total_bytes() == entry_bytes + 66);  // the alias file: key and name, a line each
+        sizer.clear();
+    }
+    // Room for two entries exactly: with their aliases, the older entry goes.
+    DiskStore store(tmp.path(), true, 2 * entry_bytes);
+    REQUIRE(store.write(a));
+    REQUIRE(store.write_alias(key_of(70), a.key));
+    set_atime(store.entry_path(a.key), 1'000'000'000);
+    set_atime(store.entry_path(key_of(70)).parent_path() / (key_of(70) + ".alias"), 1'000'000'000);
+    REQUIRE(store.write(b));
+    REQUIRE(store.write_alias(key_of(71), b.key));
+    CHECK(store.total_bytes() <= store.max_bytes());
+    CHECK(store.read(b.key).has_value());
+    CHECK(store.read_alias(key_of(71)) == b.key);  // neither the alias just written nor its entry goes
+}
+
+// Issue 30, false success: `kjit cache clear` said "cleared" with the files still there.
+TEST_CASE("clear returns the files it could not remove", "[disk_store]") {
+    kjit::test::TempDir tmp;
+    put_file(tmp.path() / "probe", {1});
+    if (!can_chown_to_other_user(tmp.path() / "probe")) return;
+    fs::remove(tmp.path() / "probe");
+    const Entry e = make_entry(key_of(80));
+    REQUIRE(DiskStore(tmp.path(), true).write(e));
+    const fs::path shard = DiskStore(tmp.path(), false).entry_path(e.key).parent_path();
+    for (const auto& f : fs::recursive_directory_iterator(tmp.path())) REQUIRE(::chown(f.path().c_str(), kOtherUser, kOtherUser) == 0);
+    REQUIRE(::chown(tmp.path().c_str(), kOtherUser, kOtherUser) == 0);
+    chmod_dir(shard, 0500);  // the top folder writable, the shard's files not removable
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        if (::setgid(kOtherUser) != 0 || ::setuid(kOtherUser) != 0) ::_exit(10);
+        DiskStore store(tmp.path(), true);
+        if (!store.writable()) ::_exit(11);
+        const auto left = store.clear();
+        ::_exit(left.size() == 1 && left[0].first == store.entry_path(e.key) &&
+                        left[0].second.find("Permission denied") != std::string::npos
+                    ? 0
+                    : 12);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    chmod_dir(shard, 0700);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(fs::exists(DiskStore(tmp.path(), false).entry_path(e.key)));  // still there, and said so
 }

@@ -7,8 +7,12 @@
 #include <chrono>
 #include <fstream>
 #include <thread>
+#include <csignal>
 #include <cstdio>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cache/cache_key.hpp"
@@ -228,9 +232,23 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     // A job per variant calls load (jit/elementwise_calls.hpp): contiguous, strided, rows, tiled.
     CHECK(first.jobs >= 3 * 2 * 4);
     CHECK(first.compiled == first.jobs);
+    CHECK(first.stored == first.jobs);
+    CHECK(first.not_stored == 0);
     kjit::configure_cache(cache_in(work.path() / "shipped"));
     const auto second = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
     CHECK(second.compiled == 0);
+    CHECK(second.stored == 0);
+    // Issue 30: into a folder that is refused (others may write to it), every build is compiled
+    // and none stored, and precompile says so instead of "0 failed" alone.
+    const fs::path refused = work.path() / "refused";
+    fs::create_directory(refused);
+    fs::permissions(refused, fs::perms::all);
+    kjit::configure_cache(cache_in(refused));
+    const auto unstored = kjit::jit::precompile(recorded, {"sm_90"}, 2);
+    CHECK(unstored.failures.empty());
+    CHECK(unstored.compiled == unstored.jobs);
+    CHECK(unstored.stored == 0);
+    CHECK(unstored.not_stored == unstored.jobs);
 
     // 3. The application ships that folder read-only and has no NVRTC.
     kjit::CacheSettings shipped;
@@ -476,4 +494,158 @@ TEST_CASE("an alias that leads to another kernel's entry is a miss with a warnin
     const auto good = straight.find_alias(aa, "", "sm_90", {"ka", "T=float32", "sm_90"});
     REQUIRE(good != nullptr);
     CHECK(good->meta.kernel_name == "ka");
+}
+
+namespace {
+std::string file_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+unsigned mode_of(const fs::path& p) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+}  // namespace
+
+// Issue 30: KJIT_CACHE_MAX_BYTES=-1 was taken as 2^64-1 (strtoull wraps it), a cap of nothing.
+TEST_CASE("KJIT_CACHE_MAX_BYTES and KJIT_CACHE_LOCK_TIMEOUT take numbers only", "[kernel_cache]") {
+    for (const char* bad : {"-1", "-0", " 5", "+5", "5 ", "12abc", "0x10", "99999999999999999999999"}) {
+        INFO(bad);
+        const kjit::test::ScopedEnv cap("KJIT_CACHE_MAX_BYTES", bad);
+        CHECK(kjit::CacheSettings::from_environment().max_bytes == 0);
+    }
+    {
+        const kjit::test::ScopedEnv cap("KJIT_CACHE_MAX_BYTES", "18446744073709551615");
+        CHECK(kjit::CacheSettings::from_environment().max_bytes == 18446744073709551615ull);
+    }
+    for (const char* bad : {"-1", "abc", "inf", "nan", " 1", "1s", "100000"}) {
+        INFO(bad);
+        const kjit::test::ScopedEnv wait("KJIT_CACHE_LOCK_TIMEOUT", bad);
+        CHECK(kjit::CacheSettings::from_environment().lock_timeout_seconds == 30);
+    }
+    const kjit::test::ScopedEnv wait("KJIT_CACHE_LOCK_TIMEOUT", "0.25");
+    CHECK(kjit::CacheSettings::from_environment().lock_timeout_seconds == 0.25);
+}
+
+// Issue 30: an alias was written for an entry that could not be stored, leading nowhere.
+TEST_CASE("no alias is written for an entry that was not stored; stats count stores", "[kernel_cache]") {
+    const kjit::test::TempDir dir;
+    const std::string key(32, 'a'), alias(32, 'b'), key2 = "c" + std::string(31, 'a'), alias2 = "d" + std::string(31, 'b');
+    fs::create_directory(dir.path() / "aa");
+    fs::permissions(dir.path() / "aa", fs::perms::all);  // refused: the key's entry cannot be stored
+    KernelCache cache(cache_in(dir.path()));
+    cache.get(Request{key, alias, "sm_90", "", [&] { return fake_entry(key, "p"); }});
+    CHECK_FALSE(fs::exists(dir.path() / "bb" / (alias + ".alias")));
+    cache.get(Request{key2, alias2, "sm_90", "", [&] { return fake_entry(key2, "p"); }});
+    CHECK(fs::exists(dir.path() / "db" / (alias2 + ".alias")));
+    const kjit::CacheStats stats = cache.stats();
+    REQUIRE(stats.layers.size() == 1);
+    CHECK(stats.layers[0].stores == 1);
+    CHECK(stats.layers[0].store_failures == 1);
+}
+
+// Issue 30, held locks: through the kernel cache, a compile whose lock another process holds
+// returns after the configured wait (the compile is done, not stored).
+TEST_CASE("a held lock costs a compile the lock timeout, not forever", "[kernel_cache][lock]") {
+    const kjit::test::TempDir dir;
+    const std::string key = kjit::cache::make_key("held", {}, "sm_90", "v");
+    fs::create_directory(dir.path() / key.substr(0, 2));
+    fs::permissions(dir.path() / key.substr(0, 2), fs::perms::owner_all, fs::perm_options::replace);
+    const fs::path lock = dir.path() / key.substr(0, 2) / (key + ".lock");
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t holder = ::fork();  // holds the lock as another kjit process would, and hangs
+    REQUIRE(holder >= 0);
+    if (holder == 0) {
+        const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
+        if (fd < 0 || ::flock(fd, LOCK_EX) != 0 || ::write(ready[1], "x", 1) != 1) ::_exit(1);
+        ::pause();
+        ::_exit(0);
+    }
+    char c = 0;
+    REQUIRE(::read(ready[0], &c, 1) == 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    kjit::CacheSettings settings = cache_in(dir.path());
+    settings.lock_timeout_seconds = 0.2;
+    KernelCache cache(settings);
+    int compiles = 0;
+    const auto start = std::chrono::steady_clock::now();
+    cache.get(Request{key, "", "sm_90", "", [&] { return ++compiles, fake_entry(key, "p"); }});
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ::kill(holder, SIGKILL);
+    int status = 0;
+    ::waitpid(holder, &status, 0);
+    CHECK(compiles == 1);
+    CHECK(waited >= 0.2);
+    CHECK(waited < 10);
+    CHECK(cache.stats().layers[0].store_failures == 1);
+}
+
+// Issue 30, predictable temporaries: KJIT_CACHE_RECORD wrote "M.tmp.<pid>" through whatever
+// was there (a symlink to another file), and a dangling symlink as "M.lock" made its target.
+TEST_CASE("recording a manifest writes through no planted symlink", "[kernel_cache][trust]") {
+    const kjit::test::TempDir dir, elsewhere;
+    const fs::path manifest = dir.path() / "m.json", victim = elsewhere.path() / "precious";
+    std::ofstream(victim) << "precious\n";
+    fs::create_symlink(victim, manifest.string() + ".tmp." + std::to_string(::getpid()));
+    const nlohmann::json kernel = {{"kind", "raw"}, {"name", "k"}, {"source", "x"}};
+    kjit::cache::record_in_manifest(manifest, kernel, "sm_90");
+    CHECK(file_text(victim) == "precious\n");
+    CHECK(fs::is_regular_file(fs::symlink_status(manifest)));
+    CHECK(kjit::cache::read_manifest(manifest)["kernels"].size() == 1);
+    // A dangling symlink as its lock: an error, and nothing made where it points.
+    const fs::path made = elsewhere.path() / "made-by-the-lock";
+    fs::create_symlink(made, manifest.string() + ".lock");
+    CHECK_THROWS_AS(kjit::cache::record_in_manifest(manifest, kernel, "sm_80", std::chrono::milliseconds(100)),
+                    kjit::IoError);
+    CHECK_FALSE(fs::exists(made));
+}
+
+// Issue 30: nvrtc-identity was written 0644 whatever the folder's mode (other files follow it),
+// and through a symlink planted at "nvrtc-identity.tmp.<pid>".
+TEST_CASE("nvrtc-identity follows the folder's mode and writes through no planted symlink", "[kernel_cache][nvrtc]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir dir, planted, elsewhere;
+    const mode_t old_umask = ::umask(022);
+    fs::permissions(dir.path(), fs::perms::owner_all, fs::perm_options::replace);
+    kjit::configure_cache(cache_in(dir.path()));
+    kjit::ElementwiseKernel("T x", "T y", "y = x + 5", "identity_mode").compile({{"T", DType::float32}}, "sm_90");
+    ::umask(old_umask);
+    REQUIRE(fs::exists(dir.path() / "nvrtc-identity"));
+    CHECK(mode_of(dir.path() / "nvrtc-identity") == 0600);
+
+    const fs::path victim = elsewhere.path() / "precious";
+    std::ofstream(victim) << "precious\n";
+    fs::create_symlink(victim, planted.path() / ("nvrtc-identity.tmp." + std::to_string(::getpid())));
+    kjit::jit::remember_nvrtc(planted.path().string());
+    CHECK(file_text(victim) == "precious\n");
+    CHECK(fs::is_regular_file(fs::symlink_status(planted.path() / "nvrtc-identity")));
+    CHECK(kjit::jit::remembered_nvrtc(planted.path().string()).has_value());
+}
+
+// Issue 30: KJIT_SAVE_SOURCE wrote sources/<key>.cu through a symlink planted at that name.
+TEST_CASE("KJIT_SAVE_SOURCE writes through no planted symlink", "[kernel_cache][nvrtc]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir first, second, elsewhere;
+    const kjit::ElementwiseKernel k("T x", "T y", "y = x * 9", "saved_planted");
+    const kjit::test::ScopedEnv save("KJIT_SAVE_SOURCE", "1");
+    kjit::configure_cache(cache_in(first.path()));
+    k.compile({{"T", DType::float32}}, "sm_90");
+    std::vector<fs::path> saved;
+    for (const auto& e : fs::directory_iterator(first.path() / "sources")) saved.push_back(e.path());
+    REQUIRE(saved.size() == 1);
+    // The same program compiled into another folder, where its source's name is a symlink.
+    const fs::path victim = elsewhere.path() / "precious";
+    std::ofstream(victim) << "precious\n";
+    fs::create_directory(second.path() / "sources");
+    const fs::path name = second.path() / "sources" / saved[0].filename();
+    fs::create_symlink(victim, name);
+    kjit::configure_cache(cache_in(second.path()));
+    const kjit::ElementwiseKernel again("T x", "T y", "y = x * 9", "saved_planted");
+    again.compile({{"T", DType::float32}}, "sm_90");
+    CHECK(file_text(victim) == "precious\n");
+    CHECK(fs::is_regular_file(fs::symlink_status(name)));
+    CHECK(file_text(name) == file_text(saved[0]));
 }

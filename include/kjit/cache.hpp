@@ -6,7 +6,9 @@
 // $XDG_CACHE_HOME/kjit or ~/.cache/kjit; none when none is set), KJIT_CACHE_PATH (read-only folders, ':'-separated,
 // searched after the writable one), KJIT_CACHE_MAX_BYTES (size cap of the writable folder, least
 // recently used entries go first), KJIT_CACHE_DISABLE=1 (memory only), KJIT_CACHE_RECORD=FILE
-// (append every kernel used to a manifest that `kjit precompile` reads).
+// (append every kernel used to a manifest that `kjit precompile` reads), KJIT_CACHE_LOCK_TIMEOUT
+// (seconds a compile waits for another process's lock of the same kernel, default 30; then it
+// compiles without storing).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,10 @@ struct CacheSettings {
     bool disk = true;                     // false: memory only
     std::uint64_t max_bytes = 0;          // 0: no cap
     std::string record;                   // manifest to append kernels to; empty: none
+    // The longest a compile waits for a lock on its kernel that another process holds (one that is
+    // stopped or hung would hold it for good): then one warning naming the holder, and the kernel
+    // is compiled and not stored.
+    double lock_timeout_seconds = 30;
 
     static CacheSettings from_environment();
     bool operator==(const CacheSettings&) const = default;
@@ -36,6 +42,10 @@ struct CacheLayerStats {
     bool writable = false;
     std::uint64_t hits = 0;
     std::uint64_t misses = 0;
+    // Entries compiled for the writable folder and stored there, and those that could not be (a
+    // folder that cannot be written or was refused, a full disk, a lock held too long).
+    std::uint64_t stores = 0;
+    std::uint64_t store_failures = 0;
 };
 
 struct CacheStats {

@@ -3,12 +3,14 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cache/disk_store.hpp"
+#include "cache/file_io.hpp"
 #include "cache/manifest.hpp"
 #include "jit/precompile.hpp"
 #include "kjit/cache.hpp"
@@ -59,9 +61,15 @@ int precompile(const std::string& manifest_path, const std::string& arch_flag, c
                                                     [&](std::size_t done, std::size_t total) { progress.show(done, total); });
     for (const std::string& f : r.failures) fmt::print(stderr, "kjit precompile: failed: {}\n", f);
     const std::size_t failed_jobs = std::min(r.jobs, r.failures.size());
-    fmt::print("precompiled {} kernel builds into {} in {:.1f} s: {} compiled, {} already cached, {} failed\n", r.jobs,
-               settings.dir, r.seconds, r.compiled, r.jobs - std::min(r.jobs, r.compiled + failed_jobs), r.failures.size());
-    return r.failures.empty() ? 0 : 1;
+    fmt::print("precompiled {} kernel builds into {} in {:.1f} s: {} compiled, {} stored, {} not stored, {} already cached, "
+               "{} failed\n",
+               r.jobs, settings.dir, r.seconds, r.compiled, r.stored, r.not_stored,
+               r.jobs - std::min(r.jobs, r.compiled + failed_jobs), r.failures.size());
+    // A compiled kernel that is not in the folder is not precompiled: the shipped cache lacks it.
+    if (r.not_stored > 0)
+        fmt::print(stderr, "kjit precompile: {} compiled kernel build{} not stored in {} (see the warnings above)\n",
+                   r.not_stored, r.not_stored == 1 ? " was" : "s were", settings.dir);
+    return r.failures.empty() && r.not_stored == 0 ? 0 : 1;
 }
 
 std::string when(std::int64_t unix_time) {
@@ -74,6 +82,13 @@ std::string when(std::int64_t unix_time) {
 int cache_command(const std::string& action, const std::string& dir_flag, std::uint64_t max_bytes) {
     const std::string dir = dir_flag.empty() ? CacheSettings::from_environment().dir : dir_flag;
     if (dir.empty()) throw Error("no cache folder: KJIT_CACHE_DIR, XDG_CACHE_HOME and HOME are unset (give --cache-dir)");
+    // Checking, pruning or clearing a folder that is not there is a mistake (a misspelt path),
+    // not a clean cache; and a writable store would create it.
+    if (action == "verify" || action == "prune" || action == "clear") {
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0) throw IoError(cache::os_error("no cache folder", dir));
+        if (!S_ISDIR(st.st_mode)) throw IoError("no cache folder " + dir + ": not a folder");
+    }
     cache::DiskStore store(dir, /*writable=*/action == "prune" || action == "clear");
     if (action == "ls") {
         for (const auto& item : store.list()) {
@@ -83,8 +98,9 @@ int cache_command(const std::string& action, const std::string& dir_flag, std::u
     }
     if (action == "stats") {
         const auto items = store.list();
-        // The bytes the size cap counts: the entries and the plan notes, which carry an entry each.
-        fmt::print("{}: {} entries, {} bytes with the plan notes\n", dir, items.size(), store.total_bytes());
+        // The bytes the size cap counts: the entries, the plan notes (which carry an entry each)
+        // and the aliases.
+        fmt::print("{}: {} entries, {} bytes with the plan notes and aliases\n", dir, items.size(), store.total_bytes());
         return 0;
     }
     if (action == "verify") {
@@ -108,7 +124,15 @@ int cache_command(const std::string& action, const std::string& dir_flag, std::u
         return 0;
     }
     if (action == "clear") {
-        store.clear();
+        // A folder that cannot be written is left as it was: say so, never "cleared".
+        if (!store.writable())
+            throw IoError("cannot clear " + dir + ": the folder cannot be written to (see the warning above); nothing removed");
+        const auto left = store.clear();
+        for (const auto& [path, problem] : left) fmt::print(stderr, "kjit cache clear: {}\n", problem);
+        if (!left.empty()) {
+            fmt::print("{}: not cleared: {} file{} could not be removed\n", dir, left.size(), left.size() == 1 ? "" : "s");
+            return 1;
+        }
         fmt::print("{}: cleared\n", dir);
         return 0;
     }

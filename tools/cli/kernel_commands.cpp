@@ -1,8 +1,8 @@
 // `kjit check`, `kjit source` and `kjit compile`: the front end and NVRTC from the command line,
 // for elementwise and reduction kernels alike.
 #include <cstdio>
-#include <fstream>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cache/file_io.hpp"
 #include "kjit/error.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/kernel_flags.hpp"
@@ -32,15 +33,12 @@ TypeBinding one_binding(const KernelRequest& r, const char* command) {
     return r.bindings.front();
 }
 
+// Through a temporary of a random name beside it (never a fixed "F.tmp" that a symlink could be
+// planted at), renamed over it: a reader sees the old file or the whole new one.
 void write_file(const std::string& path, const void* data, std::size_t size) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw IoError("cannot write '" + path + "'");
-        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-        if (!out) throw IoError("cannot write '" + path + "'");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw IoError("cannot write '" + path + "'");
+    const std::string error = cache::replace_file(path, std::span(static_cast<const unsigned char*>(data), size), 0666,
+                                                  cache::ModeIs::less_umask, /*durable=*/false);
+    if (!error.empty()) throw IoError("cannot write '" + path + "': " + error);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
