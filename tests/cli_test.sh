@@ -253,5 +253,54 @@ if [ "$(wc -l < "$tmp/cross.csv")" -eq 3 ] && grep -q '^10000,[0-9.e-]*,[0-9.e-]
   failed=$((failed + 1)); echo "FAILED: crossover CSV:"; cat "$tmp/cross.csv"; fi
 expect 1 "--max-exp" -- bench --crossover --max-exp 12
 
+# Issue 30: precompile and run against a strained machine and hostile files.
+# with_limits SETUP [PREFIX]: makes "$kjit" a wrapper that runs SETUP (ulimit settings), then
+# kjit behind PREFIX (e.g. timeout 20), until the next call of without_limits.
+kjit_plain=$kjit
+with_limits() {
+  printf '#!/bin/sh\n%s\nexec %s "%s" "$@"\n' "$1" "${2:-}" "$kjit_plain" >"$tmp/kjit-limited"
+  chmod +x "$tmp/kjit-limited"
+  kjit=$tmp/kjit-limited
+}
+without_limits() { kjit=$kjit_plain; }
+# check NAME CONDITION...: passes when the command succeeds.
+check() {
+  local name=$1
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $name"; cat "$tmp/out" "$tmp/err"; fi
+}
+# kjit run: a FIFO is refused at once (it blocked forever), a device too.
+mkfifo "$tmp/fifo.npy"
+with_limits ":" "timeout 20"
+expect 1 "is a FIFO (named pipe), not a regular file" -- run "${run_kernel[@]}" --arg x="$tmp/fifo.npy" --arg a=2 --device cpu
+without_limits
+ln -s /dev/zero "$tmp/zero.npy"
+expect 1 "is a character device, not a regular file" -- run "${run_kernel[@]}" --arg x="$tmp/zero.npy" --arg a=2 --device cpu
+# npy_file FILE HEADER: a version 1.0 .npy preamble with this header dict (padded, '\n'-ended).
+npy_file() {
+  local header="$2" len
+  while [ $(( (10 + ${#header} + 1) % 64 )) -ne 0 ]; do header="$header "; done
+  len=$(( ${#header} + 1 ))
+  { printf '\223NUMPY\001\000'; printf "\\$(printf %03o $((len & 255)))\\$(printf %03o $((len >> 8)))"; printf '%s\n' "$header"; } >"$1"
+}
+# An 8 GiB array that this process cannot allocate (its address space is capped at 2 GB): the
+# file and the size are named; it was "internal error: std::bad_alloc".
+npy_file "$tmp/big.npy" "{'descr': '|u1', 'fortran_order': False, 'shape': (8589934592,), }"
+if truncate -s $((128 + 8589934592)) "$tmp/big.npy" 2>/dev/null; then
+  with_limits "ulimit -v 2000000"
+  expect 1 "'$tmp/big.npy': its data, shape (8589934592,) of uint8, is 8589934592 bytes (8192 MiB), more than this process can allocate" -- run "${run_kernel[@]}" --arg x="$tmp/big.npy" --arg a=2 --device cpu
+  without_limits
+else
+  echo "SKIPPED: kjit run of an 8 GiB sparse .npy (truncate cannot make one here)"
+fi
+rm -f "$tmp/big.npy"
+# A header that claims more data than the file has is damaged: said before allocating.
+npy_file "$tmp/claims.npy" "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,), }"
+expect 1 "the data is truncated: shape (1099511627776,) of float64 needs 8796093022208 bytes but the file has 0" -- run "${run_kernel[@]}" --arg x="$tmp/claims.npy" --arg a=2 --device cpu
+# A header key carrying an escape sequence reaches the terminal escaped.
+npy_file "$tmp/esc.npy" "$(printf "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), '\033[2Jboo': 1}")"
+expect 1 "unexpected key '\\x1b[2Jboo'" -- run "${run_kernel[@]}" --arg x="$tmp/esc.npy" --arg a=2 --device cpu
+check "kjit run prints no raw escape byte from a file" [ "$(grep -c "$(printf '\033')" "$tmp/err")" -eq 0 ]
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

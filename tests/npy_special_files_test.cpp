@@ -1,9 +1,17 @@
-// kjit::load_npy against files that are not what they seem: header bytes that would drive a
-// terminal.
+// kjit::load_npy against files that are not what they seem: a FIFO or a
+// device given as an input, a header claiming more memory than the process can have, header
+// bytes that would drive a terminal.
 #include "test_support.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 
 #include "kjit/array.hpp"
@@ -42,6 +50,65 @@ void write_file(const fs::path& path, const std::string& bytes) {
 }
 
 }  // namespace
+
+TEST_CASE("npy load of a FIFO refuses it instead of blocking", "[npy]") {
+    const kjit::test::TempDir dir;
+    const std::string fifo = (dir.path() / "x.npy").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // No one writes to it: opening it to read, or reading it, would wait forever.
+    auto loaded = std::async(std::launch::async, [&] { return load_message(fifo); });
+    if (loaded.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+        // Let the blocked reader go (a writer comes and leaves: it reads the end of the file), so
+        // that the test ends.
+        const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+        if (writer >= 0) ::close(writer);
+        FAIL("load_npy of a FIFO blocked");
+    }
+    const std::string message = loaded.get();
+    CHECK_THAT(message, Contains("cannot read .npy file '" + fifo + "'"));
+    CHECK_THAT(message, Contains("FIFO") && Contains("not a regular file"));
+}
+
+TEST_CASE("npy load of a device refuses it instead of reading without end", "[npy]") {
+    if (!fs::exists("/dev/zero")) {
+        WARN("SKIPPED: no /dev/zero");
+        return;
+    }
+    CHECK_THAT(load_message("/dev/zero"), Contains("character device") && Contains("not a regular file"));
+}
+
+TEST_CASE("npy load of data larger than memory can hold names the file and the size", "[npy]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // A sanitizer's allocator stops the process on an allocation this size instead of failing it.
+    WARN("SKIPPED: the sanitizer's allocator does not return failure for a 2**47-byte allocation");
+    return;
+#endif
+    // A sparse file whose data is 2**47 bytes: more than a 47-bit address space (x86-64, and
+    // AArch64's default) can hold, so the allocation fails on any machine, whatever the
+    // overcommit policy. tmpfs takes such a file; most disk file systems cap files lower.
+    const std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (140737488355328,), }";
+    const std::string pre = npy_preamble(header + std::string(64 - (10 + header.size() + 1) % 64, ' ') + "\n");
+    REQUIRE(pre.size() % 64 == 0);
+    const kjit::test::TempDir dir;
+    std::string path = "/dev/shm/kjit-npy-huge-" + std::to_string(::getpid()) + ".npy";
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        path = (dir.path() / "huge.npy").string();
+        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    }
+    REQUIRE(fd >= 0);
+    const bool made = ::write(fd, pre.data(), pre.size()) == static_cast<ssize_t>(pre.size()) &&
+                      ::ftruncate(fd, static_cast<off_t>(pre.size() + (std::uint64_t{1} << 47))) == 0;
+    ::close(fd);
+    const std::string message = made ? load_message(path) : std::string();
+    ::unlink(path.c_str());
+    if (!made) {
+        WARN("SKIPPED: no file system here takes a sparse file of 2**47 bytes");
+        return;
+    }
+    CHECK_THAT(message, Contains("cannot read .npy file '" + path + "'"));
+    CHECK_THAT(message, Contains("140737488355328 bytes") && Contains("134217728 MiB") && Contains("host memory"));
+}
 
 TEST_CASE("npy load escapes the control bytes of a header it quotes", "[npy]") {
     const kjit::test::TempDir dir;
