@@ -17,9 +17,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -242,24 +243,58 @@ private:
     std::string path_;
 };
 
+// 64 random bits in hex, for a temporary name no one can guess.
+std::string random_hex() {
+    std::random_device random;
+    const std::uint64_t bits = (std::uint64_t{random()} << 32) ^ random();
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
+    return text;
+}
+
+// Creates the temporary file beside `path` that the save writes and renames into place; sets
+// `tmp` to its name. Opened O_EXCL | O_NOFOLLOW: never an existing file, nor a symlink planted at
+// the name (another user could point one at any file this process may write), and the name holds
+// random bits besides the pid and a counter (which keep concurrent saves apart), so that it
+// cannot be guessed ahead.
+FileDescriptor create_temporary(const std::string& path, std::string& tmp) {
+    static std::atomic<unsigned> counter{0};
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." + random_hex();
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0) return FileDescriptor(fd);
+        if (errno != EEXIST && errno != EINTR) fail_write(path, "cannot create '" + tmp + "': " + std::strerror(errno));
+    }
+    fail_write(path, "cannot create a temporary file beside it: 16 random names were all taken");
+}
+
+// Writes all `size` bytes; false on an error (errno says which).
+bool write_all(int fd, const char* data, std::size_t size) {
+    while (size > 0) {
+        const ssize_t n = ::write(fd, data, std::min<std::size_t>(size, std::size_t{1} << 30));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
 // Writes a host array whose elements are contiguous, in C or Fortran order (save_npy packs any
 // other layout first).
 void write_npy(const std::string& path, const Array& a) {
     const bool fortran = !a.is_c_contiguous() && a.is_f_contiguous();
-    // The pid keeps processes apart and the counter keeps threads of one process apart, so two
-    // concurrent saves to one path never write the same temporary file.
-    static std::atomic<unsigned> counter{0};
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    std::string tmp;
+    FileDescriptor out = create_temporary(path, tmp);
     TempFileGuard guard(tmp);
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail_write(path, "cannot create '" + tmp + "': " + std::strerror(errno));
 
     const std::string pre = preamble(a.dtype(), fortran, a.shape());
-    out.write(pre.data(), static_cast<std::streamsize>(pre.size()));
     // data() is element (0,...,0); a contiguous view's elements all follow it.
-    if (a.size() > 0) out.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.nbytes()));
-    out.close();
-    if (!out) fail_write(path, "writing '" + tmp + "' failed: " + std::strerror(errno));
+    const bool written = write_all(out.get(), pre.data(), pre.size()) &&
+                         (a.size() == 0 || write_all(out.get(), static_cast<const char*>(a.data()), a.nbytes()));
+    if (!written) fail_write(path, "writing '" + tmp + "' failed: " + std::strerror(errno));
+    // close reports the write-back errors some file systems (NFS) keep until then.
+    if (::close(out.release()) != 0) fail_write(path, "writing '" + tmp + "' failed: " + std::strerror(errno));
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
     if (ec) fail_write(path, "renaming '" + tmp + "' into place failed: " + ec.message());

@@ -1,6 +1,7 @@
-// kjit::load_npy against files that are not what they seem: a FIFO or a
+// kjit::load_npy and kjit::save_npy against files that are not what they seem: a FIFO or a
 // device given as an input, a header claiming more memory than the process can have, header
-// bytes that would drive a terminal.
+// bytes that would drive a terminal, and a symlink planted where the writer puts its temporary
+// file.
 #include "test_support.hpp"
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <string>
 
 #include "kjit/array.hpp"
@@ -47,6 +49,11 @@ void write_file(const fs::path& path, const std::string& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     REQUIRE(out.good());
+}
+
+std::string read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace
@@ -130,4 +137,23 @@ TEST_CASE("npy load escapes the control bytes of a header it quotes", "[npy]") {
         CHECK(message.find('\x07') == std::string::npos);
         CHECK(message.find('\x9b') == std::string::npos);
     }
+}
+
+TEST_CASE("npy save does not write through a symlink planted at a temporary name", "[npy]") {
+    const kjit::test::TempDir dir;
+    const fs::path victim = dir.path() / "victim";
+    write_file(victim, "precious");
+    const fs::path target = dir.path() / "a.npy";
+    // The names the writer used to pick, "<path>.tmp.<pid>.<counter>", all taken by symlinks to
+    // another file: a writer following them would overwrite it.
+    for (int n = 0; n < 4096; ++n)
+        fs::create_symlink(victim, target.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(n));
+    const kjit::Array a = kjit::test::random_array(kjit::DType::float32, {5});
+    kjit::save_npy(target.string(), a);
+    CHECK(read_file(victim) == "precious");
+    CHECK(fs::is_regular_file(fs::symlink_status(target)));
+    CHECK(kjit::test::host_bytes_c_order(kjit::load_npy(target.string())) == kjit::test::host_bytes_c_order(a));
+    std::size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(dir.path())) files += entry.is_regular_file() && !entry.is_symlink();
+    CHECK(files == 2);  // the victim and a.npy: no temporary file left
 }
