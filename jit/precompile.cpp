@@ -1,15 +1,50 @@
 #include "jit/precompile.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
 
 #include "jit/precompile_jobs.hpp"
+#include "jit/worker_threads.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/log.hpp"
+#include "runtime/detail/printable.hpp"
 
 namespace kjit::jit {
+namespace {
+
+// Runs the jobs on up to `threads` threads (<= 0: one per core), adding each failure to `failures`.
+void run_jobs(const std::vector<PrecompileJob>& jobs, int threads, const std::function<void(std::size_t, std::size_t)>& on_step,
+              std::vector<std::string>& failures) {
+    std::mutex failures_mutex;
+    std::atomic<std::size_t> next{0}, done{0};
+    int n = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    n = static_cast<int>(std::clamp<std::size_t>(jobs.size(), 1, static_cast<std::size_t>(n)));  // no idle threads
+    std::string why_fewer;
+    const int ran = run_on_threads(
+        n,
+        [&] {
+            for (std::size_t j; (j = next++) < jobs.size();) {
+                try {
+                    jobs[j].compile();
+                } catch (const std::exception& e) {
+                    std::lock_guard lock(failures_mutex);
+                    failures.push_back(detail::printable(jobs[j].label + ":\n" + e.what(), true));
+                }
+                const std::size_t finished = ++done;
+                if (on_step) on_step(finished, jobs.size());
+            }
+        },
+        &why_fewer);
+    if (ran < n)
+        detail::log(detail::LogLevel::warn, "precompile: the system gave " + std::to_string(ran) + " of the " + std::to_string(n) +
+                                                " threads asked for (" + why_fewer + "); the jobs ran on those");
+}
+
+}  // namespace
 
 PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
                             const std::function<void(std::size_t, std::size_t)>& on_step) {
@@ -21,25 +56,7 @@ PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::str
 
     const std::uint64_t compiles_before = cache_stats().compiles;
     const auto start = std::chrono::steady_clock::now();
-    std::mutex failures_mutex;
-    std::atomic<std::size_t> next{0}, done{0};
-    const int n = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    std::vector<std::thread> workers;
-    for (int w = 0; w < n; ++w) {
-        workers.emplace_back([&] {
-            for (std::size_t j; (j = next++) < jobs.size();) {
-                try {
-                    jobs[j].compile();
-                } catch (const std::exception& e) {
-                    std::lock_guard lock(failures_mutex);
-                    result.failures.push_back(jobs[j].label + ":\n" + e.what());
-                }
-                const std::size_t finished = ++done;
-                if (on_step) on_step(finished, jobs.size());
-            }
-        });
-    }
-    for (std::thread& t : workers) t.join();
+    run_jobs(jobs, threads, on_step, result.failures);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.compiled = static_cast<std::size_t>(cache_stats().compiles - compiles_before);
     return result;

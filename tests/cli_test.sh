@@ -269,6 +269,21 @@ check() {
   shift
   if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $name"; cat "$tmp/out" "$tmp/err"; fi
 }
+cat >"$tmp/m30.json" <<'JSON'
+{"kernels": [
+ {"kind": "elementwise", "name": "p", "in": "T x", "out": "T y", "op": "y = x", "types": [{"T": "float32"}, {"T": "float64"}]},
+ {"kind": "elementwise", "name": "q", "in": "T x", "out": "T y", "op": "y = x + 1", "types": [{"T": "int32"}]}]}
+JSON
+# -j 8 where the system gives fewer threads (the issue's -j 64 under a pids limit aborted): thread
+# stacks of 1 GiB in 4 GB of address space leave room for a few. This binds root too, whom a pids
+# limit or RLIMIT_NPROC may not.
+if (ulimit -s 1048576 && ulimit -v 4000000) 2>/dev/null; then
+  with_limits "ulimit -s 1048576; ulimit -v 4000000"
+  expect 0 "threads asked for" -- precompile "$tmp/m30.json" --arch sm_90 --cache-dir "$tmp/few-threads" -j 8
+  without_limits
+else
+  echo "SKIPPED: precompile with few threads (ulimit -s / -v cannot be set here)"
+fi
 # kjit run: a FIFO is refused at once (it blocked forever), a device too.
 mkfifo "$tmp/fifo.npy"
 with_limits ":" "timeout 20"
