@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "jit/arch.hpp"
 #include "jit/precompile_jobs.hpp"
 #include "jit/worker_threads.hpp"
 #include "kjit/cache.hpp"
@@ -15,6 +16,28 @@
 
 namespace kjit::jit {
 namespace {
+
+// The architectures that can be compiled for; each one that cannot is one failure here, not one
+// per job. Only the spelling is checked when there is no NVRTC to say what it targets.
+std::vector<std::string> usable_archs(const std::vector<std::string>& archs, std::vector<std::string>& failures) {
+    std::vector<int> supported;
+    try {
+        supported = nvrtc_supported_archs();
+    } catch (const NoDeviceError&) {
+        // No NVRTC: the jobs can only look for what a cache has, and say so themselves.
+    }
+    std::vector<std::string> usable;
+    for (const std::string& arch : archs) {
+        try {
+            const ArchSpec spec = parse_arch(arch, "arch");
+            if (!supported.empty()) (void)clamp_arch(spec, supported, "the arch list");
+            usable.push_back(arch);
+        } catch (const Error& e) {
+            failures.push_back(detail::printable(std::string(e.what()) + "; nothing is compiled for it"));
+        }
+    }
+    return usable;
+}
 
 // Runs the jobs on up to `threads` threads (<= 0: one per core), adding each failure to `failures`.
 void run_jobs(const std::vector<PrecompileJob>& jobs, int threads, const std::function<void(std::size_t, std::size_t)>& on_step,
@@ -51,6 +74,7 @@ PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::str
     if (archs.empty() && manifest.contains("arch")) archs = manifest["arch"].get<std::vector<std::string>>();
     if (archs.empty()) throw Error("no architecture: give one (e.g. sm_80,sm_90) or an \"arch\" list in the manifest");
     PrecompileResult result;
+    archs = usable_archs(archs, result.failures);
     const std::vector<PrecompileJob> jobs = precompile_jobs(manifest, archs, result.failures);
     result.jobs = jobs.size();
 

@@ -284,6 +284,10 @@ if (ulimit -s 1048576 && ulimit -v 4000000) 2>/dev/null; then
 else
   echo "SKIPPED: precompile with few threads (ulimit -s / -v cannot be set here)"
 fi
+# An architecture that cannot be compiled for is reported once, not once per job.
+sed 's/^{"kernels"/{"arch": ["sm_9x"], "kernels"/' "$tmp/m30.json" >"$tmp/arch30.json"
+expect 1 "arch='sm_9x' is not a GPU architecture" -- precompile "$tmp/arch30.json" --cache-dir "$tmp/arch30"
+check "precompile reports a bad architecture once" [ "$(grep -c "failed: " "$tmp/err")" -eq 1 ]
 # kjit run: a FIFO is refused at once (it blocked forever), a device too.
 mkfifo "$tmp/fifo.npy"
 with_limits ":" "timeout 20"

@@ -1,5 +1,6 @@
 // Precompiling a manifest (jit/precompile.hpp) where it strains: an entry of many bindings, a
-// system that will not give the threads asked for. No job here reaches NVRTC: without it each job
+// system that will not give the threads asked for, an architecture that cannot be compiled for,
+// and names whose bytes would drive a terminal. No job here reaches NVRTC: without it each job
 // fails at once, which is enough to count the jobs that ran.
 #include "test_support.hpp"
 
@@ -117,4 +118,62 @@ TEST_CASE("run_on_threads joins every thread it started and rethrows what the wo
                                                 }),
                       "work failed");
     CHECK(finished == 4);
+}
+
+TEST_CASE("an architecture that cannot be compiled for is one failure, not one per job", "[manifest]") {
+    const kjit::test::TempDir dir;
+    const NoNvrtcCache cache(dir);
+    const json manifest = {{"kernels", json::array({entry_with_bindings("a", 3), entry_with_bindings("b", 2)})}};
+    const kjit::jit::PrecompileResult bad = kjit::jit::precompile(manifest, {"sm_9x", "compute_90a"}, 2);
+    CHECK(bad.jobs == 0);
+    REQUIRE(bad.failures.size() == 2);
+    CHECK_THAT(bad.failures[0], Contains("'sm_9x'") && Contains("nothing is compiled for it"));
+    CHECK_THAT(bad.failures[1], Contains("'compute_90a'") && Contains("architecture-specific"));
+
+    // Beside a good one: its jobs run, and the bad one is still reported once.
+    json with_arch = manifest;
+    with_arch["arch"] = {"sm_90", "sm_9x"};
+    const kjit::jit::PrecompileResult mixed = kjit::jit::precompile(with_arch, {}, 2);
+    CHECK(mixed.jobs > 0);
+    std::size_t naming_it = 0;
+    for (const std::string& f : mixed.failures) naming_it += f.find("sm_9x") != std::string::npos;
+    CHECK(naming_it == 1);
+    CHECK(mixed.failures.size() == mixed.jobs + 1);
+}
+
+TEST_CASE("an architecture older than NVRTC supports is one failure", "[manifest][nvrtc]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir dir;
+    kjit::configure_cache(kjit::test::cache_in(dir.path()));
+    const json manifest = {{"kernels", json::array({entry_with_bindings("old", 3)})}};
+    const kjit::jit::PrecompileResult r = kjit::jit::precompile(manifest, {"sm_20"}, 2);
+    CHECK(r.jobs == 0);
+    REQUIRE(r.failures.size() == 1);
+    CHECK_THAT(r.failures[0], Contains("sm_20"));
+}
+
+TEST_CASE("precompile's failures show a manifest's control bytes escaped", "[manifest]") {
+    const kjit::test::TempDir dir;
+    const NoNvrtcCache cache(dir);
+    json wrong = entry_with_bindings("evil\x1b]0;owned\x07", 1);
+    wrong["op"] = "y = sqr(x) \x1b[2J";
+    json malformed = entry_with_bindings("bad\x1b[31m", 1);
+    malformed.erase("op");
+    const json manifest = {{"kernels", json::array({wrong, malformed})}};
+    const kjit::jit::PrecompileResult r = kjit::jit::precompile(manifest, {"sm_90\x1b[2J"}, 1);
+    const kjit::jit::PrecompileResult named = kjit::jit::precompile(manifest, {"sm_90"}, 1);
+    std::vector<std::string> all = r.failures;
+    all.insert(all.end(), named.failures.begin(), named.failures.end());
+    REQUIRE(all.size() >= 3);
+    bool saw_name = false, saw_arch = false;
+    for (const std::string& f : all) {
+        INFO(f);
+        CHECK(f.find('\x1b') == std::string::npos);
+        CHECK(f.find('\x07') == std::string::npos);
+        saw_name = saw_name || f.find("evil\\x1b]0;owned\\x07") != std::string::npos ||
+                   f.find("bad\\x1b[31m") != std::string::npos;
+        saw_arch = saw_arch || f.find("sm_90\\x1b[2J") != std::string::npos;
+    }
+    CHECK(saw_name);
+    CHECK(saw_arch);
 }
