@@ -23,8 +23,9 @@ std::vector<std::string> usable_archs(const std::vector<std::string>& archs, std
     std::vector<int> supported;
     try {
         supported = nvrtc_supported_archs();
-    } catch (const NoDeviceError&) {
-        // No NVRTC: the jobs can only look for what a cache has, and say so themselves.
+    } catch (const Error&) {
+        // No NVRTC, or one that cannot say: the jobs can only look for what a cache has, or
+        // meet the same fault, and each says so itself.
     }
     std::vector<std::string> usable;
     for (const std::string& arch : archs) {

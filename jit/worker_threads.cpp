@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -50,6 +51,9 @@ int run_on_threads(int threads, const std::function<void()>& work, std::string* 
                 started.emplace_back(guarded);
             } catch (const std::system_error& e) {
                 if (why_fewer) *why_fewer = e.code().message();
+                break;
+            } catch (const std::bad_alloc&) {  // no memory for the thread's shared state
+                if (why_fewer) *why_fewer = "out of memory";
                 break;
             }
         }
