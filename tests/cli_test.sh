@@ -304,5 +304,73 @@ if [ "$(wc -l < "$tmp/cross.csv")" -eq 3 ] && grep -q '^10000,[0-9.e-]*,[0-9.e-]
   failed=$((failed + 1)); echo "FAILED: crossover CSV:"; cat "$tmp/cross.csv"; fi
 expect 1 "--max-exp" -- bench --crossover --max-exp 12
 
+# Issue 30: precompile and run against a strained machine and hostile files.
+# with_limits SETUP [PREFIX]: makes "$kjit" a wrapper that runs SETUP (ulimit settings), then
+# kjit behind PREFIX (e.g. timeout 20), until the next call of without_limits.
+kjit_plain=$kjit
+with_limits() {
+  printf '#!/bin/sh\n%s\nexec %s "%s" "$@"\n' "$1" "${2:-}" "$kjit_plain" >"$tmp/kjit-limited"
+  chmod +x "$tmp/kjit-limited"
+  kjit=$tmp/kjit-limited
+}
+without_limits() { kjit=$kjit_plain; }
+# check NAME CONDITION...: passes when the command succeeds.
+check() {
+  local name=$1
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $name"; cat "$tmp/out" "$tmp/err"; fi
+}
+cat >"$tmp/m30.json" <<'JSON'
+{"kernels": [
+ {"kind": "elementwise", "name": "p", "in": "T x", "out": "T y", "op": "y = x", "types": [{"T": "float32"}, {"T": "float64"}]},
+ {"kind": "elementwise", "name": "q", "in": "T x", "out": "T y", "op": "y = x + 1", "types": [{"T": "int32"}]}]}
+JSON
+# -j 8 where the system gives fewer threads (the issue's -j 64 under a pids limit aborted): thread
+# stacks of 1 GiB in 4 GB of address space leave room for a few. This binds root too, whom a pids
+# limit or RLIMIT_NPROC may not.
+if (ulimit -s 1048576 && ulimit -v 4000000) 2>/dev/null; then
+  with_limits "ulimit -s 1048576; ulimit -v 4000000"
+  expect 0 "threads asked for" -- precompile "$tmp/m30.json" --arch sm_90 --cache-dir "$tmp/few-threads" -j 8
+  without_limits
+else
+  echo "SKIPPED: precompile with few threads (ulimit -s / -v cannot be set here)"
+fi
+# An architecture that cannot be compiled for is reported once, not once per job.
+sed 's/^{"kernels"/{"arch": ["sm_9x"], "kernels"/' "$tmp/m30.json" >"$tmp/arch30.json"
+expect 1 "arch='sm_9x' is not a GPU architecture" -- precompile "$tmp/arch30.json" --cache-dir "$tmp/arch30"
+check "precompile reports a bad architecture once" [ "$(grep -c "failed: " "$tmp/err")" -eq 1 ]
+# kjit run: a FIFO is refused at once (it blocked forever), a device too.
+mkfifo "$tmp/fifo.npy"
+with_limits ":" "timeout 20"
+expect 1 "is a FIFO (named pipe), not a regular file" -- run "${run_kernel[@]}" --arg x="$tmp/fifo.npy" --arg a=2 --device cpu
+without_limits
+ln -s /dev/zero "$tmp/zero.npy"
+expect 1 "is a character device, not a regular file" -- run "${run_kernel[@]}" --arg x="$tmp/zero.npy" --arg a=2 --device cpu
+# npy_file FILE HEADER: a version 1.0 .npy preamble with this header dict (padded, '\n'-ended).
+npy_file() {
+  local header="$2" len
+  while [ $(( (10 + ${#header} + 1) % 64 )) -ne 0 ]; do header="$header "; done
+  len=$(( ${#header} + 1 ))
+  { printf '\223NUMPY\001\000'; printf "\\$(printf %03o $((len & 255)))\\$(printf %03o $((len >> 8)))"; printf '%s\n' "$header"; } >"$1"
+}
+# An 8 GiB array that this process cannot allocate (its address space is capped at 2 GB): the
+# file and the size are named; it was "internal error: std::bad_alloc".
+npy_file "$tmp/big.npy" "{'descr': '|u1', 'fortran_order': False, 'shape': (8589934592,), }"
+if truncate -s $((128 + 8589934592)) "$tmp/big.npy" 2>/dev/null; then
+  with_limits "ulimit -v 2000000"
+  expect 1 "'$tmp/big.npy': its data, shape (8589934592,) of uint8, is 8589934592 bytes (8192 MiB), more than this process can allocate" -- run "${run_kernel[@]}" --arg x="$tmp/big.npy" --arg a=2 --device cpu
+  without_limits
+else
+  echo "SKIPPED: kjit run of an 8 GiB sparse .npy (truncate cannot make one here)"
+fi
+rm -f "$tmp/big.npy"
+# A header that claims more data than the file has is damaged: said before allocating.
+npy_file "$tmp/claims.npy" "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,), }"
+expect 1 "the data is truncated: shape (1099511627776,) of float64 needs 8796093022208 bytes but the file has 0" -- run "${run_kernel[@]}" --arg x="$tmp/claims.npy" --arg a=2 --device cpu
+# A header key carrying an escape sequence reaches the terminal escaped.
+npy_file "$tmp/esc.npy" "$(printf "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), '\033[2Jboo': 1}")"
+expect 1 "unexpected key '\\x1b[2Jboo'" -- run "${run_kernel[@]}" --arg x="$tmp/esc.npy" --arg a=2 --device cpu
+check "kjit run prints no raw escape byte from a file" [ "$(grep -c "$(printf '\033')" "$tmp/err")" -eq 0 ]
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

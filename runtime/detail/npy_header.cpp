@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "kjit/error.hpp"
+#include "runtime/detail/printable.hpp"
 
 namespace kjit::detail {
 
 void fail_npy_read(const std::string& path, const std::string& problem) {
-    throw IoError("cannot read .npy file '" + path + "': " + problem);
+    // The problem quotes the file's own bytes (a key, a descr, the header): escaped, so that an
+    // escape sequence in a file cannot reach the terminal that shows the message.
+    throw IoError("cannot read .npy file '" + printable(path) + "': " + printable(problem));
 }
 
 namespace {
@@ -135,8 +138,7 @@ private:
     std::string quoted_header() const {
         std::string h(text_.substr(0, std::min<std::size_t>(text_.size(), 200)));
         while (!h.empty() && (h.back() == '\n' || h.back() == ' ')) h.pop_back();
-        for (char& c : h)
-            if (static_cast<unsigned char>(c) < 0x20) c = '?';  // keep the message on one line
+        // Its control bytes are escaped by fail_npy_read, which keeps the message on one line.
         return "\"" + h + (text_.size() > 200 ? "...\"" : "\"");
     }
 
