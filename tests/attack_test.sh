@@ -150,14 +150,16 @@ else
   echo "SKIPPED: no full disk (mounting a small tmpfs needs root)"
 fi
 
-# A thread limit: -j 64 when few threads may be made uses what it got, or says why not; never
-# an abort.
+# A thread limit: -j 64 where the system gives few threads uses what it got, never an abort.
+# Thread stacks of 1 GiB in 4 GB of address space leave room for a few; that binds root too, whom
+# a pids limit may not.
 c=$tmp/threads
-rm -rf "$c"
-KJIT_TEST_MAX_THREADS=2 timeout "$limit" "$kjit" precompile "$tmp/manifest.json" --cache-dir "$c" -j 64 >"$tmp/out" 2>"$tmp/err"
-status=$?
-if [ "$status" -eq 0 ] || { [ "$status" -eq 1 ] && grep -q "thread" "$tmp/err"; }; then ok; else
-  fail "precompile -j 64 under a thread limit -> status $status"; fi
+if (ulimit -s 1048576 && ulimit -v 4000000) 2>/dev/null; then
+  run 0 "stored" sh -c 'ulimit -s 1048576; ulimit -v 4000000; exec "$@"' sh \
+    "$kjit" precompile "$tmp/manifest.json" --cache-dir "$c" -j 64
+else
+  echo "SKIPPED: precompile under a thread limit (ulimit -s / -v cannot be set here)"
+fi
 
 # Huge names and lines: an error in bounded time with a bounded message.
 long=$(head -c 120000 /dev/zero | tr '\0' 'x')
