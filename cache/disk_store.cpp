@@ -19,10 +19,8 @@
 
 #include "cache/cache_key.hpp"
 #include "cache/file_io.hpp"
-#include "cache/recent_notes.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/log.hpp"
-#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::cache {
 namespace fs = std::filesystem;
@@ -39,7 +37,6 @@ constexpr std::string_view kNoteSuffix = ".note";
 constexpr std::string_view kNoteTmpInfix = ".note.tmp.";
 // A note's text is a few lines; anything much bigger is not one.
 constexpr std::size_t kMaxNoteTextBytes = 64 * 1024;
-constexpr std::size_t kMaxNoteEntryBytes = DiskStore::kMaxNoteEntryBytes;
 // No entry is anywhere near this (a cubin is at most tens of MB); a bigger file is damage or
 // something else, and reading it whole would be the huge allocation a corrupt cache must not cause.
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
@@ -213,9 +210,7 @@ std::optional<Entry> load(int fd, const std::string& path, const std::string& ke
     // cached call reads an entry.
     const auto size = static_cast<std::size_t>(st.st_size);
     const std::unique_ptr<unsigned char[]> bytes(new unsigned char[size]);
-    KJIT_TRACE("entry file: fstat");
     const std::optional<std::size_t> got = read_all(fd, bytes.get(), size);
-    KJIT_TRACE("entry file: read");
     if (!got) {
         problem = os_error("cannot read", path);
         return std::nullopt;
@@ -331,9 +326,7 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
     if (!is_valid_key(key)) entry_path(key);  // throws its error
     if (!usable_ || !shard_trusted(key)) return std::nullopt;
     const std::string path = file_path(dir_.native(), key, kEntrySuffix);
-    KJIT_TRACE("entry file: path");
     Fd fd = open_retry(path.c_str(), kReadFlags);
-    KJIT_TRACE("entry file: open");
     if (!fd) {
         if (errno != ENOENT && errno != ENOTDIR)
             kjit::detail::warn_once("cache-read:" + path, os_error("cannot read cache entry", path));
@@ -357,7 +350,6 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
         kjit::detail::warn_once("cache-damaged:" + path, what);
         return std::nullopt;
     }
-    KJIT_TRACE("entry file: checksum and parse");
     if (writable_ && !used_lately(st)) {
         // Access time kept by kjit itself: file systems are often mounted noatime or relatime.
         const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
@@ -561,7 +553,6 @@ std::uint64_t DiskStore::prune_except(std::uint64_t max_bytes, const fs::path& k
 std::vector<std::pair<fs::path, std::string>> DiskStore::clear() {
     std::vector<std::pair<fs::path, std::string>> left;
     if (!writable_) return left;
-    forget_recent_notes(dir_);  // it would name none of what is left
     for (const auto& f : shard_files(dir_)) {
         if (f.kind == FileKind::entry || f.kind == FileKind::alias || f.kind == FileKind::alias_temporary ||
             f.kind == FileKind::note || f.kind == FileKind::note_temporary) {
@@ -745,26 +736,23 @@ namespace {
 std::string note_name_line(std::string_view name) { return "note=" + std::string(name) + "\n"; }
 }  // namespace
 
-bool DiskStore::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
+bool DiskStore::write_note(const std::string& name, const std::string& text) {
     if (!writable_ || !is_valid_key(name) || text.size() + kNoteCheckLineBytes > kMaxNoteTextBytes ||
-        entry.size() > kMaxNoteEntryBytes || text.starts_with(kNoteCheckPrefix) ||
+        text.starts_with(kNoteCheckPrefix) ||
         text.find(kNoteCheckLineStart) != std::string::npos ||
         (!text.empty() && text.back() != '\n'))
         return false;
     std::string bytes = note_name_line(name) + text;
     bytes += note_check_line(bytes);
-    bytes.append(reinterpret_cast<const char*>(entry.data()), entry.size());
-    // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line or its
-    // entry's checksum.
+    // Not fsynced: a note lost in a crash is a miss, and a torn one fails its check line.
     if (!write_small_file(name, kNoteSuffix, bytes, "note", false)) return false;
-    (void)remember_recent_note(dir_, name, file_mode_);  // a hint: a failed write loses nothing
     if (max_bytes_ > 0) prune_except(max_bytes_, file_path(dir_.native(), name, kNoteSuffix));
     return true;
 }
 
 namespace {
 // The note in bytes[0, size): its text ends at the first line that starts with the check prefix
-// (no line of a note's text does), which must be its check line.
+// (no line of a note's text does), which must be its check line and the file's end.
 std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes, std::size_t size, std::string_view name) {
     const std::string_view all(reinterpret_cast<const char*>(bytes.get()), size);
     std::size_t check_at = 0;
@@ -773,7 +761,9 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
         if (found == std::string_view::npos) return std::nullopt;
         check_at = found + 1;
     }
-    if (!is_check_line_of(all.substr(check_at, kNoteCheckLineBytes), all.substr(0, check_at))) return std::nullopt;
+    if (size != check_at + kNoteCheckLineBytes ||
+        !is_check_line_of(all.substr(check_at, kNoteCheckLineBytes), all.substr(0, check_at)))
+        return std::nullopt;
     // Compared in place: 5 + 32 + 1 bytes (a fresh process's first cached call reads a note).
     constexpr std::size_t kNameLineBytes = 5 + 32 + 1;
     if (check_at < kNameLineBytes || !all.starts_with("note=") || all.substr(5, 32) != name || all[37] != '\n')
@@ -783,7 +773,6 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
     note.bytes = std::move(bytes);
     note.size = size;
     note.text_size = check_at;
-    note.entry_at = check_at + kNoteCheckLineBytes;
     return note;
 }
 }  // namespace
@@ -791,9 +780,8 @@ std::optional<DiskStore::Note> split_note(std::unique_ptr<unsigned char[]> bytes
 namespace {
 // The note file open as `fd` (of `path`), read whole with one fstat (its size, and `st` for the
 // access time) and one read; nothing when it is not a note.
-std::optional<DiskStore::Note> read_note_file(int fd, std::string_view name, bool root_may_own, struct stat& st,
-                                              std::uint64_t max_bytes = kMaxNoteTextBytes + kMaxNoteEntryBytes) {
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes ||
+std::optional<DiskStore::Note> read_note_file(int fd, std::string_view name, bool root_may_own, struct stat& st) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > kMaxNoteTextBytes ||
         !untrusted_because(st, root_may_own).empty())
         return std::nullopt;
     const auto size = static_cast<std::size_t>(st.st_size);
@@ -820,30 +808,6 @@ std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) con
     return note;
 }
 
-std::optional<DiskStore::Note> DiskStore::peek_note(const std::string& name, std::size_t max_bytes,
-                                                   std::int64_t& last_used) const {
-    if (!usable_ || !is_valid_key(name) || !shard_trusted(name)) return std::nullopt;
-    const std::string path = file_path(dir_.native(), name, kNoteSuffix);
-    // O_NOATIME: reading ahead is no use; a relatime mount would otherwise record one, and the
-    // notes read ahead would never be evicted (only the file's owner may ask: else without).
-    Fd fd = open_retry(path.c_str(), kReadFlags | O_NOATIME);
-    if (!fd && errno == EPERM) fd = open_retry(path.c_str(), kReadFlags);
-    if (!fd) return std::nullopt;
-    struct stat st {};
-    std::optional<Note> note =
-        read_note_file(fd.get(), name, root_may_own_, st, std::min<std::uint64_t>(max_bytes, kMaxNoteTextBytes + kMaxNoteEntryBytes));
-    if (note) last_used = last_used_ns(st);
-    return note;
-}
-
-void DiskStore::record_note_use(const std::string& name, std::int64_t last_used) const {
-    if (!writable_ || !is_valid_key(name) || used_lately(last_used)) return;
-    const std::string path = file_path(dir_.native(), name, kNoteSuffix);
-    const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-    if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0 && errno != ENOENT)
-        kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
-}
-
 std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {
     std::vector<std::pair<fs::path, std::string>> damaged;
     for (const auto& f : shard_files(dir_)) {
@@ -864,8 +828,6 @@ std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {
             damaged.emplace_back(f.path, problem);
         else if (!note)
             damaged.emplace_back(f.path, "note fails its check line, or is another note's");
-        else if (!note->entry().empty() && !parse_entry(note->entry(), {}, problem))
-            damaged.emplace_back(f.path, "the entry the note carries: " + problem);
     }
     return damaged;
 }

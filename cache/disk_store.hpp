@@ -24,8 +24,7 @@
 // Thread safety: a DiskStore may be used from many threads at once; its mutable state is atomic
 // (counters, and which shard folders were found sound).
 //
-// Beside the shards, <dir>/recent-notes names the notes written last (cache/recent_notes.hpp),
-// and <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
+// Beside the shards, <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
 #pragma once
 
 #include <array>
@@ -149,11 +148,9 @@ public:
     std::vector<std::pair<std::filesystem::path, std::string>> verify_aliases() const;
 
     // Notes: <dir>/<aa>/<name>.note holds a short text that lets a process skip work on a later
-    // hit (jit/plan_note.hpp), and optionally the bytes of one entry file after it, so that such
-    // a hit reads one file instead of two. Written atomically like aliases (but not fsynced), the
-    // text with an XXH3 line of its own that read_note() checks (a damaged text reads as no note,
-    // never as other text; the entry's bytes are checked by whoever parses them, as an entry's
-    // are). The file starts with a line naming its note ("note=<name>", under the check line),
+    // hit (jit/plan_note.hpp). Written atomically like aliases (but not fsynced), the text with
+    // an XXH3 line of its own that read_note() checks (a damaged text reads as no note, never as
+    // other text). The file starts with a line naming its note ("note=<name>", under the check line),
     // so that another note's file in its place (swapped, copied) reads as no note. Notes count in the size cap and are evicted like entries, by the access time kjit
     // records when reading one; clear() removes them. `name` is a key (32 lowercase hex
     // characters).
@@ -163,24 +160,12 @@ public:
         std::size_t size = 0;
         std::size_t text_at = 0;    // bytes[text_at, text_size): the text, without its name and check lines
         std::size_t text_size = 0;
-        std::size_t entry_at = 0;   // bytes[entry_at, size): the entry file carried, if any
         std::string_view text() const {
             return {reinterpret_cast<const char*>(bytes.get()) + text_at, text_size - text_at};
         }
-        std::span<const unsigned char> entry() const { return {bytes.get() + entry_at, size - entry_at}; }
     };
-    // A note carries an entry file up to this size (a first call's module is a few KB; a bigger
-    // one is read from its own file, the note naming it): notes add to the cache what they carry.
-    static constexpr std::size_t kMaxNoteEntryBytes = 4 * 1024 * 1024;
-    bool write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry = {});
+    bool write_note(const std::string& name, const std::string& text);
     std::optional<Note> read_note(const std::string& name) const;
-    // A note as read_note() reads it, when its file holds at most `max_bytes`, without recording
-    // its use: for reading notes ahead (KernelCache::prefetch_notes). `last_used_ns` gets its
-    // recorded last use, for record_note_use() when it is used.
-    std::optional<Note> peek_note(const std::string& name, std::size_t max_bytes, std::int64_t& last_used_ns) const;
-    // Records a use of note `name` last used at `last_used_ns` (peek_note), as read_note() does:
-    // only when that is over a minute ago, and only in a writable folder.
-    void record_note_use(const std::string& name, std::int64_t last_used_ns) const;
     // Every note whose text fails its check line. Removes nothing.
     std::vector<std::pair<std::filesystem::path, std::string>> verify_notes() const;
 

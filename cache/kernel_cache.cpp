@@ -12,7 +12,6 @@
 #include <xxhash.h>
 
 #include "cache/manifest.hpp"
-#include "cache/recent_notes.hpp"
 #include "kjit/error.hpp"
 #include "kjit/info.hpp"
 #include "runtime/detail/log.hpp"
@@ -62,42 +61,18 @@ namespace {
 
 std::mutex g_process_mutex;
 std::shared_ptr<KernelCache> g_process;
-std::shared_ptr<KernelCache> g_prepared;  // prepare_process_cache()'s, until taken or dropped
-bool g_process_was_prepared = false;      // g_process is one g_prepared was
 
 }  // namespace
 
 std::shared_ptr<KernelCache> process_cache() {
     std::lock_guard lock(g_process_mutex);
-    if (!g_process) {
-        CacheSettings settings = CacheSettings::from_environment();
-        g_process_was_prepared = g_prepared && g_prepared->settings() == settings;
-        if (g_process_was_prepared)
-            g_process = std::move(g_prepared);
-        else
-            g_process = std::make_shared<KernelCache>(std::move(settings));
-        g_prepared.reset();
-    }
+    if (!g_process) g_process = std::make_shared<KernelCache>(CacheSettings::from_environment());
     return g_process;
-}
-
-std::shared_ptr<KernelCache> prepare_process_cache(const CacheSettings& settings) {
-    std::lock_guard lock(g_process_mutex);
-    if (g_process || g_prepared) return nullptr;
-    g_prepared = std::make_shared<KernelCache>(settings);
-    return g_prepared;
-}
-
-bool process_cache_was_prepared() {
-    std::lock_guard lock(g_process_mutex);
-    return g_process && g_process_was_prepared;
 }
 
 void forget_process_cache() {
     std::lock_guard lock(g_process_mutex);
     g_process.reset();
-    g_prepared.reset();
-    g_process_was_prepared = false;
 }
 
 namespace {
@@ -259,97 +234,21 @@ std::string KernelCache::writable_dir() const {
 
 std::optional<KernelCache::FoundNote> KernelCache::read_note(const std::string& name) const {
     std::size_t layer = 0;
-    if (std::optional<PrefetchedNote> ahead = take_prefetched(name)) {
-        writable_->record_note_use(name, ahead->last_used_ns);
-        return FoundNote{std::move(ahead->note), layer, std::move(ahead->carried)};
-    }
     if (writable_) {
-        if (std::optional<DiskStore::Note> note = writable_->read_note(name)) return FoundNote{std::move(*note), layer, nullptr};
+        if (std::optional<DiskStore::Note> note = writable_->read_note(name)) return FoundNote{std::move(*note), layer};
         ++layer;
     }
     for (const auto& store : read_only_) {
-        if (std::optional<DiskStore::Note> note = store->read_note(name)) return FoundNote{std::move(*note), layer, nullptr};
+        if (std::optional<DiskStore::Note> note = store->read_note(name)) return FoundNote{std::move(*note), layer};
         ++layer;
     }
     return std::nullopt;
 }
 
-std::shared_ptr<const Entry> KernelCache::take_carried_entry(const std::string& key, std::span<const unsigned char> bytes,
-                                                             std::size_t layer, const std::string& spec_json,
-                                                             const std::string& arch, std::string& problem,
-                                                             const std::shared_ptr<const Entry>& parsed) {
-    Shard& shard = shard_of(key);
-    if (std::shared_ptr<const Entry> found; from_memory(shard, key, found)) return found;
-    if (layer >= (writable_ ? 1 : 0) + read_only_.size()) {
-        problem = "no cache folder of layer " + std::to_string(layer);
-        return nullptr;
-    }
-    std::shared_ptr<const Entry> entry = parsed && parsed->key == key ? parsed : nullptr;
-    if (!entry) {
-        std::optional<Entry> e = parse_entry(bytes, key, problem);
-        if (!e) return nullptr;
-        entry = std::make_shared<const Entry>(std::move(*e));
-    }
-    ++memory_misses_;
-    return keep_disk_hit(shard, key, std::move(entry), layer, spec_json, arch);
-}
-
 void KernelCache::count_note_hit() { ++note_hits_; }
 
-bool KernelCache::write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry) {
-    {
-        // What was read ahead is older than what is written now, and so is what a read ahead
-        // still under way holds: neither is served from now on.
-        std::lock_guard lock(prefetch_mutex_);
-        std::erase_if(prefetched_, [&](const PrefetchedNote& p) { return p.name == name; });
-        if (std::ranges::find(written_notes_, name) == written_notes_.end()) written_notes_.push_back(name);
-    }
-    return writable_ && writable_->write_note(name, text, entry);
-}
-
-std::size_t KernelCache::prefetch_notes(std::size_t max_notes, std::size_t max_bytes) {
-    if (!writable_ || !writable_->usable()) return 0;
-    std::size_t taken = 0, bytes = 0;
-    for (const std::string& name : read_recent_notes(writable_->dir())) {
-        if (taken == max_notes || bytes >= max_bytes) break;
-        PrefetchedNote ahead{name, {}, 0, nullptr};
-        std::optional<DiskStore::Note> note = writable_->peek_note(name, max_bytes - bytes, ahead.last_used_ns);
-        if (!note) continue;  // gone, damaged or too big: a first call reads it as before
-        bytes += note->size;
-        // Its entry checked here, off the first call's path (XXH3 over a few KB, and the parse).
-        if (!note->entry().empty()) {
-            std::string problem;
-            if (std::optional<Entry> e = parse_entry(note->entry(), {}, problem))
-                ahead.carried = std::make_shared<const Entry>(std::move(*e));
-        }
-        ahead.note = std::move(*note);
-        // The lock only around the list: a first call reading its note meanwhile is never held
-        // up by these reads.
-        std::lock_guard lock(prefetch_mutex_);
-        if (std::ranges::find(written_notes_, name) == written_notes_.end() &&
-            std::ranges::find(prefetched_, name, &PrefetchedNote::name) == prefetched_.end()) {
-            prefetched_.push_back(std::move(ahead));
-            ++taken;
-        }
-    }
-    return taken;
-}
-
-std::vector<std::shared_ptr<const Entry>> KernelCache::entries_read_ahead() const {
-    std::vector<std::shared_ptr<const Entry>> entries;
-    std::lock_guard lock(prefetch_mutex_);
-    for (const PrefetchedNote& p : prefetched_)
-        if (p.carried) entries.push_back(p.carried);
-    return entries;
-}
-
-std::optional<KernelCache::PrefetchedNote> KernelCache::take_prefetched(const std::string& name) const {
-    std::lock_guard lock(prefetch_mutex_);
-    const auto it = std::ranges::find(prefetched_, name, &PrefetchedNote::name);
-    if (it == prefetched_.end()) return std::nullopt;
-    PrefetchedNote found = std::move(*it);
-    prefetched_.erase(it);
-    return found;
+bool KernelCache::write_note(const std::string& name, const std::string& text) {
+    return writable_ && writable_->write_note(name, text);
 }
 
 void KernelCache::store(const Entry& entry, const std::string& alias) {
@@ -398,8 +297,6 @@ void configure_cache(const CacheSettings& settings) {
     auto fresh = std::make_shared<cache::KernelCache>(settings);
     std::lock_guard lock(cache::g_process_mutex);
     cache::g_process = std::move(fresh);
-    cache::g_prepared.reset();
-    cache::g_process_was_prepared = false;
 }
 
 CacheSettings cache_settings() { return cache::process_cache()->settings(); }

@@ -61,37 +61,12 @@ public:
     struct FoundNote {
         DiskStore::Note note;
         std::size_t layer = 0;
-        // The entry the note carries, parsed and checked (not yet against a key) when the note
-        // was read ahead; null otherwise.
-        std::shared_ptr<const Entry> carried;
     };
     std::optional<FoundNote> read_note(const std::string& name) const;
-    // Stores a note, and the entry file it carries, in the writable folder (false when there is
-    // none or writing failed).
-    bool write_note(const std::string& name, const std::string& text, std::span<const unsigned char> entry = {});
-    // The entry of `key` from the bytes a note of folder layer `layer` carries, verified as an
-    // entry file read from that folder is, and taken as such a read would be (kept in memory,
-    // counted as that layer's hit, recorded under KJIT_CACHE_RECORD); an entry already in memory
-    // is that one. Null, with `problem` saying why, when the bytes are not a sound entry of `key`.
-    // `parsed`, when not null, is those bytes already parsed and checked (FoundNote::carried):
-    // taken when it is `key`'s.
-    std::shared_ptr<const Entry> take_carried_entry(const std::string& key, std::span<const unsigned char> bytes,
-                                                    std::size_t layer, const std::string& spec_json,
-                                                    const std::string& arch, std::string& problem,
-                                                    const std::shared_ptr<const Entry>& parsed = nullptr);
+    // Stores a note in the writable folder (false when there is none or writing failed).
+    bool write_note(const std::string& name, const std::string& text);
     // A note read was taken (its plan and keys used): counted in cache_stats().note_hits.
     void count_note_hit();
-    // Reads ahead up to `max_notes` of the notes the writable folder names as written last
-    // (cache/recent_notes.hpp), `max_bytes` in all, and keeps them until read_note() asks for one
-    // (which then opens no file, and records the note's use as a read would). Returns how many.
-    // For the warm start's thread (jit/warm_start.hpp); safe beside every other call.
-    std::size_t prefetch_notes(std::size_t max_notes, std::size_t max_bytes);
-    // The entries that the notes read ahead and not yet read carry, parsed and checked, in the
-    // order the folder wrote them, newest first (for loading their modules ahead of need:
-    // jit/module_preload.hpp). Neither counted nor kept as cache hits: a first call that takes
-    // its note is what counts.
-    std::vector<std::shared_ptr<const Entry>> entries_read_ahead() const;
-
     // Stores an entry made outside a compile (a cubin the driver made from PTX) in the writable
     // folder and in memory, reachable by its key and by `alias`.
     void store(const Entry& entry, const std::string& alias);
@@ -121,20 +96,8 @@ private:
     std::shared_ptr<const Entry> load_or_compile(const Request& request);
     void record(const std::string& spec_json, const std::string& arch);
 
-    // A note of the writable folder read ahead (prefetch_notes), until it is read or written.
-    struct PrefetchedNote {
-        std::string name;
-        DiskStore::Note note;
-        std::int64_t last_used_ns = 0;  // its recorded last use, as read ahead
-        std::shared_ptr<const Entry> carried;  // the entry it carries, parsed; null when none or damaged
-    };
-    std::optional<PrefetchedNote> take_prefetched(const std::string& name) const;
-
     CacheSettings settings_;
     std::unique_ptr<DiskStore> writable_;                  // null: memory only
-    mutable std::mutex prefetch_mutex_;
-    mutable std::vector<PrefetchedNote> prefetched_;  // a few: a flat list
-    std::vector<std::string> written_notes_;          // notes this cache wrote: never read ahead after
     std::vector<std::unique_ptr<DiskStore>> read_only_;
     std::array<Shard, kShards> shards_;
 
@@ -145,15 +108,6 @@ private:
 
 // The process's cache, made from the environment (or configure_cache()) on first use.
 std::shared_ptr<KernelCache> process_cache();
-// Makes a cache with `settings` ahead of the first use (its folders checked: the system calls
-// a fresh process's first call would make), for process_cache() to take if the environment
-// then still gives those settings; otherwise it is dropped. Does nothing once the process's
-// cache is made or one is prepared. Settings come from the caller, never from the environment
-// here: this runs on a thread of its own (jit/warm_start.cpp), where reading the environment
-// would race with an application's setenv. The cache it made; null when it made none.
-std::shared_ptr<KernelCache> prepare_process_cache(const CacheSettings& settings);
-// Whether the process's cache, once made, is one that prepare_process_cache() made (tests).
-bool process_cache_was_prepared();
 // Forgets the process's cache, so that the next process_cache() makes it from the environment
 // again, as a fresh process's first call does (for the first-call probes in the tests).
 void forget_process_cache();

@@ -12,7 +12,6 @@
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/device_copy.hpp"
 #include "runtime/detail/driver.hpp"
-#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::jit {
 
@@ -74,11 +73,9 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
     const std::vector<ArgumentKind> kinds = argument_kinds(args);
     auto plan = std::make_unique<CallPlan>();
     plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
-    KJIT_TRACE("dtypes bound");
     const bool on_host = ordinal == host::kHostOrdinal;
     if (!on_host)
         plan->module = elementwise_variants(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
-    KJIT_TRACE("variants (note and loader)");
     const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
     for (std::size_t k = 0; k < sig.params.size(); ++k) {
         if (fields[k] != detail::ArgField::pointer) continue;
@@ -177,9 +174,7 @@ unsigned block_threads(const ElementwiseKernel& kernel, int block_size, CUfuncti
 
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
                       const CallOptions& options, std::vector<Array>* outputs) {
-    KJIT_TRACE("call begins");
     const CallSignature& sig = calls.signature([&] { return call_signature(kernel); });
-    KJIT_TRACE("signature (parameter lists)");
     const std::size_t np = sig.params.size(), count = args.size();
     const std::size_t nin = static_cast<std::size_t>(sig.inputs);
     if (np > static_cast<std::size_t>(kMaxCallParams))
@@ -195,7 +190,6 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
     const int ordinal = on_host ? host::kHostOrdinal
                                 : call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
-    KJIT_TRACE("device of the arguments");
     const CallKey key = call_key(args, np, ordinal);
     const CallPlan* plan = calls.find(key);
     if (plan == nullptr && on_host) {
@@ -204,7 +198,6 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
     }
     if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
-    KJIT_TRACE("plan kept");
     const Stream stream = on_host ? Stream::current()
                                   : (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
 
@@ -277,7 +270,6 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
         for (std::size_t k = count; k < np; ++k)
             made.set(k, Array::empty(shape, plan->bound.param_types[k], on_host ? Device::cpu() : Device::cuda(ordinal), stream));
     }
-    KJIT_TRACE("outputs allocated");
     if (operands > 0 && !outputs_given) lay_out(true);
 
     // Overlaps between outputs and other operands.
@@ -377,7 +369,6 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                 std::memcpy(l + 8 + 16 * 8 + static_cast<std::size_t>(s) * 16 * 8, layout.strides[s],
                             sizeof(std::int64_t) * static_cast<std::size_t>(ndim));
         }
-        KJIT_TRACE("variant's function and arguments");
         void* params[] = {buffers.args, buffers.layout};
         detail::Driver& d = detail::driver_on(ordinal);
         const unsigned threads = block_threads(kernel, options.block_size, f, ordinal);
@@ -387,7 +378,6 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                                   : grid_for(items, threads, plan->sm_count, choice.variant == detail::Variant::tiled);
         KJIT_CU_CHECK(d.cuLaunchKernel(f, grid, 1, 1, threads, 1, 1, 0, stream.handle(), params,
                                        nullptr));
-        KJIT_TRACE("launched");
     }
 
     // Device memory used here is freed in order on this stream.

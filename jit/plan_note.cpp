@@ -13,12 +13,11 @@
 #include "jit/source_identity.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
-#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::jit {
 namespace {
 
-constexpr std::string_view kHeader = "kjit-plan-note 3\n";
+constexpr std::string_view kHeader = "kjit-plan-note 4\n";
 constexpr std::string_view kVersionKey = "version_key=";
 constexpr std::string_view kTarget = "target=";
 
@@ -42,8 +41,7 @@ std::string note_name(std::span<const std::string_view> source_fields, int devic
 
 
 
-std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys,
-                             std::optional<std::size_t> carried_group) {
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys) {
     if (keying.nvrtc_lines.empty() || keying.nvrtc_lines.back() != '\n' || keying.nvrtc_version.empty() ||
         keying.target.empty() || !one_line(keying.nvrtc_version) || !one_line(keying.target))
         return {};
@@ -63,10 +61,6 @@ std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValu
     }
     for (std::size_t g = 0; g < keys.size(); ++g)
         if (!keys[g].empty()) text += "key." + std::to_string(g) + "=" + keys[g] + "\n";
-    if (carried_group) {
-        if (*carried_group >= keys.size() || keys[*carried_group].empty()) return {};
-        text += "entry=" + std::to_string(*carried_group) + "\n";
-    }
     return text;
 }
 
@@ -74,11 +68,10 @@ std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValu
 // process's first cached call reads a note, where each string allocated was a heap block's worth
 // of instructions run cold (docs/PERFORMANCE.md).
 bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keying, PlanNote::NotedValues& values,
-                     std::vector<std::string>& keys, std::optional<std::size_t>* carried_group) {
+                     std::vector<std::string>& keys) {
     keying = {};
     values.clear();
     keys.assign(groups, {});
-    if (carried_group) carried_group->reset();
     // A group number: digits only, below `groups`.
     auto group_number = [groups](std::string_view digits, std::size_t& g) {
         g = 0;
@@ -128,11 +121,6 @@ bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keyi
             std::size_t g = 0;
             if (!group_number(name.substr(4), g) || !keys[g].empty() || !cache::is_key(value)) return false;
             keys[g] = std::string(value);
-        } else if (name == "entry") {
-            // The last line, naming a group with a key.
-            std::size_t g = 0;
-            if (!group_number(value, g) || keys[g].empty() || at != text.size()) return false;
-            if (carried_group) *carried_group = g;
         } else {
             return false;
         }
@@ -157,31 +145,19 @@ bool find_number(const PlanNote::NotedValues& values, std::string_view name, int
 PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_cc, std::size_t groups,
                    std::function<std::string()> spec_json)
     : device_cc_(device_cc), spec_json_(std::move(spec_json)), name_(note_name(source_fields, device_cc)), keys_(groups) {
-    KJIT_TRACE("note: name");
     if (name_.empty()) return;
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
-    KJIT_TRACE("note: process cache");
     std::optional<cache::KernelCache::FoundNote> found = kernel_cache->read_note(name_);
-    KJIT_TRACE("note: read");
     if (!found) return;
     note_ = std::move(found->note);
-    note_layer_ = found->layer;
     NoteKeying keying;
     std::vector<std::string> keys;
-    std::optional<std::size_t> carried;
-    const bool parsed = parse_plan_note(note_.text(), groups, keying, noted_values_, keys, &carried);
-    KJIT_TRACE("note: parsed");
+    const bool parsed = parse_plan_note(note_.text(), groups, keying, noted_values_, keys);
     if (parsed && still_keys(keying)) {
-        KJIT_TRACE("note: NVRTC identity checked");
         noted_ = true;
         kernel_cache->count_note_hit();
         target_ = std::string(keying.target);
         keys_ = std::move(keys);
-        // A carried group with no bytes after the text is a note cut short: nothing carried.
-        if (carried && !note_.entry().empty()) {
-            carried_group_ = carried;
-            carried_parsed_ = std::move(found->carried);
-        }
     } else {
         noted_values_.clear();
     }
@@ -198,51 +174,14 @@ bool PlanNote::still_keys(const NoteKeying& keying) const {
 }
 
 
-std::span<const unsigned char> PlanNote::carried_bytes() const {
-    if (!carried_group_) return {};
-    return carried_.empty() ? note_.entry() : std::span<const unsigned char>(carried_);
-}
-
 std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int ordinal) {
     if (g >= keys_.size() || keys_[g].empty()) return nullptr;
-    if (carried_group_ == g) {
-        const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
-        const std::string spec = kernel_cache->settings().record.empty() || !spec_json_ ? std::string() : spec_json_();
-        KJIT_TRACE("entry: looking up");
-        std::string problem;
-        const std::shared_ptr<const cache::Entry> entry =
-            kernel_cache->take_carried_entry(keys_[g], carried_bytes(), note_layer_, spec, target_, problem, carried_parsed_);
-        KJIT_TRACE("entry: found");
-        if (entry) return load_entry_module(entry, ordinal, device_cc_);
-        // Damaged: never used. The entry the note names, carried from now on (below).
-        kjit::detail::warn_once("note-entry:" + name_, "the cache entry a plan note carries is damaged (" + problem +
-                                                           "); not used: loading the entry it names instead");
-        carried_group_.reset();
-        carried_.clear();
-        carried_parsed_.reset();
-        std::shared_ptr<kjit::detail::LoadedModule> module = load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
-        // Found just now, so in memory: no second read.
-        if (const auto found = module ? kernel_cache->find_key(keys_[g], {}, target_) : nullptr) carry(g, *found);
-        return module;
-    }
     return load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
 }
 
 void PlanNote::loaded(std::size_t g, const cache::Entry& entry) {
     if (g >= keys_.size() || keys_[g] == entry.key) return;
     keys_[g] = entry.key;
-    if (!carried_group_) carry(g, entry);  // writes the note
-    else write();
-}
-
-// Group g's entry, carried by the note from now on (when small enough), and the note written.
-void PlanNote::carry(std::size_t g, const cache::Entry& entry) {
-    std::vector<unsigned char> bytes = cache::serialize_entry(entry);
-    if (bytes.size() <= cache::DiskStore::kMaxNoteEntryBytes) {
-        carried_group_ = g;
-        carried_ = std::move(bytes);
-        carried_parsed_.reset();
-    }
     write();
 }
 
@@ -254,8 +193,8 @@ void PlanNote::write() {
     if (!now) return;
     if (target_.empty()) target_ = now->target;
     const NotedValues values = values_ ? NotedValues(values_->begin(), values_->end()) : noted_values_;
-    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_, carried_group_);
-    if (!text.empty()) cache::process_cache()->write_note(name_, text, carried_bytes());
+    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_);
+    if (!text.empty()) cache::process_cache()->write_note(name_, text);
 }
 
 }  // namespace kjit::jit

@@ -67,21 +67,17 @@ public:
         noted_ = false;
     }
 
-    // Group g's module, loaded from the entry the note carries (the note's own file: one file
-    // read for a fresh process's first call) or else the one it names; null when the note has no
-    // key for it or no cache layer has that entry with a cubin for this GPU. A carried entry that
-    // is damaged is never used: a warning, the named entry, and the note written again.
+    // Group g's module, loaded from the entry the note names; null when the note has no key for
+    // it or no cache layer has that entry with a cubin for this GPU.
     std::shared_ptr<kjit::detail::LoadedModule> find(std::size_t g, int ordinal);
     // Group g was loaded the long way from the cache entry `entry` (a cubin for this GPU):
-    // noted, with every key known, when the plan's values are known; the note carries the first
-    // group's entry so loaded. A failed write is only a lost shortcut.
+    // noted, with every key known, when the plan's values are known. A failed write is only a
+    // lost shortcut.
     void loaded(std::size_t g, const cache::Entry& entry);
 
 private:
     bool still_keys(const NoteKeying& keying) const;
     void write();
-    void carry(std::size_t g, const cache::Entry& entry);
-    std::span<const unsigned char> carried_bytes() const;
 
     int device_cc_;
     std::function<std::string()> spec_json_;
@@ -89,25 +85,18 @@ private:
     std::string target_;
     bool noted_ = false;
     cache::DiskStore::Note note_;  // the note read, whose text noted_values_ views
-    std::size_t note_layer_ = 0;   // the cache folder it was read from
     NotedValues noted_values_;
-    std::optional<std::size_t> carried_group_;  // the group whose entry the note carries
-    std::vector<unsigned char> carried_;        // that entry's bytes, when not note_'s
-    // note_'s entry, parsed when read ahead; null once carried_ holds the bytes carried
-    std::shared_ptr<const cache::Entry> carried_parsed_;
     std::optional<Values> values_;
     std::vector<std::string> keys_;  // per group, empty when not known
 };
 
-// The note's text and back: "kjit-plan-note 3", NVRTC's identity lines as they are, then
+// The note's text and back: "kjit-plan-note 4", NVRTC's identity lines as they are, then
 // "version_key=<key>" and "target=<arch>", then "value.<name>=<value>" lines, then
-// "key.<group>=<key>" lines, then "entry=<group>" when the note carries that group's entry. A
-// text that is not exactly that reads as no note; a keying or value that cannot be written so
-// makes no text. What parsing gives views `text`. Exposed for tests.
-std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys,
-                             std::optional<std::size_t> carried_group = std::nullopt);
+// "key.<group>=<key>" lines. A text that is not exactly that reads as no note; a keying or value
+// that cannot be written so makes no text. What parsing gives views `text`. Exposed for tests.
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys);
 bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keying, PlanNote::NotedValues& values,
-                     std::vector<std::string>& keys, std::optional<std::size_t>* carried_group = nullptr);
+                     std::vector<std::string>& keys);
 // The value named `prefix` + `name` in `values`, or null.
 const std::string_view* find_value(const PlanNote::NotedValues& values, std::string_view name, std::string_view prefix = {});
 // The value named `name` read as a whole decimal number into `out`: false when it is missing,

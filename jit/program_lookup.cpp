@@ -20,7 +20,6 @@
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
-#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -225,9 +224,7 @@ std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::strin
                                                           const std::function<std::string()>& spec_json) {
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
     const std::string spec = kernel_cache->settings().record.empty() || !spec_json ? std::string() : spec_json();
-    KJIT_TRACE("entry: looking up");
     const std::shared_ptr<const cache::Entry> entry = kernel_cache->find_key(key, spec, arch);
-    KJIT_TRACE("entry: found");
     return load_entry_module(entry, ordinal, device_cc);
 }
 
@@ -235,12 +232,9 @@ std::shared_ptr<kjit::detail::LoadedModule> load_entry_module(const std::shared_
                                                         int device_cc) {
     if (!entry || entry->cubin.empty() || !detail::cubin_runs_on(entry->meta.arch, device_cc)) return nullptr;
     auto module = detail::ModuleRegistry::process().get(entry->key, ordinal, [&] {
-        KJIT_TRACE("module: loading");
         auto m = detail::load_module({entry->meta.arch, entry->cubin, entry->ptx}, ordinal, nullptr);
-        KJIT_TRACE("module: cuModuleLoadData done");
         return m;
     });
-    KJIT_TRACE("module: registered");
     return module;
 }
 

@@ -74,21 +74,8 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
     CHECK(v == values);
     CHECK(k == keys);
 
-    // The group whose entry the note carries: the last line, naming a group with a key.
-    const std::string carrying = kjit::jit::format_plan_note(keying, values, keys, 3);
-    CHECK(carrying == text + "entry=3\n");
-    std::optional<std::size_t> carried;
-    REQUIRE(kjit::jit::parse_plan_note(carrying, 4, kk, v, k, &carried));
-    CHECK(carried == std::optional<std::size_t>(3));
-    REQUIRE(kjit::jit::parse_plan_note(text, 4, kk, v, k, &carried));
-    CHECK_FALSE(carried);
-    CHECK(kjit::jit::format_plan_note(keying, values, keys, 0).empty());  // group 0 has no key
-    CHECK(kjit::jit::format_plan_note(keying, values, keys, 4).empty());  // no group 4
-    for (const std::string& bad : {text + "entry=0\n", text + "entry=4\n", text + "entry=\n", text + "entry=x\n",
-                                   carrying + "entry=1\n", carrying + "key.1=" + kKeyA + "\n"}) {
-        INFO(bad);
-        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, kk, v, k, &carried));
-    }
+    // Version 3's last line named a group whose entry the note carried: no longer a note.
+    CHECK_FALSE(kjit::jit::parse_plan_note(text + "entry=3\n", 4, kk, v, k));
 
     // Values or a keying that cannot be written on one line make no note at all.
     CHECK(kjit::jit::format_plan_note(keying, {{"a", "x\ny"}}, {}).empty());
@@ -101,7 +88,7 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
 
     const std::size_t target_at = text.find("target=");
     const std::size_t version_at = text.find("version_key=");
-    for (const std::string& bad : {std::string(), std::string("kjit-plan-note 3\n"), "kjit-plan-note 2" + text.substr(16),
+    for (const std::string& bad : {std::string(), std::string("kjit-plan-note 4\n"), "kjit-plan-note 3" + text.substr(16),
                                   text.substr(0, text.size() - 1), text.substr(0, target_at),
                                   text.substr(0, version_at) + text.substr(target_at),  // no version
                                   text.substr(0, 17) + text.substr(version_at),          // no identity lines
@@ -181,7 +168,6 @@ TEST_CASE("notes round-trip through a folder, damaged ones read as none, clear r
     REQUIRE(store.write_note(kKeyA, "line one\nline two\n"));
     REQUIRE(store.read_note(kKeyA));
     CHECK(store.read_note(kKeyA)->text() == "line one\nline two\n");
-    CHECK(store.read_note(kKeyA)->entry().empty());
     CHECK_FALSE(store.write_note("not-a-key", "x"));
     CHECK_FALSE(store.read_note("../escape/0123456789abcdef012345"));
 
@@ -213,49 +199,33 @@ TEST_CASE("notes round-trip through a folder, damaged ones read as none, clear r
     CHECK_FALSE(store.read_note(kKeyA));
 }
 
-TEST_CASE("a note carries an entry file after its text; it counts in the size cap, is evicted and verified", "[disk_store]") {
+TEST_CASE("a note counts in the size cap, is evicted and verified; bytes after its check line are damage", "[disk_store]") {
     const kjit::test::TempDir dir;
     kjit::cache::DiskStore store(dir.path() / "c", true);
     kjit::cache::Entry e;
     e.key = kKeyB;
-    e.meta.kernel_name = "carried";
+    e.meta.kernel_name = "noted";
     e.meta.arch = "sm_90";
     e.cubin = kjit::test::random_elements(DType::uint8, 3000);
-    const std::vector<unsigned char> entry = kjit::cache::serialize_entry(e);
-    const std::string text = "kjit-plan-note 3\nline\n";
-    REQUIRE(store.write_note(kKeyA, text, entry));
+    const std::string text = "kjit-plan-note 4\nline\n";
+    REQUIRE(store.write_note(kKeyA, text));
     std::optional<kjit::cache::DiskStore::Note> note = store.read_note(kKeyA);
     REQUIRE(note);
     CHECK(note->text() == text);
-    CHECK(std::vector<unsigned char>(note->entry().begin(), note->entry().end()) == entry);
-    std::string problem;
-    CHECK(kjit::cache::parse_entry(note->entry(), kKeyB, problem) == e);
-    // Texts a note cannot have, and an entry too big to carry: no note written.
-    CHECK_FALSE(store.write_note(kKeyB, "a\nxxh3=0123456789abcdef\n", entry));
-    CHECK_FALSE(store.write_note(kKeyB, "no line end", entry));
-    CHECK_FALSE(store.write_note(kKeyB, "xxh3=0123456789abcdef\n", entry));
-    CHECK_FALSE(store.write_note(kKeyB, text, std::vector<unsigned char>(kjit::cache::DiskStore::kMaxNoteEntryBytes + 1)));
+    // Texts a note cannot have: no note written.
+    CHECK_FALSE(store.write_note(kKeyB, "a\nxxh3=0123456789abcdef\n"));
+    CHECK_FALSE(store.write_note(kKeyB, "no line end"));
+    CHECK_FALSE(store.write_note(kKeyB, "xxh3=0123456789abcdef\n"));
     CHECK(store.verify_notes().empty());
 
-    // Damage in the text: no note. Damage in the entry: the note reads (its text is sound), the
-    // entry fails its own checksum wherever it is parsed, and verify names the note.
+    // Damage in the text, and bytes after the check line (what an older kjit's note carried): no
+    // note, and verify names it.
     const fs::path file = dir.path() / "c" / kKeyA.substr(0, 2) / (kKeyA + ".note");
     const std::string good = read_bytes(file);
-    std::string bad = good;
-    bad[3] = static_cast<char>(bad[3] ^ 4);
-    write_bytes(file, bad);
-    CHECK_FALSE(store.read_note(kKeyA));
-    CHECK(store.verify_notes().size() == 1);
-    for (const std::size_t at : {good.size() - entry.size(), good.size() - entry.size() / 2, good.size() - 1}) {
-        bad = good;
-        bad[at] = static_cast<char>(bad[at] ^ 0x10);
+    for (const std::string& bad : {good.substr(0, 3) + static_cast<char>(good[3] ^ 4) + good.substr(4), good + "x"}) {
         write_bytes(file, bad);
-        note = store.read_note(kKeyA);
-        REQUIRE(note);
-        CHECK_FALSE(kjit::cache::parse_entry(note->entry(), kKeyB, problem));
-        const auto damaged = store.verify_notes();
-        REQUIRE(damaged.size() == 1);
-        CHECK_THAT(damaged[0].second, Contains("the entry the note carries"));
+        CHECK_FALSE(store.read_note(kKeyA));
+        CHECK(store.verify_notes().size() == 1);
     }
     write_bytes(file, good);
 
@@ -348,39 +318,7 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         again.call();
         CHECK(kjit::cache_stats().note_hits == 1);
     }
-    SECTION("the note carries its entry: a later process reads that one file") {
-        for (const fs::path& e : files_ending(dir, ".kjit")) fs::remove(e);
-        PretendProcess later(dir);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
-        later.call();
-        CHECK(kjit::jit::elementwise_generations() == generated);
-        CHECK(kjit::cache_stats().note_hits == 1);
-        CHECK(kjit::cache_stats().compiles == 0);
-        REQUIRE(kjit::cache_stats().layers.size() == 1);
-        CHECK(kjit::cache_stats().layers[0].hits == 1);
-        CHECK(kjit::test::fake_state().launches == launches + 1);
-    }
-    SECTION("a damaged entry in the note is never used: the entry it names, and the note written again") {
-        const std::string good = read_bytes(note);
-        std::string bytes = good;
-        bytes[bytes.size() - 100] = static_cast<char>(bytes[bytes.size() - 100] ^ 1);  // in the entry it carries
-        write_bytes(note, bytes);
-        PretendProcess later(dir);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
-        later.call();
-        CHECK(kjit::jit::elementwise_generations() == generated);  // the note's plan is sound
-        CHECK(kjit::cache_stats().note_hits == 1);
-        CHECK(kjit::cache_stats().compiles == 0);
-        CHECK(kjit::test::fake_state().launches == launches + 1);
-        CHECK(read_bytes(note) == good);
-    }
-    SECTION("a note that carries no entry, whose entry is gone, sends the call the long way, which compiles it again") {
-        const auto read = kjit::cache::DiskStore(dir, false).read_note(note.stem().string());
-        REQUIRE(read);
-        std::string text(read->text());
-        REQUIRE(text.find("\nentry=") != std::string::npos);
-        text.resize(text.find("\nentry=") + 1);
-        REQUIRE(kjit::cache::DiskStore(dir, true).write_note(note.stem().string(), text));
+    SECTION("a note whose entry is gone sends the call the long way, which compiles it again") {
         for (const fs::path& e : files_ending(dir, ".kjit")) fs::remove(e);
         PretendProcess later(dir);
         later.call();

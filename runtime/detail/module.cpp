@@ -13,7 +13,6 @@
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/once_value.hpp"
-#include "runtime/detail/trace_points.hpp"
 
 namespace kjit::detail {
 namespace {
@@ -72,9 +71,7 @@ LoadedModule::~LoadedModule() {
 CUfunction LoadedModule::function(const char* name) const {
     Driver& d = driver();
     CUfunction f = nullptr;
-    KJIT_TRACE("function: getting");
     const CUresult st = d.cuModuleGetFunction(&f, handle_, name);
-    KJIT_TRACE("function: cuModuleGetFunction done");
     if (st != CUDA_SUCCESS) throw CudaError(st, "cuModuleGetFunction(\"" + std::string(name) + "\")", __FILE__, __LINE__);
     return f;
 }
