@@ -37,7 +37,7 @@ namespace kjit::cache {
 // Bumped whenever the layout above or the meaning of a metadata field changes; a file with
 // another version than these two is reported as unsupported, never guessed at. Version 2 holds
 // its metadata in plain length-prefixed fields: a fresh process's first cached call reads one
-// entry, and parsing its JSON metadata was a fifth of that call's instructions (docs/PERFORMANCE.md).
+// entry, and parsing its JSON metadata was a fifth of that call's instructions (docs/perf-log.md).
 inline constexpr std::uint32_t kEntryFormatVersion = 2;
 inline constexpr std::uint32_t kJsonEntryFormatVersion = 1;  // metadata as JSON: read, no longer written
 

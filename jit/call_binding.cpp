@@ -28,7 +28,7 @@ std::string describe(const Param& p) {
 BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, const ArgumentKind* args, std::size_t count) {
     const std::size_t np = sig.params.size();
     // Made only for an error: a first call of a cached kernel runs this once, cold, and every
-    // string built there costs (docs/PERFORMANCE.md).
+    // string built there costs (docs/perf-log.md).
     const auto where = [&kernel_name] { return "kernel '" + kernel_name + "': "; };
     if (count != static_cast<std::size_t>(sig.inputs) && count != np)
         throw TypeError(where() + "takes " + std::to_string(sig.inputs) + " inputs" +

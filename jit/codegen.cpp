@@ -146,13 +146,13 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     if (m.array_operands > 0) m.rows32 = name + "_rows32";
     // The tiled variant stages each array input in a TILE x (TILE + 1) tile of shared memory
     // (the extra column keeps a column's elements in different banks), within 40 KiB of static
-    // shared memory. 32 wide: 64 measured slower on the H200 (docs/PERFORMANCE.md).
+    // shared memory; TILE is chosen below.
     std::size_t input_bytes = 0;
     for (const Operand& o : operands)
         if (o.slot >= 0 && !params[o.param].is_output) input_bytes += stored(o.param).itemsize();
     // 64 x 64 tiles where every input's tile fits in 40 KiB of static shared memory, else 32 x 32
     // (measured on the H200 with each thread's loads issued together: 93% of copy against 83%;
-    // docs/PERFORMANCE.md). KJIT_TUNE_TILE=32 keeps the smaller tile, for measurements.
+    // docs/perf-log.md). KJIT_TUNE_TILE=32 keeps the smaller tile, for measurements.
     const char* tune = std::getenv("KJIT_TUNE_TILE");
     const int first_tile = tune != nullptr && std::string(tune) == "32" ? 32 : 64;
     for (const int tile : {first_tile, 32}) {
@@ -204,7 +204,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     for (const StmtPtr& st : body.statements) cost += body_cost(st.get());
     const bool heavy = cost > kHeavyBody;
     // KJIT_TUNE_UNROLL=N: N vectors per thread in the contiguous variants, for measurements
-    // (docs/PERFORMANCE.md); part of the plan note's name, as the source changes with it.
+    // (docs/perf-log.md); part of the plan note's name, as the source changes with it.
     if (const char* tune_unroll = std::getenv("KJIT_TUNE_UNROLL"); tune_unroll != nullptr && std::atoi(tune_unroll) > 0)
         m.unroll = std::min(std::atoi(tune_unroll), 16);
     if (heavy) m.unroll = 1;
@@ -336,7 +336,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         // V elements. Each thread takes U vectors a grid apart at once (all loads issued before any
         // use), then single vectors, then a scalar tail. U = 1 (one 16-byte vector per thread, one
         // block per 256 vectors) measured best on the H200 for every bandwidth case, 1-3.5% above
-        // U = 4 (docs/PERFORMANCE.md); KJIT_TUNE_UNROLL sets U for measurements.
+        // U = 4 (docs/perf-log.md); KJIT_TUNE_UNROLL sets U for measurements.
         s << "template <class Index>\n__device__ __forceinline__ void " << name << "_contiguous(const " << args_type
           << "& args) {\n" << prologue;
         s << "    constexpr int V = " << V << ", U = " << m.unroll << ";\n";
@@ -427,7 +427,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         // read along their contiguous dimension into shared memory, then every element is computed
         // in the outputs' order, so that reads and writes stay coalesced. Each thread issues all of
         // its loads of a step before using any (PER elements per operand), which is what brings the
-        // transposed read near the copy's speed (docs/PERFORMANCE.md).
+        // transposed read near the copy's speed (docs/perf-log.md).
         if (!m.tiled32.empty()) {
             s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
               << ">& layout) {\n" << prologue;

@@ -26,7 +26,7 @@ struct ElementwiseModuleSpec {
     // (array inputs only; elements are converted as C converts when loaded). Empty: as declared.
     std::vector<std::optional<DType>> storage;
     // The small variant alone, without the support code only the other variants use: its own
-    // program, as small calls compile it (a first call's NVRTC time; docs/PERFORMANCE.md).
+    // program, as small calls compile it (a first call's NVRTC time; docs/perf-log.md).
     bool small_only = false;
 };
 

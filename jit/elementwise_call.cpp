@@ -129,7 +129,7 @@ bool same_shape(const Array& a, const detail::CallLayout& l) {
 // The grid: one block per `threads` work items (every thread does its share once), which measured
 // 1-4% faster on the H200 than a few blocks per SM looping over the data. The tiled variant
 // loops over tiles with at most 64 blocks per SM (best measured). KJIT_TUNE_BLOCKS_PER_SM caps
-// every variant, for measurements (docs/PERFORMANCE.md); read once.
+// every variant, for measurements (docs/perf-log.md); read once.
 std::int64_t tuned_blocks_per_sm() {
     static const std::int64_t value = [] {
         const char* e = std::getenv("KJIT_TUNE_BLOCKS_PER_SM");

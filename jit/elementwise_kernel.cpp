@@ -167,7 +167,7 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
     // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile
-    // time on the GPU host (docs/PERFORMANCE.md). A preamble is the user's CUDA, so it may.
+    // time on the GPU host (docs/perf-log.md). A preamble is the user's CUDA, so it may.
     if (k.options().preamble.empty()) prog.request.options.push_back("-minimal");
     for (const std::string& o : k.options().nvrtc_options) prog.request.options.push_back(o);
     prog.spec_json = [k, types, variant] { return spec_json(k, types, variant); };

@@ -1,7 +1,7 @@
 // The entry point names of a module's groups (jit/lazy_entry_points.hpp): at most kMaxPerGroup
 // names in each of at most kMaxGroups groups, all held in one string. A fresh process's first
 // cached call makes one from its plan note: a list of lists of strings was two heap blocks per
-// group, each run cold there (docs/PERFORMANCE.md).
+// group, each run cold there (docs/perf-log.md).
 #pragma once
 
 #include <array>

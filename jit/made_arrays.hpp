@@ -1,7 +1,7 @@
 // The arrays kjit makes during one kernel call (outputs the caller did not give, copies of inputs
 // that overlap an output), by parameter index. Nothing is constructed until an array is made:
 // a std::array of 64 std::optional<Array> cost a third of a warm launch's instructions to build
-// and destroy (callgrind, docs/PERFORMANCE.md), and a warm launch with every output given makes
+// and destroy (callgrind, docs/perf-log.md), and a warm launch with every output given makes
 // none.
 #pragma once
 

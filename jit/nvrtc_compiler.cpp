@@ -84,7 +84,7 @@ std::vector<std::string> compile_options(const CompileRequest& request) {
     // C++17, not 20: generated code needs nothing newer, and C++20's rewritten comparisons would
     // make `complex == real` ambiguous with the reversed candidate. Measured the same speed.
     // -default-device: helpers in templates and preambles need no __device__ annotation.
-    // No -lineinfo or --use_fast_math by default (docs/PERFORMANCE.md): callers add them.
+    // No -lineinfo or --use_fast_math by default (docs/perf-log.md): callers add them.
     std::vector<std::string> o = {"-std=c++17", "-default-device",
                                   "--gpu-architecture=" + request.target.name()};
     o.insert(o.end(), request.options.begin(), request.options.end());

@@ -220,7 +220,7 @@ private:
 // spaces, one-word types, names nothing reserves), read without the lexer; nullopt for anything
 // else (comments, C types of several words, every mistake), which ParamParser reads and judges
 // (tests/params_test.cpp checks both agree). A fresh process's first call parses its kernel's
-// lists, and on a cold processor every piece of code run once counts (docs/PERFORMANCE.md).
+// lists, and on a cold processor every piece of code run once counts (docs/perf-log.md).
 std::optional<std::vector<Param>> parse_simple_params(std::string_view text, bool outputs) {
     std::vector<Param> params;
     std::size_t k = 0;

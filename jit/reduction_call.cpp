@@ -387,7 +387,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
         case detail::ReduceStrategy::segments_warp:
         case detail::ReduceStrategy::rows_warp:
             // A warp per row up to four times the resident warps: measured faster on the H200 than
-            // resident warps looping over rows (sum axis=1 of 16384², docs/PERFORMANCE.md).
+            // resident warps looping over rows (sum axis=1 of 16384², docs/perf-log.md).
             blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads / 32), 1, 4 * sms * blocks_per_sm()));
             break;
         case detail::ReduceStrategy::segments_block:

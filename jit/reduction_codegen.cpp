@@ -162,7 +162,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     if (used[DType::complex64] || used[DType::complex128]) s << template_text("complex.cuh") << "\n";
     s << template_text("elementwise.cuh") << "\n";
     // KJIT_TUNE_RED_UNROLL: the loads in flight per thread (templates/reduction.cuh), for
-    // measurements (docs/PERFORMANCE.md).
+    // measurements (docs/perf-log.md).
     if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
         s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
     if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "0")

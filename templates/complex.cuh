@@ -1,7 +1,7 @@
 // kjit::complex<T> (T = float or double) for generated code: complex64 and complex128.
 //
 // Our own type rather than <cuda/std/complex>: that header adds about half a second to every
-// compile (docs/PERFORMANCE.md), this one a fraction of a millisecond. It needs no header at all.
+// compile (docs/perf-log.md), this one a fraction of a millisecond. It needs no header at all.
 // Layout as std::complex (real, then imaginary), aligned to 2 * sizeof(T) as thrust::complex and
 // cuComplex are, so that one 8- or 16-byte access moves a value.
 //

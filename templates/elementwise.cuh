@@ -4,7 +4,7 @@ namespace kjit {
 // Constants of the generated code are enumerators, never variables: NVRTC compiles with
 // -default-device, which makes a namespace-scope or static member `constexpr int` a __device__
 // variable, and a module with any device variable cost the driver 50-100 us more to load on the
-// H200 (a first call in a fresh process waits for that load; docs/PERFORMANCE.md).
+// H200 (a first call in a fresh process waits for that load; docs/perf-log.md).
 
 // The most dimensions a strided launch handles after kjit merges adjacent dimensions.
 enum : int { max_dims = 16 };

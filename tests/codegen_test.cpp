@@ -188,7 +188,7 @@ TEST_CASE("a CUDA error in the preamble is a CompileError with the log and the l
 }
 
 // Not a test: how long the first call of a new kernel spends in kjit's front end and NVRTC, run by
-// hand (or by the GPU script) with `kjit_tests "[compile_bench]"`; numbers go to PERFORMANCE.md.
+// hand (or by the GPU script) with `kjit_tests "[compile_bench]"`; numbers go to docs/perf-log.md.
 TEST_CASE("compile time of a typical elementwise module", "[.][compile_bench]") {
     using clock = std::chrono::steady_clock;
     auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };

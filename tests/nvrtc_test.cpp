@@ -444,7 +444,7 @@ double median(std::vector<double> ms) {
 
 }  // namespace
 
-// Not run by default: `kjit_tests "[nvrtc_bench]"`. Prints the numbers in docs/PERFORMANCE.md.
+// Not run by default: `kjit_tests "[nvrtc_bench]"`. Prints the numbers in docs/perf-log.md.
 TEST_CASE("compile time of a small kernel by header (benchmark)", "[.][nvrtc_bench]") {
     constexpr int runs = 15;
     // Run alone, this is the process's first NVRTC use: loading libnvrtc, then the first compile

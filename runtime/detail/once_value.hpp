@@ -1,7 +1,7 @@
 // A value made once by the first thread that asks for it while later askers wait: what a
 // std::shared_future gave the kernel cache and the module registry, without its std::call_once
 // (a futex wake each time a value is set, and a cold stretch of libstdc++, on a fresh process's
-// first cached call: docs/PERFORMANCE.md).
+// first cached call: docs/perf-log.md).
 #pragma once
 
 #include <condition_variable>

@@ -120,7 +120,7 @@ ReducePlan plan_reduction(const Shape& shape, const std::vector<Strides>& inputs
         p.strategy = ReduceStrategy::full;
     } else if (p.reduced_ndim == 0 || unit(reduced.strides, ni)) {
         // KJIT_TUNE_RED_ROWS_BLOCK: rows at least this long take a block each whatever their number
-        // (for measurements, docs/PERFORMANCE.md).
+        // (for measurements, docs/perf-log.md).
         static const std::int64_t rows_block_min = [] {
             const char* e = std::getenv("KJIT_TUNE_RED_ROWS_BLOCK");
             return e != nullptr && std::atoll(e) > 0 ? static_cast<std::int64_t>(std::atoll(e)) : std::int64_t{0};

@@ -1,7 +1,7 @@
 // Small matrix products in a kernel of kjit's own (templates/small_matmul.cuh) instead of cuBLAS.
 //
 // Why: for a 64×64×64 float32 product cuBLAS alone costs 7.3-13.4 µs of host time per call on the
-// H200 host, while a kjit launch costs about 3 µs (docs/PERFORMANCE.md, "Matrix products"). Below
+// H200 host, while a kjit launch costs about 3 µs (docs/perf-log.md, "Matrix products"). Below
 // a size limit the work is so small that the launch is the product's cost, so kjit::matmul sends
 // such products to one launch of its own kernel; above it, to cuBLAS.
 //
@@ -46,7 +46,7 @@ void register_small_matmul(SmallMatmulLaunch launch) noexcept;
 SmallMatmulLaunch small_matmul() noexcept;
 
 // The largest m·n·k·batch sent to the small kernel: KJIT_SMALL_MATMUL_MAX when set (read once; 0
-// turns the small kernel off), else 64·64·64 (the size measured; docs/PERFORMANCE.md).
+// turns the small kernel off), else 64·64·64 (the size measured; docs/perf-log.md).
 std::int64_t small_matmul_limit() noexcept;
 // Replaces the limit (tests run every product through both paths); returns the one before.
 std::int64_t set_small_matmul_limit(std::int64_t limit) noexcept;
