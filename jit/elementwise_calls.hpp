@@ -70,6 +70,15 @@ ElementwiseVariants elementwise_variants(const ElementwiseKernel& kernel, const 
 CompiledModules compile_elementwise_entry(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                           const std::string& arch, ElementwiseEntry entry);
 
+// Writes the plan note (jit/plan_note.hpp) of this binding and module variant compiled for `arch`
+// ("sm_90"), whose variants' programs have the entry keys `keys` and alias keys `aliases`
+// (indexed by ElementwiseEntry, as compile_elementwise_entry gives them): what `kjit precompile`
+// notes. False when nothing was written (see write_plan_note, or a variant the kernel has that
+// has no key).
+bool note_elementwise_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                               const std::string& arch, const std::vector<std::string>& keys,
+                               const std::vector<std::string>& aliases);
+
 // The variants the kernel has for this binding (checks the kernel: throws its errors).
 std::vector<ElementwiseEntry> elementwise_entries(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                   const ModuleVariant& variant);

@@ -361,6 +361,16 @@ bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariant
     return entries + 6 == values.size();
 }
 
+// The launch shape the generated code has, as a call plans with it.
+void take_plan(const VariantPrograms& p, jit::ElementwiseVariants& v) {
+    v.vector_width = p.small.generated.vector_width;
+    v.unroll = p.small.generated.unroll;
+    v.tile = p.small.generated.tile;
+    v.has_rows = !p.small.generated.rows32.empty();
+    v.has_tiled = !p.small.generated.tiled32.empty();
+    v.uses_index = p.small.uses_index;
+}
+
 }  // namespace
 
 std::string jit::ModuleVariant::scalar_field() const {
@@ -392,7 +402,8 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
     auto note = std::make_shared<PlanNote>(fields.fields,
                                            kjit::detail::device_attributes(ordinal).compute_capability(),
                                            static_cast<std::size_t>(kElementwiseEntries),
-                                           [context] { return spec_json(context->kernel, context->types, context->variant); });
+                                           [context] { return spec_json(context->kernel, context->types, context->variant); },
+                                           kernel.name(), fields.binding);
     ElementwiseVariants v;
     EntryGroups groups;
     if (note->noted_values() && from_note(*note->noted_values(), v, groups)) {
@@ -408,12 +419,7 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
     }
     // A first call on small arrays, from disk or not, checks and generates once.
     VariantPrograms p = variant_programs(kernel, types, variant);
-    v.vector_width = p.small.generated.vector_width;
-    v.unroll = p.small.generated.unroll;
-    v.tile = p.small.generated.tile;
-    v.has_rows = !p.small.generated.rows32.empty();
-    v.has_tiled = !p.small.generated.tiled32.empty();
-    v.uses_index = p.small.uses_index;
+    take_plan(p, v);
     note->set_values(note_values(v, p.groups));
     v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program_of), EntryGroups(p.groups), p.small.program.description, ordinal,
                                                  std::move(note));
@@ -440,7 +446,22 @@ jit::CompiledModules jit::compile_elementwise_entry(const ElementwiseKernel& ker
     if (p.groups[static_cast<std::size_t>(entry)].empty()) return {};
     CachedProgram program = p.program_of(static_cast<std::size_t>(entry));
     const FoundProgram found = find_or_compile_program(program, arch);
-    return {found.entry->meta.arch, found.compile_ms};
+    return {found.entry->meta.arch, found.compile_ms, found.entry->key, alias_key(program)};
+}
+
+bool jit::note_elementwise_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                    const std::string& arch, const std::vector<std::string>& keys,
+                                    const std::vector<std::string>& aliases) {
+    const VariantPrograms p = variant_programs(kernel, types, variant);
+    // Every variant the kernel has, and only those: a note missing one would send a call the long
+    // way for it, which a read-only cache cannot note.
+    for (std::size_t e = 0; e < p.groups.size(); ++e)
+        if (p.groups[e].empty() != (e >= keys.size() || keys[e].empty()) || e >= aliases.size() || keys[e].empty() != aliases[e].empty())
+            return false;
+    ElementwiseVariants v;
+    take_plan(p, v);
+    const NoteFields fields(kernel, types, variant);
+    return write_plan_note(fields.fields, arch, note_values(v, p.groups), keys, aliases);
 }
 
 }  // namespace kjit

@@ -49,7 +49,7 @@ const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::gr
     CachedProgram program = program_of_(g);
     const LoadedProgram loaded = load_program(program, ordinal_);
     take(loaded.module);
-    if (note_ && !loaded.compiled_from_ptx) note_->loaded(g, *loaded.entry);
+    if (note_ && !loaded.compiled_from_ptx) note_->loaded(g, *loaded.entry, program);
     return functions_[g];
 }
 

@@ -29,6 +29,8 @@ CachedProgram program_with_entries(const CachedProgram& whole, const EntryLines&
 struct CompiledModules {
     std::string arch;        // what they were built for ("sm_90")
     double compile_ms = 0;   // NVRTC's milliseconds (0 when a cache had every one)
+    std::string key;         // one program's: its entry's key and its alias key (plan notes)
+    std::string alias;
 };
 
 class LazyEntryPoints {

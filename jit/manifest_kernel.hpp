@@ -41,6 +41,7 @@ RawModule raw_module_from_manifest_entry(const nlohmann::json& entry);
 // The module variant the entry's "scalars" and "storage" name (the plain one when neither).
 ModuleVariant manifest_kernel_variant(const ManifestKernel& m);
 // Compiles (or finds in a cache) one variant's program of `m` for one binding, as calls load it.
-void compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch, ElementwiseEntry entry);
+CompiledModules compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch,
+                                        ElementwiseEntry entry);
 
 }  // namespace kjit::jit

@@ -17,22 +17,21 @@
 namespace kjit::jit {
 namespace {
 
-constexpr std::string_view kHeader = "kjit-plan-note 4\n";
+constexpr std::string_view kHeader = "kjit-plan-note 5\n";
 constexpr std::string_view kVersionKey = "version_key=";
 constexpr std::string_view kTarget = "target=";
 
 bool one_line(std::string_view s) { return s.find('\n') == std::string::npos; }
 
-// The note's name.
-std::string note_name(std::span<const std::string_view> source_fields, int device_cc) {
+// The note's name; `kjit_arch` is KJIT_ARCH as the reading process has it.
+std::string note_name(std::span<const std::string_view> source_fields, int device_cc, const char* kjit_arch) {
     std::vector<std::string_view> fields;
     fields.reserve(source_fields.size() + 3);
     fields.assign(source_fields.begin(), source_fields.end());
     char sm[16] = "sm_";
     const auto r = std::to_chars(sm + 3, sm + sizeof sm, device_cc);
     fields.emplace_back(sm, static_cast<std::size_t>(r.ptr - sm));
-    const char* arch = std::getenv("KJIT_ARCH");
-    fields.emplace_back(arch != nullptr ? arch : "");
+    fields.emplace_back(kjit_arch != nullptr ? kjit_arch : "");
     fields.emplace_back(kSourceIdentity);
     return cache::make_fields_key("kjit-plan-note", fields);
 }
@@ -41,7 +40,8 @@ std::string note_name(std::span<const std::string_view> source_fields, int devic
 
 
 
-std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys) {
+std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValues& values, const std::vector<std::string>& keys,
+                             const std::vector<std::string>& aliases) {
     if (keying.nvrtc_lines.empty() || keying.nvrtc_lines.back() != '\n' || keying.nvrtc_version.empty() ||
         keying.target.empty() || !one_line(keying.nvrtc_version) || !one_line(keying.target))
         return {};
@@ -61,6 +61,8 @@ std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValu
     }
     for (std::size_t g = 0; g < keys.size(); ++g)
         if (!keys[g].empty()) text += "key." + std::to_string(g) + "=" + keys[g] + "\n";
+    for (std::size_t g = 0; g < aliases.size(); ++g)
+        if (!aliases[g].empty()) text += "alias." + std::to_string(g) + "=" + aliases[g] + "\n";
     return text;
 }
 
@@ -68,10 +70,11 @@ std::string format_plan_note(const NoteKeying& keying, const PlanNote::NotedValu
 // process's first cached call reads a note, where each string allocated was a heap block's worth
 // of instructions run cold (docs/PERFORMANCE.md).
 bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keying, PlanNote::NotedValues& values,
-                     std::vector<std::string>& keys) {
+                     std::vector<std::string>& keys, std::vector<std::string>& aliases) {
     keying = {};
     values.clear();
     keys.assign(groups, {});
+    aliases.assign(groups, {});
     // A group number: digits only, below `groups`.
     auto group_number = [groups](std::string_view digits, std::size_t& g) {
         g = 0;
@@ -121,6 +124,10 @@ bool parse_plan_note(std::string_view text, std::size_t groups, NoteKeying& keyi
             std::size_t g = 0;
             if (!group_number(name.substr(4), g) || !keys[g].empty() || !cache::is_key(value)) return false;
             keys[g] = std::string(value);
+        } else if (name.starts_with("alias.") && name.size() > 6) {
+            std::size_t g = 0;
+            if (!group_number(name.substr(6), g) || !aliases[g].empty() || !cache::is_key(value)) return false;
+            aliases[g] = std::string(value);
         } else {
             return false;
         }
@@ -143,45 +150,73 @@ bool find_number(const PlanNote::NotedValues& values, std::string_view name, int
 }
 
 PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_cc, std::size_t groups,
-                   std::function<std::string()> spec_json)
-    : device_cc_(device_cc), spec_json_(std::move(spec_json)), name_(note_name(source_fields, device_cc)), keys_(groups) {
+                   std::function<std::string()> spec_json, std::string kernel_name, std::string types)
+    : device_cc_(device_cc),
+      spec_json_(std::move(spec_json)),
+      kernel_name_(std::move(kernel_name)),
+      types_(std::move(types)),
+      name_(note_name(source_fields, device_cc, std::getenv("KJIT_ARCH"))),
+      keys_(groups),
+      aliases_(groups) {
     if (name_.empty()) return;
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
     std::optional<cache::KernelCache::FoundNote> found = kernel_cache->read_note(name_);
     if (!found) return;
     note_ = std::move(found->note);
     NoteKeying keying;
-    std::vector<std::string> keys;
-    const bool parsed = parse_plan_note(note_.text(), groups, keying, noted_values_, keys);
-    if (parsed && still_keys(keying)) {
-        noted_ = true;
-        kernel_cache->count_note_hit();
-        target_ = std::string(keying.target);
-        keys_ = std::move(keys);
-    } else {
+    std::vector<std::string> keys, aliases;
+    const bool parsed = parse_plan_note(note_.text(), groups, keying, noted_values_, keys, aliases);
+    use_ = parsed ? use_of(keying) : Use::none;
+    if (use_ == Use::aliases && std::all_of(aliases.begin(), aliases.end(), [](const std::string& a) { return a.empty(); }))
+        use_ = Use::none;
+    if (use_ == Use::none) {
         noted_values_.clear();
+        return;
     }
+    noted_ = true;
+    kernel_cache->count_note_hit();
+    target_ = std::string(keying.target);
+    // By aliases, the noted keys are another NVRTC's: a note written from here on has only the
+    // keys this process loads (and the aliases, which hold for any NVRTC).
+    if (use_ == Use::keys) keys_ = std::move(keys);
+    aliases_ = std::move(aliases);
 }
 
-// Whether what the note was made under still keys this process's programs: with NVRTC loaded, its
-// version and the target it gives; without, the noted NVRTC file and environment unchanged (then
-// the version and target follow from them, the GPU and KJIT_ARCH being part of the note's name).
-bool PlanNote::still_keys(const NoteKeying& keying) const {
-    if (!kjit::detail::nvrtc_loaded())
-        return held_identity_lines(keying.nvrtc_lines) == keying.nvrtc_lines.size() && !keying.nvrtc_lines.empty();
-    const std::optional<ProgramKeying> now = program_keying(device_cc_);
-    return now && now->nvrtc_version == keying.nvrtc_version && now->target == keying.target;
+// How what the note was made under meets this process's programs. With NVRTC loaded: its keys when
+// that NVRTC gives the same version and target, else none. Without: its keys when the noted NVRTC
+// file and environment are unchanged (then the version and target follow from them, the GPU and
+// KJIT_ARCH being part of the note's name), or when the NVRTC recorded beside the writable folder
+// gives them; none when that record names another NVRTC (the long way compiles with it); and when
+// this process knows of no NVRTC at all, its aliases.
+PlanNote::Use PlanNote::use_of(const NoteKeying& keying) const {
+    if (kjit::detail::nvrtc_loaded()) {
+        const std::optional<ProgramKeying> now = program_keying(device_cc_);
+        return now && now->nvrtc_version == keying.nvrtc_version && now->target == keying.target ? Use::keys : Use::none;
+    }
+    if (!keying.nvrtc_lines.empty() && held_identity_lines(keying.nvrtc_lines) == keying.nvrtc_lines.size()) return Use::keys;
+    const std::optional<ProgramKeying> recorded = program_keying(device_cc_);
+    if (!recorded) return Use::aliases;
+    return recorded->nvrtc_version == keying.nvrtc_version && recorded->target == keying.target ? Use::keys : Use::none;
 }
-
 
 std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int ordinal) {
+    if (use_ == Use::aliases) {
+        if (g >= aliases_.size() || aliases_[g].empty()) return nullptr;
+        // Found as the long way finds an entry by alias: it must be this kernel's, for this
+        // binding and the noted target, or it is passed over with a warning.
+        const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+        const std::string spec = kernel_cache->settings().record.empty() || !spec_json_ ? std::string() : spec_json_();
+        return load_entry_module(kernel_cache->find_alias(aliases_[g], spec, target_, {kernel_name_, types_, target_}), ordinal,
+                                 device_cc_);
+    }
     if (g >= keys_.size() || keys_[g].empty()) return nullptr;
     return load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
 }
 
-void PlanNote::loaded(std::size_t g, const cache::Entry& entry) {
+void PlanNote::loaded(std::size_t g, const cache::Entry& entry, const CachedProgram& program) {
     if (g >= keys_.size() || keys_[g] == entry.key) return;
     keys_[g] = entry.key;
+    aliases_[g] = alias_key(program);
     write();
 }
 
@@ -191,10 +226,28 @@ void PlanNote::write() {
     if (name_.empty() || (!values_ && !noted_)) return;
     const std::optional<ProgramKeying> now = program_keying(device_cc_, /*with_identity=*/true);
     if (!now) return;
-    if (target_.empty()) target_ = now->target;
+    if (target_.empty() || use_ == Use::aliases) target_ = now->target;
     const NotedValues values = values_ ? NotedValues(values_->begin(), values_->end()) : noted_values_;
-    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_);
+    const std::string text = format_plan_note({now->nvrtc_lines, now->nvrtc_version, now->target}, values, keys_, aliases_);
     if (!text.empty()) cache::process_cache()->write_note(name_, text);
+}
+
+bool write_plan_note(std::span<const std::string_view> source_fields, const std::string& arch, const PlanNote::Values& values,
+                     const std::vector<std::string>& keys, const std::vector<std::string>& aliases) {
+    // A GPU reports its own architecture as "sm_XY" (no "a"/"f" suffix, never PTX only): only a
+    // cubin for exactly that is what a process on it without KJIT_ARCH loads.
+    int cc = 0;
+    const auto [end, error] = arch.starts_with("sm_") ? std::from_chars(arch.data() + 3, arch.data() + arch.size(), cc)
+                                                       : std::from_chars_result{arch.data(), std::errc::invalid_argument};
+    if (error != std::errc() || end != arch.data() + arch.size() || cc <= 0 || arch != "sm_" + std::to_string(cc)) return false;
+    if (!kjit::detail::nvrtc_loaded()) return false;
+    const std::optional<NvrtcIdentity> id = loaded_nvrtc_identity();
+    if (!id) return false;
+    const std::string name = note_name(source_fields, cc, nullptr);
+    const std::string version = nvrtc_version_key();
+    const PlanNote::NotedValues noted(values.begin(), values.end());
+    const std::string text = format_plan_note({id->lines, version, arch}, noted, keys, aliases);
+    return !name.empty() && !text.empty() && cache::process_cache()->write_note(name, text);
 }
 
 }  // namespace kjit::jit

@@ -1,6 +1,7 @@
 #include "jit/precompile_jobs.hpp"
 
 #include <memory>
+#include <mutex>
 
 #include "jit/arg_reduction.hpp"
 #include "jit/manifest_fields.hpp"
@@ -20,6 +21,43 @@ template <class F>
 void for_each_reduction_group(F f) {
     for (int g = 0; g < kReductionEntryGroups; ++g)
         for (const bool wide : {false, true}) f(static_cast<ReductionEntryGroup>(g), wide);
+}
+
+// What the jobs of one binding of an elementwise kernel for one architecture found (each job
+// one variant's program): when the last of them is done and none failed, the kernel's plan note
+// for GPUs of that architecture is written (jit/plan_note.hpp), so that a process using the
+// folder as a read-only cache takes its first call straight to the programs.
+struct NoteOfJobs {
+    std::mutex mutex;
+    std::size_t left = 0;
+    bool failed = false;
+    std::vector<std::string> keys = std::vector<std::string>(kElementwiseEntries);
+    std::vector<std::string> aliases = std::vector<std::string>(kElementwiseEntries);
+};
+
+// One variant's job of `note`: compiles it, then writes the note if it is the last one. A note
+// that cannot be written is only a lost shortcut, never the job's failure.
+void compile_noted(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch, ElementwiseEntry entry,
+                   NoteOfJobs& note) {
+    CompiledModules c;
+    try {
+        c = compile_manifest_kernel(m, binding, arch, entry);
+    } catch (...) {
+        std::lock_guard lock(note.mutex);
+        note.failed = true;
+        --note.left;
+        throw;
+    }
+    std::unique_lock lock(note.mutex);
+    const auto e = static_cast<std::size_t>(entry);
+    note.keys[e] = c.key;
+    note.aliases[e] = c.alias;
+    if (--note.left != 0 || note.failed) return;
+    lock.unlock();  // the last job: no other touches the note now
+    try {
+        (void)note_elementwise_programs(m.kernel, binding, manifest_kernel_variant(m), arch, note.keys, note.aliases);
+    } catch (const std::exception&) {
+    }
 }
 
 // The jobs of one manifest entry; a malformed entry is a failure, not an exception. A job holds
@@ -92,10 +130,13 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                 failures.push_back(detail::printable(name + " (" + format_type_binding(b) + "):\n" + ex.what(), true));
                 continue;
             }
-            for (const std::string& arch : archs)
+            for (const std::string& arch : archs) {
+                const auto note = std::make_shared<NoteOfJobs>();
+                note->left = entries.size();
                 for (const ElementwiseEntry entry : entries)
                     jobs.push_back({name + " (" + format_type_binding(b) + ", " + elementwise_entry_label(entry) + ") for " + arch,
-                                    [m, i, arch, entry] { compile_manifest_kernel(*m, m->bindings[i], arch, entry); }});
+                                    [m, i, arch, entry, note] { compile_noted(*m, m->bindings[i], arch, entry, *note); }});
+            }
         }
     } catch (const std::exception& ex) {
         failures.push_back(detail::printable(where + ": " + ex.what(), true));

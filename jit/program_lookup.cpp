@@ -189,6 +189,10 @@ constexpr int kKnownArchs[] = {121, 120, 110, 103, 100, 90, 89, 88, 87, 86, 80, 
 
 }  // namespace
 
+std::string alias_key(const CachedProgram& p) {
+    return cache::make_alias_key(key_source(p), compile_options(p.request), p.request.target.name());
+}
+
 FoundProgram find_or_compile_program(CachedProgram& p, const std::string& arch) {
     FoundProgram found;
     found.entry = find_without_loading_nvrtc(p, arch);

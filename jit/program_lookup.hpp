@@ -35,6 +35,10 @@ struct CachedProgram {
     std::string description;  // for errors: "raw module 'scan'"
 };
 
+// The alias key of `program` as targeted now (program.request.target, which the functions below
+// set): the name a process without NVRTC finds its entry by (cache/cache_key.hpp).
+std::string alias_key(const CachedProgram& program);
+
 struct FoundProgram {
     std::shared_ptr<const cache::Entry> entry;
     double compile_ms = 0;  // NVRTC's time when this call compiled, else 0

@@ -473,7 +473,8 @@ jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const Ty
         const ReductionNoteFields fields(kernel, types, variant);
         note = std::make_shared<PlanNote>(fields.fields, kjit::detail::device_attributes(ordinal).compute_capability(),
                                           static_cast<std::size_t>(kReductionEntryGroups) * 2,
-                                          [kernel, types, variant] { return spec_json(kernel, types, variant); });
+                                          [kernel, types, variant] { return spec_json(kernel, types, variant); },
+                                          kernel.name(), format_type_binding(types));
         ReductionModule m;
         EntryGroups groups;
         if (note->noted_values() && reduction_from_note(*note->noted_values(), m, groups)) {
@@ -508,7 +509,7 @@ jit::CompiledGroups jit::compile_reduction_group(const ReductionKernel& kernel, 
     const Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
     CachedProgram program = reduction_group_program(p.program, p.generated, group, index64);
     const FoundProgram found = find_or_compile_program(program, arch);
-    return {found.entry->meta.arch, found.compile_ms};
+    return {found.entry->meta.arch, found.compile_ms, found.entry->key, alias_key(program)};
 }
 
 jit::CompiledGroups jit::compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types,

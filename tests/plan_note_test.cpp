@@ -19,6 +19,7 @@
 #include "jit/nvrtc_identity.hpp"
 #include "jit/nvrtc_version.hpp"
 #include "jit/plan_note.hpp"
+#include "jit/precompile.hpp"
 #include "jit/source_identity.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
@@ -62,33 +63,39 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
                                        "sm_90"};
     const kjit::jit::PlanNote::NotedValues values{{"vector_width", "4"}, {"entry.small32", "k_small32"}};
     const std::vector<std::string> keys{"", kKeyA, "", kKeyB};
-    const std::string text = kjit::jit::format_plan_note(keying, values, keys);
-    CHECK_THAT(text, Contains("\npath=/opt/x/libnvrtc.so.13\n") && Contains("\ntarget=sm_90\n"));
+    const std::vector<std::string> aliases{"", kKeyB, "", kKeyA};
+    const std::string text = kjit::jit::format_plan_note(keying, values, keys, aliases);
+    CHECK_THAT(text, Contains("\npath=/opt/x/libnvrtc.so.13\n") && Contains("\ntarget=sm_90\n") &&
+                         Contains("\nalias.1=" + kKeyB + "\n"));
     kjit::jit::NoteKeying kk;
     kjit::jit::PlanNote::NotedValues v;
-    std::vector<std::string> k;
-    REQUIRE(kjit::jit::parse_plan_note(text, 4, kk, v, k));
+    std::vector<std::string> k, a;
+    REQUIRE(kjit::jit::parse_plan_note(text, 4, kk, v, k, a));
     CHECK(kk.nvrtc_lines == keying.nvrtc_lines);
     CHECK(kk.nvrtc_version == keying.nvrtc_version);
     CHECK(kk.target == keying.target);
     CHECK(v == values);
     CHECK(k == keys);
+    CHECK(a == aliases);
 
-    // Version 3's last line named a group whose entry the note carried: no longer a note.
-    CHECK_FALSE(kjit::jit::parse_plan_note(text + "entry=3\n", 4, kk, v, k));
+    // Version 3's last line named a group whose entry the note carried: no longer a note. Nor is
+    // version 4's text, which had no alias lines (a note of another format reads as no note).
+    CHECK_FALSE(kjit::jit::parse_plan_note(text + "entry=3\n", 4, kk, v, k, a));
+    CHECK_FALSE(kjit::jit::parse_plan_note("kjit-plan-note 4" + text.substr(16, text.find("alias.") - 16), 4, kk, v, k, a));
 
     // Values or a keying that cannot be written on one line make no note at all.
-    CHECK(kjit::jit::format_plan_note(keying, {{"a", "x\ny"}}, {}).empty());
-    CHECK(kjit::jit::format_plan_note(keying, {{"a=b", "x"}}, {}).empty());
-    CHECK(kjit::jit::format_plan_note({"", "v", "sm_90"}, values, keys).empty());
-    CHECK(kjit::jit::format_plan_note({"path=/x", "v", "sm_90"}, values, keys).empty());  // no line end
-    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v\n1", "sm_90"}, values, keys).empty());
-    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v", ""}, values, keys).empty());
-    CHECK(kjit::jit::format_plan_note({"version_key=1\n", "v", "sm_90"}, values, keys).empty());
+    CHECK(kjit::jit::format_plan_note(keying, {{"a", "x\ny"}}, {}, {}).empty());
+    CHECK(kjit::jit::format_plan_note(keying, {{"a=b", "x"}}, {}, {}).empty());
+    CHECK(kjit::jit::format_plan_note({"", "v", "sm_90"}, values, keys, aliases).empty());
+    CHECK(kjit::jit::format_plan_note({"path=/x", "v", "sm_90"}, values, keys, aliases).empty());  // no line end
+    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v\n1", "sm_90"}, values, keys, aliases).empty());
+    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v", ""}, values, keys, aliases).empty());
+    CHECK(kjit::jit::format_plan_note({"version_key=1\n", "v", "sm_90"}, values, keys, aliases).empty());
 
     const std::size_t target_at = text.find("target=");
     const std::size_t version_at = text.find("version_key=");
-    for (const std::string& bad : {std::string(), std::string("kjit-plan-note 4\n"), "kjit-plan-note 3" + text.substr(16),
+    for (const std::string& bad : {std::string(), std::string("kjit-plan-note 5\n"), "kjit-plan-note 3" + text.substr(16),
+                                  "kjit-plan-note 4" + text.substr(16),
                                   text.substr(0, text.size() - 1), text.substr(0, target_at),
                                   text.substr(0, version_at) + text.substr(target_at),  // no version
                                   text.substr(0, 17) + text.substr(version_at),          // no identity lines
@@ -99,24 +106,27 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
                                   text + "target=sm_80\n", text + "path=/y\n", text + "version_key=2\n",
                                   text + "key.1=" + kKeyB + "\n", text + "key.4=" + kKeyB + "\n", text + "key.x=" + kKeyB + "\n",
                                   text + "key.2=" + kKeyA.substr(1) + "\n", text + "value.vector_width=8\n", text + "other=1\n",
-                                  text + "key.99999999999999999999999=" + kKeyA + "\n", text + "novalue\n"}) {
+                                  text + "key.99999999999999999999999=" + kKeyA + "\n", text + "novalue\n",
+                                  text + "alias.1=" + kKeyA + "\n", text + "alias.4=" + kKeyA + "\n",
+                                  text + "alias.0=" + kKeyA.substr(1) + "\n", text + "alias.=" + kKeyA + "\n"}) {
         INFO(bad);
-        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, kk, v, k));
+        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, kk, v, k, a));
     }
     // A changed byte or a cut: never a crash, and what does read is a well-formed note (damage
     // itself is the note file's checksum's to catch, cache/disk_store.hpp).
     auto well_formed = [&](const std::string& s) {
-        if (!kjit::jit::parse_plan_note(s, 4, kk, v, k)) return;
+        if (!kjit::jit::parse_plan_note(s, 4, kk, v, k, a)) return;
         kjit::jit::NoteKeying kk2;
         kjit::jit::PlanNote::NotedValues v2;
-        std::vector<std::string> k2;
-        const std::string again = kjit::jit::format_plan_note(kk, v, k);  // viewed by kk2 and v2
-        CHECK(kjit::jit::parse_plan_note(again, 4, kk2, v2, k2));
+        std::vector<std::string> k2, a2;
+        const std::string again = kjit::jit::format_plan_note(kk, v, k, a);  // viewed by kk2 and v2
+        CHECK(kjit::jit::parse_plan_note(again, 4, kk2, v2, k2, a2));
         CHECK(kk2.nvrtc_lines == kk.nvrtc_lines);
         CHECK(kk2.nvrtc_version == kk.nvrtc_version);
         CHECK(kk2.target == kk.target);
         CHECK(v2 == v);
         CHECK(k2 == k);
+        CHECK(a2 == a);
     };
     std::mt19937_64& rng = kjit::test::rng();
     for (int trial = 0; trial < 2000; ++trial) {
@@ -243,13 +253,18 @@ TEST_CASE("a note counts in the size cap, is evicted and verified; bytes after i
 
 namespace {
 
+kjit::CacheSettings with_record(const fs::path& dir, const std::string& record) {
+    kjit::CacheSettings s = cache_in(dir);
+    s.record = record;
+    return s;
+}
+
 // A process, as far as the kernel cache is concerned: its own cache object on `dir` (so nothing
 // in memory from before), on the pretend sm_90 driver.
 struct PretendProcess {
     kjit::Array x, y;
-    explicit PretendProcess(const fs::path& dir, const std::string& record = {}) {
-        kjit::CacheSettings s = cache_in(dir);
-        s.record = record;
+    explicit PretendProcess(const fs::path& dir, const std::string& record = {}) : PretendProcess(with_record(dir, record)) {}
+    explicit PretendProcess(const kjit::CacheSettings& s) {
         kjit::configure_cache(s);
         x = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
         y = kjit::Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
@@ -342,14 +357,15 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
             CHECK(kjit::cache_stats().compiles == 0);
             CHECK(kjit::test::fake_state().launches == launches + 1);
         }
-        // Another environment could load another NVRTC: the note is not taken, the kernel found
-        // the long way (by its alias, with no NVRTC to compute its key).
+        // Another environment could load another NVRTC; a process that has none loaded and knows
+        // of none still takes the note (by its keys while the NVRTC recorded beside the folder
+        // holds, else by its aliases): its values do not depend on NVRTC.
         const kjit::test::ScopedEnv elsewhere("CUDA_HOME", "/somewhere/else");
         PretendProcess later(dir);
         const std::uint64_t generated = kjit::jit::elementwise_generations();
         later.call();
-        CHECK(kjit::jit::elementwise_generations() > generated);
-        CHECK(kjit::cache_stats().note_hits == 0);
+        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::cache_stats().note_hits == 1);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::test::fake_state().launches == launches + 2);
     }
@@ -385,6 +401,99 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         const nlohmann::json recorded = kjit::cache::read_manifest(manifest);
         REQUIRE(recorded["kernels"].size() == 1);
         CHECK(recorded["kernels"][0]["name"] == "noted");
+    }
+}
+
+TEST_CASE("kjit precompile notes plans: a read-only cache's first call without NVRTC loads through the note's aliases",
+          "[kernel_cache][nvrtc][manifest]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    // The manifest a run records (the kernel with its binding and variant), precompiled into a
+    // folder then shipped: used read-only, with no writable folder.
+    const fs::path manifest = work.path() / "manifest.json";
+    {
+        PretendProcess recording(work.path() / "recording", manifest.string());
+        recording.call("noted");
+        recording.call("noted_other");
+    }
+    const fs::path shipped = work.path() / "shipped";
+    kjit::configure_cache(cache_in(shipped));
+    const kjit::jit::PrecompileResult r = kjit::jit::precompile(kjit::cache::read_manifest(manifest), {"sm_90", "compute_90"}, 2);
+    CHECK(r.failures.empty());
+    // One note per kernel and architecture that a GPU reports as its own (not PTX only).
+    REQUIRE(files_ending(shipped, ".note").size() == 2);
+    for (const fs::path& n : files_ending(shipped, ".note")) CHECK_THAT(read_bytes(n), Contains("\nalias.6="));
+
+    kjit::CacheSettings read_only;
+    read_only.read_only = {shipped.string()};
+    const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
+    const kjit::test::ScopedEnv absent("KJIT_NVRTC_LIBRARY", "/nonexistent");  // the noted NVRTC does not hold
+    const int launches = kjit::test::fake_state().launches;
+
+    SECTION("the first call takes the note: nothing generated or compiled, and it launches") {
+        PretendProcess later(read_only);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::test::fake_state().launches == launches + 1);
+        CHECK(kjit::test::fake_state().last_grid_x == 4);  // the small variant
+    }
+    SECTION("an alias the note names that leads to another kernel's entry is a miss: the long way finds it") {
+        // The small variant's alias of "noted" swapped for "noted_other"'s entry: a sound alias
+        // file (it names itself), another kernel's entry.
+        auto alias_of = [&](const std::string& text) {
+            const std::size_t at = text.find("\nalias.6=") + 9;
+            return text.substr(at, 32);
+        };
+        auto key_of = [&](const std::string& text) {
+            const std::size_t at = text.find("\nkey.6=") + 7;
+            return text.substr(at, 32);
+        };
+        std::vector<std::string> texts;
+        for (const fs::path& n : files_ending(shipped, ".note"))
+            if (read_bytes(n).find("\ntarget=sm_90\n") != std::string::npos) texts.push_back(read_bytes(n));
+        REQUIRE(texts.size() == 2);
+        REQUIRE(alias_of(texts[0]) != alias_of(texts[1]));
+        kjit::cache::DiskStore store(shipped, true);
+        const std::vector<std::pair<std::string, std::string>> straight{{alias_of(texts[0]), key_of(texts[0])},
+                                                                        {alias_of(texts[1]), key_of(texts[1])}};
+        REQUIRE(store.write_alias(alias_of(texts[0]), key_of(texts[1])));
+        REQUIRE(store.write_alias(alias_of(texts[1]), key_of(texts[0])));
+        PretendProcess later(read_only);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        CHECK_THROWS(later.call("noted"));
+        CHECK(kjit::cache_stats().note_hits == 1);
+        // The long way checks and generates, and its own alias (the same, swapped) misses too:
+        // no kernel to run, and never another kernel's.
+        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::test::fake_state().launches == launches);
+    }
+    SECTION("a damaged alias the note names is a miss: the long way") {
+        for (const fs::path& a : files_ending(shipped, ".alias")) write_bytes(a, "damaged\n");
+        PretendProcess later(read_only);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        CHECK_THROWS(later.call());  // no NVRTC and no sound alias: nothing can serve it
+        CHECK(kjit::cache_stats().note_hits == 1);
+        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::test::fake_state().launches == launches);
+    }
+    SECTION("a format-4 note (no alias lines) is no note: the long way finds the kernel by alias") {
+        for (const fs::path& n : files_ending(shipped, ".note")) {
+            std::string text = read_bytes(n);
+            text.resize(text.rfind("xxh3="));
+            text = "kjit-plan-note 4" + text.substr(16, text.find("alias.") - 16);
+            REQUIRE(kjit::cache::DiskStore(shipped, true).write_note(n.stem().string(), text));
+        }
+        PretendProcess later(read_only);
+        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        later.call();
+        CHECK(kjit::cache_stats().note_hits == 0);
+        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::cache_stats().compiles == 0);
+        CHECK(kjit::test::fake_state().launches == launches + 1);
     }
 }
 

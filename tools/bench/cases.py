@@ -66,6 +66,7 @@ class Case:
     flops_fn: Optional[Callable[[tuple], int]] = None
     issue: dict = field(default_factory=dict)           # impl -> the issue's number, as text
     doc: str = ""               # how each peer does it (README)
+    kjit_only: bool = False     # no peer can do it (the table shows — for them)
 
     def n(self, shape=None) -> int:
         shape = self.shape if shape is None else shape
@@ -171,6 +172,12 @@ CASES = [
              "imports cupy, starts the device, allocates its arrays, and times constructing the "
              "same ElementwiseKernel and its first call, synchronised (import and start excluded). "
              "Median over the processes; the spread is min-max."),
+    Case("ew_first_readonly", "ew", "first call in a fresh process, kernel precompiled in a read-only layer, no NVRTC",
+         MS, "float32", (1000,), (1000,), None, Goal("max", 0.35), kjit_only=True,
+         doc="kjit only (CuPy has no peer: it cannot run a cached kernel without NVRTC's identity): "
+             "`kjit precompile` fills a temporary folder; each of several fresh processes uses it as "
+             "KJIT_CACHE_PATH with no writable folder and KJIT_NVRTC_LIBRARY=/nonexistent, and times "
+             "the first call as ew_first_disk does. Median over the processes."),
     # ---- reductions (issue 6)
     Case("red_sum_f32", "red", "sum, float32 2^28", GBPS, "float32",
          (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 4, Goal("gbps_min", 4400),

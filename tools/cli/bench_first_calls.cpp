@@ -2,6 +2,7 @@
 // process's with the kernel on disk (this program started again with --probe / --probe-phases).
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "jit/elementwise_calls.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "tools/cli/bench_support.hpp"
 
 namespace kjit::cli::bench {
@@ -153,6 +155,63 @@ void add_first_call_cases(Cases& c, const std::string& self) {
         r.note = note.str();
         return r;
     });
+    c.emplace_back("ew_first_readonly", [=](const Stream&) {
+        // A shipped cache: the probe's kernel precompiled (`kjit precompile`, which notes its plan)
+        // into a temporary folder, then fresh processes (--probe) that use it as their only cache
+        // layer, read-only, with no writable folder and no NVRTC: the first call goes through the
+        // plan note's alias keys.
+        char made[] = "/tmp/kjit-bench-readonly-XXXXXX";
+        if (::mkdtemp(made) == nullptr) throw Error("cannot make a temporary folder for ew_first_readonly");
+        const std::string dir = made;
+        struct Remove {
+            std::string dir;
+            ~Remove() {
+                std::error_code ignored;
+                std::filesystem::remove_all(dir, ignored);
+            }
+        } remove{dir};
+        const std::string arch = "sm_" + std::to_string(kjit::detail::device_attributes(0).compute_capability());
+        const ReadonlyProbe commands = readonly_probe_commands(self, dir, arch);
+        if (std::system(commands.record.c_str()) != 0) throw Error("cannot record the probe's kernel: " + commands.record);
+        if (std::system(commands.precompile.c_str()) != 0) throw Error("cannot precompile the probe's kernel: " + commands.precompile);
+        std::vector<double> ms;
+        for (int k = 0; k < 5; ++k) {
+            FILE* p = popen(commands.probe.c_str(), "r");
+            if (!p) throw Error("cannot run " + commands.probe);
+            double v = 0;
+            const bool got = std::fscanf(p, "%lf", &v) == 1;
+            pclose(p);
+            if (got) ms.push_back(v);
+        }
+        if (ms.empty()) throw Error("the read-only probe printed nothing (its errors: " + dir + "/probe.err, removed now)");
+        std::sort(ms.begin(), ms.end());
+        Record r;
+        r.name = "ew_first_readonly";
+        r.dtype = "float32";
+        r.n = 1000;
+        r.ms = ms[ms.size() / 2];
+        std::ostringstream note;
+        note << "median of " << ms.size() << " fresh processes, kernel precompiled for " << arch
+             << " into a read-only layer (KJIT_CACHE_PATH), no writable folder, NVRTC absent (KJIT_NVRTC_LIBRARY=/nonexistent); min "
+             << ms.front() << " max " << ms.back() << " ms; CUDA's own start excluded";
+        r.note = note.str();
+        return r;
+    });
+}
+
+ReadonlyProbe readonly_probe_commands(const std::string& self, const std::string& dir, const std::string& arch) {
+    const std::string q = "'" + self + "'";
+    ReadonlyProbe c;
+    // A probe with a cache of its own records the kernel as it calls it (binding and variant).
+    c.record = "KJIT_CACHE_DIR='" + dir + "/record' KJIT_CACHE_RECORD='" + dir + "/manifest.json' " + q +
+               " bench --probe >/dev/null 2>>'" + dir + "/probe.err'";
+    c.precompile = q + " precompile '" + dir + "/manifest.json' --arch " + arch + " --cache-dir '" + dir + "/shipped' >/dev/null 2>>'" +
+                   dir + "/probe.err'";
+    // No writable folder (none of the variables that name one), the shipped folder read-only, and
+    // an NVRTC that is not there.
+    c.probe = "env -u KJIT_CACHE_DIR -u XDG_CACHE_HOME -u HOME -u KJIT_CACHE_RECORD KJIT_CACHE_PATH='" + dir +
+              "/shipped' KJIT_NVRTC_LIBRARY=/nonexistent " + q + " bench --probe 2>>'" + dir + "/probe.err'";
+    return c;
 }
 
 namespace {

@@ -55,6 +55,13 @@ std::vector<Record>& extra_records();
 // fresh-process cases start it again).
 void add_elementwise_cases(Cases& c);
 void add_first_call_cases(Cases& c, const std::string& self);
+// The shell commands of ew_first_readonly, for this program `self` and the temporary folder `dir`:
+// record the probe's kernel, precompile it for `arch` into <dir>/shipped, and a fresh probe that
+// uses that folder as its only, read-only layer, without NVRTC (prints what --probe prints).
+struct ReadonlyProbe {
+    std::string record, precompile, probe;
+};
+ReadonlyProbe readonly_probe_commands(const std::string& self, const std::string& dir, const std::string& arch);
 void add_reduction_cases(Cases& c);
 void add_matmul_cases(Cases& c, std::vector<Record>& extra);
 
