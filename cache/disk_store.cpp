@@ -809,27 +809,15 @@ std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) con
 }
 
 std::vector<std::pair<fs::path, std::string>> DiskStore::verify_notes() const {
-    std::vector<std::pair<fs::path, std::string>> damaged;
-    for (const auto& f : shard_files(dir_)) {
-        if (f.kind != FileKind::note) continue;
-        if (const std::string problem = shard_problem(f.key); !problem.empty()) {
-            damaged.emplace_back(f.path, "in a refused folder: " + problem);
-            continue;
-        }
-        Fd fd = open_retry(f.path.c_str(), kReadFlags);
-        if (!fd) {
-            if (errno != ENOENT) damaged.emplace_back(f.path, os_error("cannot open", f.path));
-            continue;  // removed meanwhile
-        }
-        struct stat st {};
-        const std::optional<Note> note = read_note_file(fd.get(), f.key, root_may_own_, st);
-        std::string problem;
-        if (!note && fstat(fd.get(), &st) == 0 && !(problem = untrusted_because(st, root_may_own_)).empty())
-            damaged.emplace_back(f.path, problem);
-        else if (!note)
-            damaged.emplace_back(f.path, "note fails its check line, or is another note's");
-    }
-    return damaged;
+    return verify_files(dir_, FileKind::note, [this](const std::string& key) { return shard_problem(key); },
+                        [this](int fd, const ShardFile& f) -> std::string {
+                            struct stat st {};
+                            if (read_note_file(fd, f.key, root_may_own_, st)) return {};
+                            std::string problem;
+                            if (::fstat(fd, &st) == 0 && !(problem = untrusted_because(st, root_may_own_)).empty())
+                                return problem;
+                            return "note fails its check line, or is another note's";
+                        });
 }
 
 }  // namespace kjit::cache
