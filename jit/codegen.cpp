@@ -222,7 +222,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     s << (heavy ? "__device__ __noinline__ void " : "__device__ __forceinline__ void ") << name << "(" << join(body_params, ", ") << ") {\n";
     for (const auto& [ph, t] : binding) s << "    typedef " << cuda_type(t) << " " << ph << ";\n";
     s << "    (void)i;\n    (void)n;\n";
-    print_statements(kernel, body, 1, s);
+    print_statements(kernel, body, 1, s, BodyOrigin{name + ":op", name + ".cu"});
     s << "}\n";
     std::string prologue, epilogue;
     if (hooked) {
@@ -235,15 +235,15 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         }
         hook_params.push_back("const long long n");
         hook_args.push_back("(long long)args.n");
-        auto hook = [&](const char* suffix, const Body& statements) {
+        auto hook = [&](const char* suffix, const char* string, const Body& statements) {
             s << "__device__ __forceinline__ void " << name << suffix << "(" << join(hook_params, ", ") << ") {\n";
             for (const auto& [ph, t] : binding) s << "    typedef " << cuda_type(t) << " " << ph << ";\n";
             s << "    (void)n;\n";
-            print_statements(kernel, statements, 1, s);
+            print_statements(kernel, statements, 1, s, BodyOrigin{name + ":" + string, name + ".cu"});
             s << "}\n";
         };
-        hook("_prep", hooks->prep);
-        hook("_after", hooks->after);
+        hook("_prep", "loop_prep", hooks->prep);
+        hook("_after", "after_loop", hooks->after);
         prologue = "    kjit_body::" + state_type + " " + kStateName + ";\n    kjit_body::" + name + "_prep(" + join(hook_args, ", ") + ");\n";
         epilogue = "    kjit_body::" + name + "_after(" + join(hook_args, ", ") + ");\n";
     }
@@ -520,7 +520,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         entry(m.tiled32, ", " + layout_param, "_tiled(args, layout)");
     }
     entry(m.small32, "", "_small(args)");
-    m.source = s.str();
+    m.source = number_line_directives(s.str());
     return m;
 }
 

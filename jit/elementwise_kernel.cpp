@@ -166,6 +166,9 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
+    prog.request.user_texts = {{k.name() + ":op", k.operation()}};
+    if (!k.options().loop_prep.empty()) prog.request.user_texts.emplace_back(k.name() + ":loop_prep", k.options().loop_prep);
+    if (!k.options().after_loop.empty()) prog.request.user_texts.emplace_back(k.name() + ":after_loop", k.options().after_loop);
     // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile
     // time on the GPU host (docs/perf-log.md). A preamble is the user's CUDA, so it may.
     if (k.options().preamble.empty()) prog.request.options.push_back("-minimal");

@@ -75,7 +75,12 @@ const std::vector<std::string>& toolkit_include_options(const kjit::detail::Nvrt
     if (log.find("could not open source file") != std::string::npos)
         message += " (a header was not found; CUDA toolkit headers need CompileRequest::toolkit_headers "
                    "and the toolkit's include folder under $CUDA_PATH or /usr/local/cuda)";
-    throw CompileError(message, log, source_excerpt(request.source, log_line_numbers(log, name)));
+    std::string excerpt = source_excerpt(request.source, log_line_numbers(log, name));
+    for (const auto& [file, text] : request.user_texts) {
+        const std::string lines = source_excerpt(text, log_line_numbers(log, file));
+        if (!lines.empty()) excerpt += (excerpt.empty() ? "" : "\n") + file + ":\n" + lines;
+    }
+    throw CompileError(message, log, excerpt);
 }
 
 }  // namespace

@@ -24,6 +24,9 @@ struct CompileRequest {
     // find on its own: add the toolkit's include folder. Also turned on by any `#include <`
     // in the source. The folder's path is not an option compile_options() lists (see there).
     bool toolkit_headers = false;
+    // The user's strings that the source's #line directives name ("axpb:op" and its text): the
+    // error excerpt shows their lines where NVRTC's messages point into them.
+    std::vector<std::pair<std::string, std::string>> user_texts;
 };
 
 struct CompileResult {

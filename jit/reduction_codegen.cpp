@@ -33,12 +33,13 @@ void typedefs(const Binding& binding, std::ostringstream& s) {
 
 // An expression piece as a device function returning the reduce type.
 void expression_function(const std::string& fn, const std::vector<std::string>& params, const ReductionPiece& piece,
-                         const std::string& r, const Binding& binding, bool index_args, std::ostringstream& s) {
+                         const std::string& r, const Binding& binding, bool index_args, const BodyOrigin& origin,
+                         std::ostringstream& s) {
     s << "__device__ __forceinline__ " << r << " " << fn << "(" << join(params, ", ") << ") {\n";
     typedefs(binding, s);
     if (index_args) s << "    (void)i;\n    (void)n;\n";
     s << "    " << r << " " << kReductionResult << ";\n";
-    print_statements(piece.kernel, piece.body, 1, s);
+    print_statements(piece.kernel, piece.body, 1, s, origin);
     s << "    return " << kReductionResult << ";\n}\n";
 }
 
@@ -183,10 +184,12 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         }
         ps.push_back("const long long i");
         ps.push_back("const long long n");
-        expression_function(name + "_map", ps, c.map, r, binding, true, s);
+        expression_function(name + "_map", ps, c.map, r, binding, true, BodyOrigin{name + ":map", name + ".cu"}, s);
     }
-    expression_function(name + "_reduce", {"const " + r + " a", "const " + r + " b"}, c.reduce, r, binding, false, s);
-    if (c.has_identity) expression_function(name + "_identity", {}, c.identity, r, binding, false, s);
+    expression_function(name + "_reduce", {"const " + r + " a", "const " + r + " b"}, c.reduce, r, binding, false,
+                        BodyOrigin{name + ":reduce", name + ".cu"}, s);
+    if (c.has_identity)
+        expression_function(name + "_identity", {}, c.identity, r, binding, false, BodyOrigin{name + ":identity", name + ".cu"}, s);
     {
         // post: the reduced value and each output; i: the output's index, n: the reduction's size.
         std::vector<std::string> ps{"const " + r + " a"};
@@ -196,7 +199,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         s << "__device__ __forceinline__ void " << name << "_post(" << join(ps, ", ") << ") {\n";
         typedefs(binding, s);
         s << "    (void)i;\n    (void)n;\n";
-        print_statements(c.post.kernel, c.post.body, 1, s);
+        print_statements(c.post.kernel, c.post.body, 1, s, BodyOrigin{name + ":post", name + ".cu"});
         s << "}\n";
     }
     s << "}  // namespace kjit_body\n\n";
@@ -298,7 +301,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     s << "};\n\n";
 
     print_reduction_entry_points(name, args_type, ops_type, in_slots, m, s);
-    m.source = s.str();
+    m.source = number_line_directives(s.str());
     return m;
 }
 

@@ -357,6 +357,10 @@ Prepared prepare(const ReductionKernel& k, const jit::CustomGenerator& custom, c
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
+    prog.request.user_texts = {{k.name() + ":map", k.map_expr()},
+                               {k.name() + ":reduce", k.reduce_expr()},
+                               {k.name() + ":identity", k.identity()},
+                               {k.name() + ":post", k.post_map_expr()}};
     // As for elementwise kernels: -minimal unless the user's preamble may need more.
     if (k.options().preamble.empty()) prog.request.options.push_back("-minimal");
     for (const std::string& o : k.options().nvrtc_options) prog.request.options.push_back(o);

@@ -92,7 +92,7 @@ BinaryOp binary_of(AssignOp op) {
 
 class Printer {
 public:
-    explicit Printer(const CheckedKernel& kernel) : kernel_(kernel) {}
+    Printer(const CheckedKernel& kernel, const BodyOrigin& origin) : kernel_(kernel), origin_(origin) {}
 
     std::string expr(const Expr& e, int min_prec) {
         int prec = kPostfix;
@@ -115,6 +115,7 @@ public:
 
     void stmt(const Stmt& s, int indent, std::ostringstream& out) {
         const std::string pad(static_cast<std::size_t>(indent) * 4, ' ');
+        if (s.pos.line > 0) out << "#line " << s.pos.line << " \"" << origin_.file << "\"\n";
         switch (s.kind) {
             case StmtKind::expr:
                 out << pad << expr(*static_cast<const ExprStmt&>(s).expr, 0) << ";\n";
@@ -366,7 +367,11 @@ private:
     }
 
     const CheckedKernel& kernel_;
+    const BodyOrigin& origin_;
 };
+
+// What print_statements leaves after a body, for number_line_directives to number.
+constexpr std::string_view kUnnumberedLine = "#line KJIT_NEXT_LINE ";
 
 }  // namespace
 
@@ -374,9 +379,30 @@ std::string cuda_type(DType t) { return std::string(t.cuda_name()); }
 
 std::string convert_value(const std::string& e, DType from, DType to) { return convert(e, from, to); }
 
-void print_statements(const CheckedKernel& kernel, const Body& body, int indent, std::ostringstream& out) {
-    Printer printer(kernel);
+void print_statements(const CheckedKernel& kernel, const Body& body, int indent, std::ostringstream& out,
+                      const BodyOrigin& origin) {
+    Printer printer(kernel, origin);
     for (const StmtPtr& st : body.statements) printer.stmt(*st, indent, out);
+    if (!body.statements.empty()) out << kUnnumberedLine << "\"" << origin.program << "\"\n";
+}
+
+std::string number_line_directives(std::string source) {
+    std::string out;
+    out.reserve(source.size() + 64);
+    int line = 1;
+    std::size_t begin = 0;
+    while (begin < source.size()) {
+        std::size_t end = source.find('\n', begin);
+        end = end == std::string::npos ? source.size() : end + 1;
+        const std::string_view text = std::string_view(source).substr(begin, end - begin);
+        if (text.starts_with(kUnnumberedLine))
+            out.append("#line ").append(std::to_string(line + 1)).append(" ").append(text.substr(kUnnumberedLine.size()));
+        else
+            out.append(text);
+        ++line;
+        begin = end;
+    }
+    return out;
 }
 
 }  // namespace kjit::jit

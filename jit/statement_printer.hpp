@@ -15,8 +15,22 @@ namespace kjit::jit {
 // functions take by reference.
 inline constexpr const char* kStateName = "_kjit_state";
 
+// Where a body's statements came from. print_statements puts a `#line` directive before each
+// statement, so that NVRTC's messages, compute-sanitizer and Nsight (with -lineinfo) name the
+// user's string and line ("axpb:op(2)"), and after the body one that names the generated file
+// again (numbered by number_line_directives, once the whole source is known).
+struct BodyOrigin {
+    std::string file;     // "<kernel>:<string>": "axpb:op", "sumsq:map"
+    std::string program;  // the generated file's name in NVRTC's messages: "axpb.cu"
+};
+
 // The body's statements, `indent` levels of four spaces deep.
-void print_statements(const CheckedKernel& kernel, const Body& body, int indent, std::ostringstream& out);
+void print_statements(const CheckedKernel& kernel, const Body& body, int indent, std::ostringstream& out,
+                      const BodyOrigin& origin);
+
+// `source` with every directive print_statements left after a body numbered: the line after it is
+// the generated file's line that it is. Code generators call it on the finished source.
+std::string number_line_directives(std::string source);
 
 // A primary expression converting the expression `e` of type `from` to `to` as C would (through
 // CUDA's conversion functions for half, bfloat16 and complex).
