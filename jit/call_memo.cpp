@@ -4,6 +4,8 @@
 
 namespace kjit::jit {
 
+using namespace frontend;
+
 CallKey call_key(std::span<const KernelArg> args, std::size_t params, int device) {
     CallKey key;
     key.count = static_cast<std::uint8_t>(params);

@@ -17,7 +17,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "jit/call_binding.hpp"
+#include "jit/frontend/call_binding.hpp"
 #include "kjit/kernel_arg.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/error.hpp"
@@ -52,7 +52,7 @@ struct CallKeyHash {
 CallKey call_key(std::span<const KernelArg> args, std::size_t params, int device);
 
 // The kinds and dtypes of `args`, as bind_call takes them.
-std::vector<ArgumentKind> argument_kinds(std::span<const KernelArg> args);
+std::vector<frontend::ArgumentKind> argument_kinds(std::span<const KernelArg> args);
 
 // The device every array argument is on (else the stream's, else the current one). Host arrays,
 // invalid arrays and arrays on several devices are errors whose message starts with `where(k)`
@@ -64,14 +64,14 @@ int call_device(std::span<const KernelArg> args, const std::optional<Stream>& st
 detail::OperandView operand_view(const Array& a);
 
 // The field of each parameter in the kernel's argument struct: raw, a scalar's value, or a pointer.
-std::vector<detail::ArgField> arg_fields(const CallSignature& sig, const BoundCall& bound);
+std::vector<detail::ArgField> arg_fields(const frontend::CallSignature& sig, const frontend::BoundCall& bound);
 
 // Writes the argument struct at `a`: pointer fields from pointer_of(k); scalars cast to their
 // parameter's type (a NaN or an infinity for an integer parameter is a TypeError starting with
 // where(k)); raw fields as RawField of raw_array(k), any strides, at most kMaxRawDims
 // dimensions (else a ShapeError starting with where(k)). A template so that a warm call's lambdas inline.
 template <class PointerOf, class RawArray, class Where>
-void write_args(unsigned char* a, const detail::ArgsLayout& layout, const BoundCall& bound, std::span<const KernelArg> args,
+void write_args(unsigned char* a, const detail::ArgsLayout& layout, const frontend::BoundCall& bound, std::span<const KernelArg> args,
                 std::size_t params, PointerOf pointer_of, RawArray raw_array, Where where) {
     for (std::size_t k = 0; k < params; ++k) {
         const detail::ArgSlot& field = layout.slots[k];
@@ -121,7 +121,7 @@ public:
     // The signature, made by `make()` on first use; a kernel whose parameters do not parse throws at
     // every call.
     template <class Make>
-    const CallSignature& signature(Make&& make) {
+    const frontend::CallSignature& signature(Make&& make) {
         if (have_signature_.load(std::memory_order_acquire)) return signature_;
         std::lock_guard lock(signature_mutex_);
         if (!have_signature_.load(std::memory_order_relaxed)) {
@@ -144,7 +144,7 @@ public:
 private:
     std::mutex signature_mutex_;
     std::atomic<bool> have_signature_{false};
-    CallSignature signature_;
+    frontend::CallSignature signature_;
     mutable std::shared_mutex plans_mutex_;
     std::unordered_map<CallKey, std::unique_ptr<Plan>, CallKeyHash> plans_;
 };

@@ -11,6 +11,8 @@
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
+
+using namespace frontend;
 namespace {
 
 // --- the module ---
@@ -100,7 +102,7 @@ constexpr int kHeavyBody = 96;
 std::uint64_t elementwise_generations() noexcept { return g_generations.load(std::memory_order_relaxed); }
 
 GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
-                                     const Binding& binding, const LoopHooks* hooks) {
+                                     const TypeBinding& binding, const LoopHooks* hooks) {
     if (!kernel.complete) throw TypeError("kernel '" + spec.name + "': every type placeholder needs a type to generate code");
     g_generations.fetch_add(1, std::memory_order_relaxed);
     const std::vector<Param>& params = kernel.params;

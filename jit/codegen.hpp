@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/type_checker.hpp"
+#include "jit/frontend/type_checker.hpp"
 
 namespace kjit::jit {
 
@@ -49,13 +49,13 @@ struct GeneratedModule {
 
 // Whether a top-level `y = ...;` writes output `k` on every path before anything could skip it
 // (then its old value need not be loaded); both back ends decide with it.
-bool definitely_assigned(const Body& body, int k);
+bool definitely_assigned(const frontend::Body& body, int k);
 
 // `kernel` must be complete (every placeholder bound). The body is the one `kernel` was checked
 // from (its nodes carry the types).
 // `hooks`: CuPy's loop_prep and after_loop, checked with the body (or null).
-GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const CheckedKernel& kernel, const Body& body,
-                                     const Binding& binding, const LoopHooks* hooks = nullptr);
+GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const frontend::CheckedKernel& kernel, const frontend::Body& body,
+                                     const TypeBinding& binding, const frontend::LoopHooks* hooks = nullptr);
 
 // How many times this process generated elementwise code: for tests of the paths that must not
 // (a call planned from a plan note, jit/plan_note.hpp).

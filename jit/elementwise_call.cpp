@@ -15,6 +15,8 @@
 
 namespace kjit::jit {
 
+using namespace frontend;
+
 namespace {
 
 // Threads per block unless a call asks for others (CallOptions::block_size), and the most a call
@@ -174,7 +176,7 @@ unsigned block_threads(const ElementwiseKernel& kernel, int block_size, CUfuncti
 
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
                       const CallOptions& options, std::vector<Array>* outputs) {
-    const CallSignature& sig = calls.signature([&] { return call_signature(kernel); });
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
     const std::size_t np = sig.params.size(), count = args.size();
     const std::size_t nin = static_cast<std::size_t>(sig.inputs);
     if (np > static_cast<std::size_t>(kMaxCallParams))

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "jit/call_binding.hpp"
+#include "jit/frontend/call_binding.hpp"
 #include "jit/call_memo.hpp"
 #include "jit/lazy_entry_points.hpp"
 #include "jit/host/host_backend.hpp"
@@ -87,7 +87,7 @@ const char* elementwise_entry_label(ElementwiseEntry entry);
 
 struct CallPlan {
     ElementwiseVariants module;
-    BoundCall bound;
+    frontend::BoundCall bound;
     detail::ArgsLayout args;
     detail::VariantNeeds needs;
     std::vector<int> operand_param;   // parameter of each array operand, in parameter order

@@ -12,12 +12,12 @@
 #include "jit/codegen.hpp"
 #include "jit/elementwise_calls.hpp"
 #include "jit/manifest_fields.hpp"
-#include "jit/params.hpp"
-#include "jit/parser.hpp"
+#include "jit/frontend/params.hpp"
+#include "jit/frontend/parser.hpp"
 #include "jit/plan_note.hpp"
-#include "jit/preamble.hpp"
+#include "jit/frontend/preamble.hpp"
 #include "jit/program_lookup.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/type_checker.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/device_attributes.hpp"
@@ -37,27 +37,27 @@ namespace {
 
 // The parsed and checked kernel for one binding (the trees carry the types).
 struct Checked {
-    jit::Body body;
-    jit::LoopHooks hooks;  // CuPy's loop_prep and after_loop (KernelOptions)
-    jit::CheckedKernel kernel;
+    jit::frontend::Body body;
+    jit::frontend::LoopHooks hooks;  // CuPy's loop_prep and after_loop (KernelOptions)
+    jit::frontend::CheckedKernel kernel;
 };
 
 Checked parse_and_check(const std::string& in, const std::string& out, const std::string& op, const std::string& name,
                         const KernelOptions& options, const TypeBinding& types, bool need_complete) {
-    jit::check_kernel_name(name);
-    jit::KernelSources sources;
+    jit::frontend::check_kernel_name(name);
+    jit::frontend::KernelSources sources;
     sources.in.text = in;
     sources.out.text = out;
     sources.body.text = op;
-    std::vector<jit::Param> params = jit::parse_param_lists(sources.in, sources.out);
-    if (need_complete || !types.empty()) jit::check_binding(params, sources, types);
+    std::vector<jit::frontend::Param> params = jit::frontend::parse_param_lists(sources.in, sources.out);
+    if (need_complete || !types.empty()) jit::frontend::check_binding(params, sources, types);
     Checked c;
-    c.body = jit::parse_body(sources.body);
+    c.body = jit::frontend::parse_body(sources.body);
     sources.loop_prep.text = options.loop_prep;
     sources.after_loop.text = options.after_loop;
-    c.hooks.prep = jit::parse_body(sources.loop_prep);
-    c.hooks.after = jit::parse_body(sources.after_loop);
-    c.kernel = jit::check_kernel(std::move(params), c.body, sources, types, jit::outside_names(options.preamble, options.nvrtc_options),
+    c.hooks.prep = jit::frontend::parse_body(sources.loop_prep);
+    c.hooks.after = jit::frontend::parse_body(sources.after_loop);
+    c.kernel = jit::frontend::check_kernel(std::move(params), c.body, sources, types, jit::frontend::outside_names(options.preamble, options.nvrtc_options),
                                  &c.hooks);
     return c;
 }
@@ -92,7 +92,7 @@ TypeBinding parse_type_binding(const std::string& text) {
         if (eq == std::string::npos)
             throw TypeError("type binding item '" + item + "' must look like T=float32");
         const std::string ph = trim(item.substr(0, eq));
-        if (!jit::is_placeholder_name(ph))
+        if (!jit::frontend::is_placeholder_name(ph))
             throw TypeError("type binding item '" + item + "': '" + ph + "' is not a placeholder (one upper-case letter)");
         if (b.count(ph)) throw TypeError("type binding '" + text + "' gives '" + ph + "' twice");
         b[ph] = DType::parse(trim(item.substr(eq + 1)));
@@ -117,10 +117,10 @@ void ElementwiseKernel::check(const TypeBinding& types) const {
 }
 
 std::vector<std::string> ElementwiseKernel::placeholders() const {
-    const std::vector<jit::Param> params =
-        jit::parse_param_lists(jit::SourceText{"in", spec_->in}, jit::SourceText{"out", spec_->out});
+    const std::vector<jit::frontend::Param> params =
+        jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", spec_->in}, jit::frontend::SourceText{"out", spec_->out});
     std::set<std::string> names;
-    for (const jit::Param& p : params)
+    for (const jit::frontend::Param& p : params)
         if (p.is_placeholder) names.insert(p.type.spelling);
     return {names.begin(), names.end()};
 }

@@ -1,9 +1,11 @@
 #include "jit/manifest_fields.hpp"
 
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
+
+using namespace frontend;
 namespace {
 
 TypeBinding binding_of(const nlohmann::json& b) {

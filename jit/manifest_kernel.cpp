@@ -2,7 +2,7 @@
 
 #include "jit/elementwise_calls.hpp"
 #include "jit/manifest_fields.hpp"
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 
 #include "kjit/error.hpp"
 

@@ -1,6 +1,6 @@
 // RawModule: the user's CUDA source as a cacheable program, loaded once per device.
 #include "jit/raw_module.hpp"
-#include "jit/source.hpp"
+#include "jit/frontend/source.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -109,11 +109,11 @@ CUfunction RawModuleState::function(const std::string& name, int ordinal) const 
 }  // namespace jit
 
 RawModule::RawModule(std::string source, RawModuleOptions options) {
-    jit::refuse_nul_byte({"raw module source", source});
+    jit::frontend::refuse_nul_byte({"raw module source", source});
     for (std::size_t k = 0; k < options.nvrtc_options.size(); ++k)
-        jit::refuse_nul_byte({"raw module NVRTC option " + std::to_string(k + 1), options.nvrtc_options[k]});
+        jit::frontend::refuse_nul_byte({"raw module NVRTC option " + std::to_string(k + 1), options.nvrtc_options[k]});
     for (const std::string& e : options.name_expressions)
-        jit::refuse_nul_byte({"raw module name expression", e});
+        jit::frontend::refuse_nul_byte({"raw module name expression", e});
     for (const std::string& e : options.name_expressions)
         if (e.empty()) throw Error("raw module: an empty name expression");
     auto s = std::make_shared<jit::RawModuleState>();

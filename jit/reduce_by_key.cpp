@@ -2,7 +2,7 @@
 // (jit/segments.hpp) reduced by a segmented reduction.
 #include "kjit/error.hpp"
 #include "kjit/segmented.hpp"
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 #include "jit/segments.hpp"
 
 namespace kjit {
@@ -16,8 +16,8 @@ KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream) {
 ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
                            std::optional<Stream> stream) {
     // Each array input runs along the keys (a one-element input broadcasts).
-    const std::vector<jit::Param> params =
-        jit::parse_param_lists(jit::SourceText{"in", kernel.in_params()}, jit::SourceText{"out", kernel.out_params()});
+    const std::vector<jit::frontend::Param> params =
+        jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", kernel.in_params()}, jit::frontend::SourceText{"out", kernel.out_params()});
     for (std::size_t k = 0; k < args.size() && k < params.size(); ++k) {
         if (params[k].is_output || params[k].raw || !args[k].is_array() || !args[k].array().valid()) continue;
         const Array& a = args[k].array();

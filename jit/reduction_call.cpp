@@ -11,7 +11,7 @@
 #include "jit/host/host_call.hpp"
 #include "jit/host/host_reduction.hpp"
 #include "jit/made_arrays.hpp"
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 #include "jit/reduction_calls.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
@@ -21,6 +21,8 @@
 #include "runtime/detail/reduce_layout.hpp"
 
 namespace kjit::jit {
+
+using namespace frontend;
 
 namespace {
 
@@ -98,17 +100,6 @@ std::string param_label(const CallSignature& sig, std::size_t k) {
     return std::string(p.is_output ? "output" : "input") + " '" + p.name + "'";
 }
 
-// The kernel's parameters as a call needs them (ReductionKernel::check does the rest, once per binding).
-CallSignature reduction_signature(const ReductionKernel& kernel) {
-    CallSignature sig;
-    sig.params = parse_param_lists(SourceText{"in", kernel.in_params()}, SourceText{"out", kernel.out_params()});
-    for (const Param& p : sig.params) {
-        (p.is_output ? sig.outputs : sig.inputs)++;
-        sig.has_raw = sig.has_raw || p.raw;
-    }
-    return sig;
-}
-
 std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
                                          int ordinal) {
     const std::vector<ArgumentKind> kinds = argument_kinds(args);
@@ -159,7 +150,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
                     const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets) {
-    const CallSignature& sig = calls.signature([&] { return reduction_signature(kernel); });
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
     const std::size_t np = sig.params.size(), count = args.size();
     const std::size_t nin = static_cast<std::size_t>(sig.inputs);
     if (np > static_cast<std::size_t>(kMaxCallParams))

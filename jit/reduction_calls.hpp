@@ -105,7 +105,7 @@ CheckedReduction check_reduction(const ReductionKernel& kernel, const TypeBindin
 struct ReductionPlan {
     ReductionModule module;         // on the host: only the facts (itemsize, identity, counts), no loader
     host::ReductionCode host;       // a plan for host arrays: compiled by the host back end
-    BoundCall bound;
+    frontend::BoundCall bound;
     detail::ArgsLayout args;
     std::vector<int> operand_param;  // the parameter of each array input, in order
     int sm_count = 0;

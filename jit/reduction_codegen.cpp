@@ -12,6 +12,8 @@
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
+
+using namespace frontend;
 namespace {
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
@@ -27,13 +29,13 @@ std::string one_line(std::string s) {
     return s;
 }
 
-void typedefs(const Binding& binding, std::ostringstream& s) {
+void typedefs(const TypeBinding& binding, std::ostringstream& s) {
     for (const auto& [ph, t] : binding) s << "    typedef " << cuda_type(t) << " " << ph << ";\n";
 }
 
 // An expression piece as a device function returning the reduce type.
 void expression_function(const std::string& fn, const std::vector<std::string>& params, const ReductionPiece& piece,
-                         const std::string& r, const Binding& binding, bool index_args, std::ostringstream& s) {
+                         const std::string& r, const TypeBinding& binding, bool index_args, std::ostringstream& s) {
     s << "__device__ __forceinline__ " << r << " " << fn << "(" << join(params, ", ") << ") {\n";
     typedefs(binding, s);
     if (index_args) s << "    (void)i;\n    (void)n;\n";
@@ -95,7 +97,7 @@ std::atomic<std::uint64_t> g_generations{0};
 
 std::uint64_t reduction_generations() noexcept { return g_generations.load(std::memory_order_relaxed); }
 
-GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& c, const Binding& binding) {
+GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& c, const TypeBinding& binding) {
     g_generations.fetch_add(1, std::memory_order_relaxed);
     if (!c.complete || !c.reduce_type)
         throw TypeError("reduction '" + spec.name + "': every type placeholder needs a type to generate code");

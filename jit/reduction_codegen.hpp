@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "jit/entry_points.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/type_checker.hpp"
 
 namespace kjit::jit {
 
@@ -24,12 +24,12 @@ inline constexpr const char* kReductionResult = "_kjit_r";
 // the kernel it was checked as (its parameters: map: the inputs and _kjit_r; reduce: a, b and
 // _kjit_r; identity: _kjit_r; post: a and the outputs).
 struct ReductionPiece {
-    Body body;
-    CheckedKernel kernel;
+    frontend::Body body;
+    frontend::CheckedKernel kernel;
 };
 
 struct CheckedReduction {
-    std::vector<Param> params;                      // the user's inputs, then outputs
+    std::vector<frontend::Param> params;                      // the user's inputs, then outputs
     std::vector<std::optional<DType>> param_types;  // nothing: an unbound placeholder
     std::optional<DType> reduce_type;               // nothing: depends on an unbound placeholder
     bool has_identity = false;
@@ -75,7 +75,7 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
 
 // `checked` must be complete.
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& checked,
-                                      const Binding& binding);
+                                      const TypeBinding& binding);
 
 // How many times this process generated the code of a reduction written as strings (not argmin
 // or argmax, jit/arg_reduction.hpp): for tests of the paths that must not (a call planned from a

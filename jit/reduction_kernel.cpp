@@ -7,14 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "jit/manifest_fields.hpp"
-#include "jit/params.hpp"
-#include "jit/parser.hpp"
-#include "jit/preamble.hpp"
+#include "jit/frontend/params.hpp"
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/preamble.hpp"
 #include "jit/program_lookup.hpp"
 #include "jit/reduction_calls.hpp"
 #include "jit/reduction_codegen.hpp"
 #include "jit/reduction_note.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/type_checker.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/module.hpp"
@@ -51,10 +51,10 @@ ReduceTypeSpec parse_reduce_type(const std::string& raw) {
     ReduceTypeSpec r;
     r.text = trim(raw);
     if (r.text.empty()) return r;
-    const jit::SourceText src{"reduce_type", raw};
+    const jit::frontend::SourceText src{"reduce_type", raw};
     const std::size_t lead = raw.find(r.text);
-    const jit::SourcePos pos{1, static_cast<int>(lead) + 1, static_cast<std::uint32_t>(lead)};
-    if (jit::is_placeholder_name(r.text)) {
+    const jit::frontend::SourcePos pos{1, static_cast<int>(lead) + 1, static_cast<std::uint32_t>(lead)};
+    if (jit::frontend::is_placeholder_name(r.text)) {
         r.placeholder = r.text;
         return r;
     }
@@ -72,17 +72,17 @@ ReduceTypeSpec parse_reduce_type(const std::string& raw) {
         if (sp == std::string_view::npos) break;
         rest.remove_prefix(sp + 1);
     }
-    if (const auto c = jit::canonical_c_type(words); c && DType::try_parse(*c, d)) {
+    if (const auto c = jit::frontend::canonical_c_type(words); c && DType::try_parse(*c, d)) {
         r.dtype = d;
         return r;
     }
-    jit::fail_parse(src, pos, "unknown reduce type '" + r.text + "'",
+    jit::frontend::fail_parse(src, pos, "unknown reduce type '" + r.text + "'",
                     "a dtype (float32, float64, int64...), a C type name or a placeholder (one upper-case letter)");
 }
 
 // The reduce type CuPy takes when none is given: the first output's, as that output declares it.
-ReduceTypeSpec output_reduce_type(const std::vector<jit::Param>& params) {
-    for (const jit::Param& p : params) {
+ReduceTypeSpec output_reduce_type(const std::vector<jit::frontend::Param>& params) {
+    for (const jit::frontend::Param& p : params) {
         if (!p.is_output) continue;
         ReduceTypeSpec r;
         r.text = p.type.spelling;
@@ -94,8 +94,8 @@ ReduceTypeSpec output_reduce_type(const std::vector<jit::Param>& params) {
 }
 
 // A synthetic parameter of the reduce type (a, b, _kjit_r).
-jit::Param reduce_param(const std::string& name, const ReduceTypeSpec& rt, const std::optional<DType>& resolved, bool output) {
-    jit::Param p;
+jit::frontend::Param reduce_param(const std::string& name, const ReduceTypeSpec& rt, const std::optional<DType>& resolved, bool output) {
+    jit::frontend::Param p;
     p.name = name;
     p.is_output = output;
     if (!rt.placeholder.empty()) {
@@ -112,47 +112,47 @@ jit::Param reduce_param(const std::string& name, const ReduceTypeSpec& rt, const
 // where they mean nothing.
 class NameRules {
 public:
-    NameRules(const jit::SourceText& src, bool allow_index) : src_(src), allow_index_(allow_index) {}
+    NameRules(const jit::frontend::SourceText& src, bool allow_index) : src_(src), allow_index_(allow_index) {}
 
-    void expr(const jit::Expr* e) const {
-        using jit::ExprKind;
+    void expr(const jit::frontend::Expr* e) const {
+        using jit::frontend::ExprKind;
         if (e == nullptr) return;
         switch (e->kind) {
             case ExprKind::name: {
-                const auto& n = static_cast<const jit::NameExpr&>(*e);
+                const auto& n = static_cast<const jit::frontend::NameExpr&>(*e);
                 if (!n.name.empty() && n.name[0] == '_')
-                    jit::fail_parse(src_, n.pos, "'" + n.name + "' is reserved: names starting with '_' belong to kjit");
+                    jit::frontend::fail_parse(src_, n.pos, "'" + n.name + "' is reserved: names starting with '_' belong to kjit");
                 if (!allow_index_ && (n.name == "i" || n.name == "n"))
-                    jit::fail_type(src_, n.pos, "'" + n.name + "' has no meaning in the " + src_.where + " expression",
+                    jit::frontend::fail_type(src_, n.pos, "'" + n.name + "' has no meaning in the " + src_.where + " expression",
                                    "it combines values: use a and b" );
                 return;
             }
-            case ExprKind::unary: expr(static_cast<const jit::UnaryExpr*>(e)->operand.get()); return;
+            case ExprKind::unary: expr(static_cast<const jit::frontend::UnaryExpr*>(e)->operand.get()); return;
             case ExprKind::binary: {
-                const auto* b = static_cast<const jit::BinaryExpr*>(e);
+                const auto* b = static_cast<const jit::frontend::BinaryExpr*>(e);
                 expr(b->lhs.get());
                 expr(b->rhs.get());
                 return;
             }
             case ExprKind::assign: {
-                const auto* a = static_cast<const jit::AssignExpr*>(e);
+                const auto* a = static_cast<const jit::frontend::AssignExpr*>(e);
                 expr(a->target.get());
                 expr(a->value.get());
                 return;
             }
             case ExprKind::conditional: {
-                const auto* c = static_cast<const jit::ConditionalExpr*>(e);
+                const auto* c = static_cast<const jit::frontend::ConditionalExpr*>(e);
                 expr(c->condition.get());
                 expr(c->if_true.get());
                 expr(c->if_false.get());
                 return;
             }
-            case ExprKind::cast: expr(static_cast<const jit::CastExpr*>(e)->operand.get()); return;
+            case ExprKind::cast: expr(static_cast<const jit::frontend::CastExpr*>(e)->operand.get()); return;
             case ExprKind::call:
-                for (const jit::ExprPtr& a : static_cast<const jit::CallExpr*>(e)->args) expr(a.get());
+                for (const jit::frontend::ExprPtr& a : static_cast<const jit::frontend::CallExpr*>(e)->args) expr(a.get());
                 return;
             case ExprKind::index: {
-                const auto* ix = static_cast<const jit::IndexExpr*>(e);
+                const auto* ix = static_cast<const jit::frontend::IndexExpr*>(e);
                 expr(ix->base.get());
                 expr(ix->index.get());
                 return;
@@ -161,26 +161,26 @@ public:
         }
     }
 
-    void stmt(const jit::Stmt* s) const {
-        using jit::StmtKind;
+    void stmt(const jit::frontend::Stmt* s) const {
+        using jit::frontend::StmtKind;
         if (s == nullptr) return;
         switch (s->kind) {
-            case StmtKind::expr: expr(static_cast<const jit::ExprStmt*>(s)->expr.get()); return;
+            case StmtKind::expr: expr(static_cast<const jit::frontend::ExprStmt*>(s)->expr.get()); return;
             case StmtKind::decl:
-                for (const jit::Declarator& d : static_cast<const jit::DeclStmt*>(s)->declarators) expr(d.init.get());
+                for (const jit::frontend::Declarator& d : static_cast<const jit::frontend::DeclStmt*>(s)->declarators) expr(d.init.get());
                 return;
             case StmtKind::block:
-                for (const jit::StmtPtr& b : static_cast<const jit::BlockStmt*>(s)->body) stmt(b.get());
+                for (const jit::frontend::StmtPtr& b : static_cast<const jit::frontend::BlockStmt*>(s)->body) stmt(b.get());
                 return;
             case StmtKind::if_: {
-                const auto* i = static_cast<const jit::IfStmt*>(s);
+                const auto* i = static_cast<const jit::frontend::IfStmt*>(s);
                 expr(i->condition.get());
                 stmt(i->then_branch.get());
                 stmt(i->else_branch.get());
                 return;
             }
             case StmtKind::for_: {
-                const auto* f = static_cast<const jit::ForStmt*>(s);
+                const auto* f = static_cast<const jit::frontend::ForStmt*>(s);
                 stmt(f->init.get());
                 expr(f->condition.get());
                 expr(f->step.get());
@@ -188,7 +188,7 @@ public:
                 return;
             }
             case StmtKind::while_: {
-                const auto* w = static_cast<const jit::WhileStmt*>(s);
+                const auto* w = static_cast<const jit::frontend::WhileStmt*>(s);
                 expr(w->condition.get());
                 stmt(w->body.get());
                 return;
@@ -198,102 +198,102 @@ public:
     }
 
 private:
-    const jit::SourceText& src_;
+    const jit::frontend::SourceText& src_;
     bool allow_index_;
 };
 
 // `_kjit_r = <expression>;` as a body, the assignment placed at the expression.
-jit::Body assigning_body(jit::ExprPtr e) {
-    const jit::SourcePos pos = e->pos;
-    auto target = std::make_unique<jit::NameExpr>(pos);
+jit::frontend::Body assigning_body(jit::frontend::ExprPtr e) {
+    const jit::frontend::SourcePos pos = e->pos;
+    auto target = std::make_unique<jit::frontend::NameExpr>(pos);
     target->name = jit::kReductionResult;
-    auto assign = std::make_unique<jit::AssignExpr>(pos, jit::AssignOp::assign, std::move(target), std::move(e));
-    jit::Body body;
-    body.statements.push_back(std::make_unique<jit::ExprStmt>(pos, std::move(assign)));
+    auto assign = std::make_unique<jit::frontend::AssignExpr>(pos, jit::frontend::AssignOp::assign, std::move(target), std::move(e));
+    jit::frontend::Body body;
+    body.statements.push_back(std::make_unique<jit::frontend::ExprStmt>(pos, std::move(assign)));
     return body;
 }
 
 // Parses and checks every piece of the kernel for `types` (possibly partial).
 jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types, bool need_complete) {
-    jit::check_kernel_name(k.name());
-    jit::KernelSources sources;
+    jit::frontend::check_kernel_name(k.name());
+    jit::frontend::KernelSources sources;
     sources.in.text = k.in_params();
     sources.out.text = k.out_params();
     jit::CheckedReduction c;
-    c.params = jit::parse_param_lists(sources.in, sources.out);
+    c.params = jit::frontend::parse_param_lists(sources.in, sources.out);
     int n_outputs = 0;
-    for (const jit::Param& p : c.params) {
+    for (const jit::frontend::Param& p : c.params) {
         if (!p.is_output) continue;
         ++n_outputs;
-        if (p.raw) jit::fail_type(sources.out, p.pos, "a reduction's outputs cannot be raw", "outputs get one value per reduction");
+        if (p.raw) jit::frontend::fail_type(sources.out, p.pos, "a reduction's outputs cannot be raw", "outputs get one value per reduction");
         if (p.name == "a" || p.name == "b")
-            jit::fail_type(sources.out, p.pos, "'" + p.name + "' names the reduced values in a reduction",
+            jit::frontend::fail_type(sources.out, p.pos, "'" + p.name + "' names the reduced values in a reduction",
                            "choose another name for the output");
     }
-    if (n_outputs == 0) jit::fail_parse(sources.out, {}, "a reduction needs at least one output");
+    if (n_outputs == 0) jit::frontend::fail_parse(sources.out, {}, "a reduction needs at least one output");
 
     // CuPy's rule: without a reduce type, the partial results have the type of the first
     // output (an int8 input summed into an int64 output adds in int64).
     ReduceTypeSpec rt = parse_reduce_type(k.options().reduce_type);
     if (rt.text.empty()) rt = output_reduce_type(c.params);
     std::set<std::string> param_placeholders;
-    for (const jit::Param& p : c.params)
+    for (const jit::frontend::Param& p : c.params)
         if (p.is_placeholder) param_placeholders.insert(p.type.spelling);
     if (need_complete || !types.empty()) {
         TypeBinding for_params = types;
         if (!rt.placeholder.empty() && !param_placeholders.count(rt.placeholder)) {
             if (!types.count(rt.placeholder))
-                jit::fail_type(jit::SourceText{"reduce_type", k.options().reduce_type}, {},
+                jit::frontend::fail_type(jit::frontend::SourceText{"reduce_type", k.options().reduce_type}, {},
                                "no type given for placeholder '" + rt.placeholder + "' of the reduce type",
                                "bind it, as in --types " + rt.placeholder + "=float32");
             for_params.erase(rt.placeholder);
         }
-        jit::check_binding(c.params, sources, for_params);
+        jit::frontend::check_binding(c.params, sources, for_params);
     }
-    for (const jit::Param& p : c.params) {
+    for (const jit::frontend::Param& p : c.params) {
         std::optional<DType> t = p.dtype;
         if (p.is_placeholder)
             if (auto it = types.find(p.type.spelling); it != types.end()) t = it->second;
         c.param_types.push_back(t);
     }
-    const jit::OutsideNames preamble = jit::outside_names(k.options().preamble, k.options().nvrtc_options);
-    std::vector<jit::Param> inputs, outputs;
-    for (const jit::Param& p : c.params) (p.is_output ? outputs : inputs).push_back(p);
+    const jit::frontend::OutsideNames preamble = jit::frontend::outside_names(k.options().preamble, k.options().nvrtc_options);
+    std::vector<jit::frontend::Param> inputs, outputs;
+    for (const jit::frontend::Param& p : c.params) (p.is_output ? outputs : inputs).push_back(p);
 
     if (rt.dtype) c.reduce_type = rt.dtype;
     else if (auto it = types.find(rt.placeholder); it != types.end()) c.reduce_type = it->second;
 
-    const jit::SourceText map_src{"map", k.map_expr()};
-    auto check_piece = [&](const jit::SourceText& src, jit::Body body, std::vector<jit::Param> params) {
-        jit::KernelSources s = sources;
+    const jit::frontend::SourceText map_src{"map", k.map_expr()};
+    auto check_piece = [&](const jit::frontend::SourceText& src, jit::frontend::Body body, std::vector<jit::frontend::Param> params) {
+        jit::frontend::KernelSources s = sources;
         s.body = src;
         jit::ReductionPiece piece;
         piece.body = std::move(body);
-        piece.kernel = jit::check_kernel(std::move(params), piece.body, s, types, preamble);
+        piece.kernel = jit::frontend::check_kernel(std::move(params), piece.body, s, types, preamble);
         return piece;
     };
-    auto expression_piece = [&](const jit::SourceText& src, bool allow_index, std::vector<jit::Param> params) {
-        jit::ExprPtr e = jit::parse_expression(src);
+    auto expression_piece = [&](const jit::frontend::SourceText& src, bool allow_index, std::vector<jit::frontend::Param> params) {
+        jit::frontend::ExprPtr e = jit::frontend::parse_expression(src);
         NameRules(src, allow_index).expr(e.get());
         params.push_back(reduce_param(jit::kReductionResult, rt, c.reduce_type, true));
         return check_piece(src, assigning_body(std::move(e)), std::move(params));
     };
 
     c.map = expression_piece(map_src, true, inputs);
-    const jit::SourceText reduce_src{"reduce", k.reduce_expr()};
+    const jit::frontend::SourceText reduce_src{"reduce", k.reduce_expr()};
     c.reduce = expression_piece(reduce_src, false,
                                 {reduce_param("a", rt, c.reduce_type, false), reduce_param("b", rt, c.reduce_type, false)});
-    const jit::SourceText identity_src{"identity", k.identity()};
+    const jit::frontend::SourceText identity_src{"identity", k.identity()};
     c.has_identity = !trim(k.identity()).empty();
     if (c.has_identity) c.identity = expression_piece(identity_src, false, {});
 
-    const jit::SourceText post_src{"post", k.post_map_expr()};
+    const jit::frontend::SourceText post_src{"post", k.post_map_expr()};
     if (trim(k.post_map_expr()).empty())
-        jit::fail_parse(post_src, {}, "post_map_expr is empty", "assign the outputs from a, as in 'y = a'");
-    jit::Body post_body = jit::parse_body(post_src);
-    for (const jit::StmtPtr& st : post_body.statements) NameRules(post_src, true).stmt(st.get());
-    std::vector<jit::Param> post_params{reduce_param("a", rt, c.reduce_type, false)};
-    for (const jit::Param& p : outputs) post_params.push_back(p);
+        jit::frontend::fail_parse(post_src, {}, "post_map_expr is empty", "assign the outputs from a, as in 'y = a'");
+    jit::frontend::Body post_body = jit::frontend::parse_body(post_src);
+    for (const jit::frontend::StmtPtr& st : post_body.statements) NameRules(post_src, true).stmt(st.get());
+    std::vector<jit::frontend::Param> post_params{reduce_param("a", rt, c.reduce_type, false)};
+    for (const jit::frontend::Param& p : outputs) post_params.push_back(p);
     c.post = check_piece(post_src, std::move(post_body), std::move(post_params));
 
     c.complete = c.reduce_type.has_value() && c.map.kernel.complete && c.reduce.kernel.complete && c.post.kernel.complete &&
@@ -404,10 +404,10 @@ ReductionKernel jit::ReductionKernelAccess::custom(std::string in_params, std::s
 const jit::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
 
 std::vector<std::string> ReductionKernel::placeholders() const {
-    const std::vector<jit::Param> params =
-        jit::parse_param_lists(jit::SourceText{"in", spec_->in}, jit::SourceText{"out", spec_->out});
+    const std::vector<jit::frontend::Param> params =
+        jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", spec_->in}, jit::frontend::SourceText{"out", spec_->out});
     std::set<std::string> names;
-    for (const jit::Param& p : params)
+    for (const jit::frontend::Param& p : params)
         if (p.is_placeholder) names.insert(p.type.spelling);
     const ReduceTypeSpec rt = parse_reduce_type(spec_->options.reduce_type);
     if (!rt.placeholder.empty()) names.insert(rt.placeholder);

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <sstream>
 
-#include "jit/conversions.hpp"
-#include "jit/math_functions.hpp"
-#include "jit/parser.hpp"
+#include "jit/frontend/conversions.hpp"
+#include "jit/frontend/math_functions.hpp"
+#include "jit/frontend/parser.hpp"
 #include "jit/templates.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
+
+using namespace frontend;
 namespace {
 
 // --- conversions ---

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "jit/ast.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/ast.hpp"
+#include "jit/frontend/type_checker.hpp"
 
 namespace kjit::jit {
 
@@ -16,7 +16,7 @@ namespace kjit::jit {
 inline constexpr const char* kStateName = "_kjit_state";
 
 // The body's statements, `indent` levels of four spaces deep.
-void print_statements(const CheckedKernel& kernel, const Body& body, int indent, std::ostringstream& out);
+void print_statements(const frontend::CheckedKernel& kernel, const frontend::Body& body, int indent, std::ostringstream& out);
 
 // A primary expression converting the expression `e` of type `from` to `to` as C would (through
 // CUDA's conversion functions for half, bfloat16 and complex).

@@ -9,8 +9,8 @@
 
 #include "jit/codegen.hpp"
 #include "jit/nvrtc_compiler.hpp"
-#include "jit/parser.hpp"
-#include "jit/params.hpp"
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/params.hpp"
 #include "kjit/device.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
@@ -224,15 +224,15 @@ TEST_CASE("modules with scalar parameters and converted inputs compile with ever
     // float16 and converted on load, a passed by value. Rows and tiled variants are in the module.
     for (const DType stored : {DType(DType::int16), DType(DType::float16), DType(DType::complex64)}) {
         INFO(stored.name());
-        kjit::jit::KernelSources sources;
+        kjit::jit::frontend::KernelSources sources;
         sources.in.text = "T x, T a, U z";
         sources.out.text = "T y";
         sources.body.text = "y = a * x + z";
-        std::vector<kjit::jit::Param> params = kjit::jit::parse_param_lists(sources.in, sources.out);
-        kjit::jit::Body body = kjit::jit::parse_body(sources.body);
+        std::vector<kjit::jit::frontend::Param> params = kjit::jit::frontend::parse_param_lists(sources.in, sources.out);
+        kjit::jit::frontend::Body body = kjit::jit::frontend::parse_body(sources.body);
         const DType t = stored.is_complex() ? DType::complex128 : DType::float64;
-        const kjit::jit::Binding binding{{"T", t}, {"U", DType::bfloat16}};
-        const kjit::jit::CheckedKernel checked = kjit::jit::check_kernel(params, body, sources, binding, {});
+        const kjit::TypeBinding binding{{"T", t}, {"U", DType::bfloat16}};
+        const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
         kjit::jit::ElementwiseModuleSpec spec{"mixed", "T x, T a, U z", "T y", "", {false, true, false, false},
                                               {stored, std::nullopt, std::nullopt, std::nullopt}};
         const kjit::jit::GeneratedModule m = kjit::jit::generate_elementwise(spec, checked, body, binding);
@@ -249,14 +249,14 @@ TEST_CASE("modules with scalar parameters and converted inputs compile with ever
             CHECK_THAT(c.ptx, Contains(entry));
     }
     // Storage for an output or a scalar is refused.
-    kjit::jit::KernelSources sources;
+    kjit::jit::frontend::KernelSources sources;
     sources.in.text = "T x";
     sources.out.text = "T y";
     sources.body.text = "y = x";
-    std::vector<kjit::jit::Param> params = kjit::jit::parse_param_lists(sources.in, sources.out);
-    kjit::jit::Body body = kjit::jit::parse_body(sources.body);
-    const kjit::jit::Binding binding{{"T", DType::float32}};
-    const kjit::jit::CheckedKernel checked = kjit::jit::check_kernel(params, body, sources, binding, {});
+    std::vector<kjit::jit::frontend::Param> params = kjit::jit::frontend::parse_param_lists(sources.in, sources.out);
+    kjit::jit::frontend::Body body = kjit::jit::frontend::parse_body(sources.body);
+    const kjit::TypeBinding binding{{"T", DType::float32}};
+    const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
     const kjit::jit::ElementwiseModuleSpec bad{"bad", "T x", "T y", "", {}, {std::nullopt, DType(DType::float64)}};
     CHECK_THROWS_AS(kjit::jit::generate_elementwise(bad, checked, body, binding), kjit::TypeError);
 }

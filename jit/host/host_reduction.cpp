@@ -12,6 +12,8 @@
 
 namespace kjit::jit::host {
 
+using namespace frontend;
+
 ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const BoundCall& bound, const detail::ArgsLayout& args,
                                         bool& has_identity, std::size_t& value_size) {
     if (ReductionKernelAccess::generator(kernel)) {

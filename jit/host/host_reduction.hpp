@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "jit/call_binding.hpp"
+#include "jit/frontend/call_binding.hpp"
 #include "jit/host/host_backend.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "runtime/detail/reduce_layout.hpp"
@@ -26,7 +26,7 @@ namespace kjit::jit::host {
 
 // Compiles `kernel`'s pieces for the bound types through the back end (loading it on first use);
 // says whether the kernel has an identity and how wide its reduce type is.
-ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const BoundCall& bound, const detail::ArgsLayout& args,
+ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const frontend::BoundCall& bound, const detail::ArgsLayout& args,
                                         bool& has_identity, std::size_t& value_size);
 
 struct HostReduction {

@@ -8,6 +8,8 @@
 #include "jit/host/lower_body.hpp"
 
 namespace kjit::jit::host {
+
+using namespace frontend;
 namespace {
 
 struct Operand {

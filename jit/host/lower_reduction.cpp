@@ -7,6 +7,8 @@
 #include "jit/host/lower_body.hpp"
 
 namespace kjit::jit::host {
+
+using namespace frontend;
 namespace {
 
 using llvm::Value;

@@ -1,4 +1,4 @@
-#include "jit/lexer.hpp"
+#include "jit/frontend/lexer.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstdio>
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -376,4 +376,4 @@ void Lexer::reject_character() {
     fail_parse(source_, start, std::string("unexpected character '") + c + "' in kernel code");
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

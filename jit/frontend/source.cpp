@@ -1,4 +1,4 @@
-#include "jit/source.hpp"
+#include "jit/frontend/source.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -6,7 +6,7 @@
 
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 // UTF-8 continuation bytes take no column of their own on a terminal; skipping them in the
@@ -161,4 +161,4 @@ std::string closest_name(std::string_view name, const std::vector<std::string>& 
     return best;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

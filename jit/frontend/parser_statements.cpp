@@ -1,10 +1,10 @@
-// The parser, part two: statements. See jit/parser.hpp and jit/parser_internals.hpp.
-#include "jit/parser.hpp"
-#include "jit/parser_internals.hpp"
+// The parser, part two: statements. See jit/frontend/parser.hpp and jit/frontend/parser_internals.hpp.
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/parser_internals.hpp"
 
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit::parsing {
+namespace kjit::jit::frontend::parsing {
 
 // ---------------------------------------------------------------------------------------------
 // Statements
@@ -244,4 +244,4 @@ ExprPtr Parser::parse_condition(std::string_view keyword) {
     return condition;
 }
 
-}  // namespace kjit::jit::parsing
+}  // namespace kjit::jit::frontend::parsing

@@ -1,11 +1,11 @@
-#include "jit/preamble.hpp"
+#include "jit/frontend/preamble.hpp"
 
-#include "jit/source.hpp"
+#include "jit/frontend/source.hpp"
 
 #include <cctype>
 #include <unordered_set>
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
@@ -105,4 +105,4 @@ OutsideNames outside_names(std::string_view preamble, const std::vector<std::str
     return OutsideNames{scan_preamble(preamble), kernel_macros(preamble, nvrtc_options)};
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

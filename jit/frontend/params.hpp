@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "jit/ast.hpp"
-#include "jit/source.hpp"
+#include "jit/frontend/ast.hpp"
+#include "jit/frontend/source.hpp"
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 struct Param {
     std::string name;
@@ -37,4 +37,4 @@ void check_kernel_name(const std::string& name);
 // Parses the input and output lists together: also rejects a name used in both.
 std::vector<Param> parse_param_lists(const SourceText& in, const SourceText& out);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

@@ -1,10 +1,10 @@
-#include "jit/math_functions.hpp"
+#include "jit/frontend/math_functions.hpp"
 
 #include <array>
 
-#include "jit/conversions.hpp"
+#include "jit/frontend/conversions.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 constexpr MathFunction kTable[] = {
@@ -139,4 +139,4 @@ std::string cuda_math_name(const MathFunction& f, DType compute) {
     return compute.id() == DType::float32 ? name + "f" : name;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

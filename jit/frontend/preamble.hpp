@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "jit/named_constants.hpp"
+#include "jit/frontend/named_constants.hpp"
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 struct PreambleFunction {
     std::string name;
@@ -29,4 +29,4 @@ struct OutsideNames {
 };
 OutsideNames outside_names(std::string_view preamble, const std::vector<std::string>& nvrtc_options);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "jit/source.hpp"
+#include "jit/frontend/source.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 enum class TokenKind {
     end,
@@ -31,7 +31,7 @@ SourcePos end_of(const Token& token);
 
 // The lexer's character classes: identifiers are [A-Za-z_][A-Za-z0-9_]*; whitespace is ' ', tab,
 // and the line, return, vertical-tab and form-feed characters. Also read by the parameter lists'
-// scanner for simple lists (jit/params.cpp), which must see the same words and spaces.
+// scanner for simple lists (jit/frontend/params.cpp), which must see the same words and spaces.
 inline bool is_word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 inline bool is_word_char(char c) { return is_word_start(c) || (c >= '0' && c <= '9'); }
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
@@ -84,4 +84,4 @@ private:
     int column_ = 1;
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

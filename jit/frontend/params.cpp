@@ -1,11 +1,11 @@
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 
 #include <cctype>
 
-#include "jit/lexer.hpp"
-#include "jit/parser.hpp"
+#include "jit/frontend/lexer.hpp"
+#include "jit/frontend/parser.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 constexpr std::string_view kTypesHint =
@@ -320,4 +320,4 @@ void check_kernel_name(const std::string& name) {
     if (is_type_name(name)) fail_parse(src, {}, "'" + name + "' is a type name: it cannot name a kernel");
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

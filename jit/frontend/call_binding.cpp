@@ -1,15 +1,15 @@
-#include "jit/call_binding.hpp"
+#include "jit/frontend/call_binding.hpp"
 
-#include "jit/parser.hpp"
-#include "jit/preamble.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/preamble.hpp"
+#include "jit/frontend/type_checker.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
-CallSignature call_signature(const ElementwiseKernel& kernel) {
+CallSignature call_signature(std::string_view in_params, std::string_view out_params) {
     CallSignature sig;
-    sig.params = parse_param_lists(SourceText{"in", kernel.in_params()}, SourceText{"out", kernel.out_params()});
+    sig.params = parse_param_lists(SourceText{"in", in_params}, SourceText{"out", out_params});
     for (const Param& p : sig.params) {
         (p.is_output ? sig.outputs : sig.inputs)++;
         sig.has_raw = sig.has_raw || p.raw;
@@ -105,4 +105,4 @@ BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, co
     return b;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

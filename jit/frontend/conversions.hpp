@@ -5,7 +5,7 @@
 
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 // C's integer promotion: bool and integers narrower than int become int32; others unchanged.
 DType promote_integer(DType t) noexcept;
@@ -23,4 +23,4 @@ DType usual_arithmetic_conversion(DType a, DType b) noexcept;
 // float64 (C++'s overloads for integers), floats and complex in their own type.
 DType math_type(DType t) noexcept;
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

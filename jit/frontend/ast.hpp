@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "jit/source.hpp"
+#include "jit/frontend/source.hpp"
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 // A type as written: "float", "T", "unsigned int", "float32", "auto".
 struct TypeName {
@@ -36,7 +36,7 @@ enum class AssignOp { assign, add, sub, mul, div, mod, bit_and, bit_or, bit_xor,
 enum class CastStyle { c_style, functional, static_cast_ };
 
 // What a name refers to, once checked.
-// constant: CUDA's math constants and the kernel's own macros (jit/named_constants.hpp).
+// constant: CUDA's math constants and the kernel's own macros (jit/frontend/named_constants.hpp).
 enum class NameKind { unresolved, param, local, index_i, size_n, preamble_function, constant };
 
 struct Expr {
@@ -217,4 +217,4 @@ struct Body {
     std::vector<StmtPtr> statements;
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

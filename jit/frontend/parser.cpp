@@ -1,11 +1,11 @@
-#include "jit/parser.hpp"
+#include "jit/frontend/parser.hpp"
 
 #include <utility>
 
-#include "jit/parser_internals.hpp"
+#include "jit/frontend/parser_internals.hpp"
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace parsing {
 namespace {
 
@@ -273,4 +273,4 @@ std::string c_type_spelling(const SourceText& source, SourcePos pos, const std::
                "C integer types are [unsigned] char, short, int, long, long long");
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

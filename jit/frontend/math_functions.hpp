@@ -9,7 +9,7 @@
 
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 enum class MathKind {
     float_unary,    // sqrt(x): computes in x's float type (integers in float64)
@@ -46,4 +46,4 @@ DType math_compute_type(const MathFunction& f, const std::vector<DType>& args);
 // The CUDA function to call for `f` computing in `compute`: "sqrtf", "sqrt", "kjit::sqrt"...
 std::string cuda_math_name(const MathFunction& f, DType compute);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

@@ -1,16 +1,16 @@
-#include "jit/type_checker.hpp"
+#include "jit/frontend/type_checker.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include "jit/conversions.hpp"
-#include "jit/lexer.hpp"
-#include "jit/math_functions.hpp"
-#include "jit/named_constants.hpp"
-#include "jit/parser.hpp"
+#include "jit/frontend/conversions.hpp"
+#include "jit/frontend/lexer.hpp"
+#include "jit/frontend/math_functions.hpp"
+#include "jit/frontend/named_constants.hpp"
+#include "jit/frontend/parser.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 using OptType = std::optional<DType>;
@@ -67,7 +67,7 @@ enum class Use { read, write, read_write };
 
 class Checker {
 public:
-    Checker(const KernelSources& sources, const Binding& binding, CheckedKernel& out)
+    Checker(const KernelSources& sources, const TypeBinding& binding, CheckedKernel& out)
         : src_(sources), binding_(binding), out_(out) {}
 
     void check_body(Body& body) {
@@ -725,7 +725,7 @@ private:
     }
 
     const KernelSources& src_;
-    const Binding& binding_;
+    const TypeBinding& binding_;
     CheckedKernel& out_;
     std::vector<std::map<std::string, int>> scopes_;
     int loop_depth_ = 0;
@@ -736,7 +736,7 @@ const SourceText& source_of(const Param& p, const KernelSources& s) { return p.i
 
 }  // namespace
 
-void check_binding(const std::vector<Param>& params, const KernelSources& sources, const Binding& binding) {
+void check_binding(const std::vector<Param>& params, const KernelSources& sources, const TypeBinding& binding) {
     std::set<std::string> placeholders;
     for (const Param& p : params) {
         if (!p.is_placeholder) continue;
@@ -755,7 +755,7 @@ void check_binding(const std::vector<Param>& params, const KernelSources& source
     }
 }
 
-CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const Binding& binding,
+CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const TypeBinding& binding,
                            OutsideNames outside, LoopHooks* hooks) {
     CheckedKernel out;
     out.params = std::move(params);
@@ -784,4 +784,4 @@ CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSo
     return out;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

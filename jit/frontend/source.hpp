@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 // 1-based line and column, and the byte offset, of a place in one kernel string.
 struct SourcePos {
@@ -43,4 +43,4 @@ std::string caret_snippet(std::string_view text, SourcePos pos);
 // ("did you mean 'sqrt'?"); empty otherwise.
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

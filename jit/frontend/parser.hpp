@@ -1,4 +1,4 @@
-// The parser: kernel strings to syntax trees (jit/ast.hpp), in the style of LLVM's Kaleidoscope
+// The parser: kernel strings to syntax trees (jit/frontend/ast.hpp), in the style of LLVM's Kaleidoscope
 // (the grammar rule above each parse function, precedence climbing for binary operators).
 // Every error is a kjit::ParseError with the string's name, line, column, a caret and, where it
 // helps, a hint. Nesting is limited to kMaxDepth levels so that no input exhausts the stack, and
@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "jit/ast.hpp"
-#include "jit/source.hpp"
+#include "jit/frontend/ast.hpp"
+#include "jit/frontend/source.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 // Counts every nested block or statement, every parenthesis, unary operator and cast, and every
 // binary or postfix operator of a chain (a + b + c is a tree two levels deep): the tree the
@@ -43,4 +43,4 @@ std::optional<std::string> canonical_c_type(const std::vector<std::string_view>&
 // canonical_c_type, or a ParseError at `pos` of `source` saying the words are not a valid type.
 std::string c_type_spelling(const SourceText& source, SourcePos pos, const std::vector<std::string_view>& words);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

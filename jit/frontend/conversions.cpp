@@ -1,6 +1,6 @@
-#include "jit/conversions.hpp"
+#include "jit/frontend/conversions.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 DType complex_of(DType real) noexcept { return real.id() == DType::float64 ? DType::complex128 : DType::complex64; }
@@ -42,4 +42,4 @@ DType math_type(DType t) noexcept {
     return t;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

@@ -10,7 +10,7 @@
 
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 struct NamedConstant {
     std::string name;
@@ -37,4 +37,4 @@ std::vector<std::string> cuda_constant_names();
 // anything else is recorded with the reason it cannot be used.
 std::vector<NamedConstant> kernel_macros(std::string_view preamble, const std::vector<std::string>& nvrtc_options);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

@@ -8,13 +8,13 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 #include "kjit/dtype.hpp"
-#include "kjit/elementwise_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 // What a call needs to know about a kernel's parameters, once per kernel.
 struct CallSignature {
@@ -24,9 +24,10 @@ struct CallSignature {
     bool has_raw = false;
 };
 
-// Parses the parameter lists. The body is checked with the binding's types when a call plans
-// its launch (whether it reads `i` is known then), or was when a plan note was made.
-CallSignature call_signature(const ElementwiseKernel& kernel);
+// Parses a kernel's parameter lists (its `in` and `out` strings; elementwise and reduction kernels
+// alike). The body is checked with the binding's types when a call plans its launch (whether it
+// reads `i` is known then), or was when a plan note was made.
+CallSignature call_signature(std::string_view in_params, std::string_view out_params);
 
 // One argument as the binder sees it.
 struct ArgumentKind {
@@ -44,4 +45,4 @@ struct BoundCall {
 // Throws TypeError naming the kernel and the parameter.
 BoundCall bind_call(const CallSignature& sig, const std::string& kernel_name, const ArgumentKind* args, std::size_t count);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

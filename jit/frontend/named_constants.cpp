@@ -1,15 +1,15 @@
-#include "jit/named_constants.hpp"
+#include "jit/frontend/named_constants.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
 
-#include "jit/parser.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/type_checker.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 namespace {
 
 struct CudaConstant {
@@ -303,4 +303,4 @@ std::vector<NamedConstant> kernel_macros(std::string_view preamble, const std::v
     return macros;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

@@ -1,5 +1,5 @@
 // The type checker: resolves every name of a parsed kernel body, gives every expression its type
-// by C's rules (jit/conversions.hpp), and rejects what kernel code may not do: unknown names and
+// by C's rules (jit/frontend/conversions.hpp), and rejects what kernel code may not do: unknown names and
 // functions, writes to inputs, indexing what is not a raw parameter, `%` and bit operations on
 // floats, non-integer indices, complex numbers where C++ has no meaning for them...
 //
@@ -12,18 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "jit/ast.hpp"
-#include "jit/params.hpp"
-#include "jit/preamble.hpp"
-#include "jit/source.hpp"
+#include "jit/frontend/ast.hpp"
+#include "jit/frontend/params.hpp"
+#include "jit/frontend/preamble.hpp"
+#include "jit/frontend/source.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::frontend {
 
 // The most bytes of arguments a launch passes (one struct; jit/call_memo.hpp's LaunchBuffers).
 inline constexpr std::size_t kMaxArgumentBytes = 4096;
-
-// Placeholder name ("T") to dtype.
-using Binding = std::map<std::string, DType>;
 
 struct Local {
     std::string name;
@@ -71,11 +68,11 @@ struct CheckedKernel {
 // Checks `body` (annotating it in place) against `params`. Placeholders missing from `binding`
 // are left generic. Throws ParseError/TypeError with positions.
 // With `hooks`, also its loop_prep and after_loop: the body sees loop_prep's top-level locals.
-CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const Binding& binding,
+CheckedKernel check_kernel(std::vector<Param> params, Body& body, const KernelSources& sources, const TypeBinding& binding,
                            OutsideNames outside, LoopHooks* hooks = nullptr);
 
 // Validates a binding against the parameters: every placeholder used gets a type ("no type for
 // placeholder 'T'..."), and no name in it is unknown. Throws TypeError.
-void check_binding(const std::vector<Param>& params, const KernelSources& sources, const Binding& binding);
+void check_binding(const std::vector<Param>& params, const KernelSources& sources, const TypeBinding& binding);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::frontend

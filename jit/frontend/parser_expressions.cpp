@@ -1,10 +1,10 @@
-// The parser, part three: expressions. See jit/parser.hpp and jit/parser_internals.hpp.
-#include "jit/parser.hpp"
-#include "jit/parser_internals.hpp"
+// The parser, part three: expressions. See jit/frontend/parser.hpp and jit/frontend/parser_internals.hpp.
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/parser_internals.hpp"
 
 #include "kjit/dtype.hpp"
 
-namespace kjit::jit::parsing {
+namespace kjit::jit::frontend::parsing {
 
 // ---------------------------------------------------------------------------------------------
 // Expressions
@@ -318,4 +318,4 @@ ExprPtr Parser::parse_single_expression() {
     return e;
 }
 
-}  // namespace kjit::jit::parsing
+}  // namespace kjit::jit::frontend::parsing

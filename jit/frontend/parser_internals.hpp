@@ -1,16 +1,16 @@
-// The parser's internals, shared by jit/parser.cpp (tokens, errors, types, the public entry
-// points), jit/parser_statements.cpp and jit/parser_expressions.cpp. Not part of any interface.
+// The parser's internals, shared by jit/frontend/parser.cpp (tokens, errors, types, the public entry
+// points), jit/frontend/parser_statements.cpp and jit/frontend/parser_expressions.cpp. Not part of any interface.
 #pragma once
 
 #include <deque>
 #include <string>
 #include <string_view>
 
-#include "jit/ast.hpp"
-#include "jit/lexer.hpp"
-#include "jit/source.hpp"
+#include "jit/frontend/ast.hpp"
+#include "jit/frontend/lexer.hpp"
+#include "jit/frontend/source.hpp"
 
-namespace kjit::jit::parsing {
+namespace kjit::jit::frontend::parsing {
 
 // C/C++ words that have no place in kernel code, with what the user most likely wanted.
 struct RejectedWord {
@@ -124,4 +124,4 @@ private:
     int depth_ = 0;
 };
 
-}  // namespace kjit::jit::parsing
+}  // namespace kjit::jit::frontend::parsing
