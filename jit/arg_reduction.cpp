@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "jit/reduction_calls.hpp"
-#include "jit/reduction_codegen.hpp"
-#include "jit/statement_printer.hpp"
-#include "jit/templates.hpp"
+#include "jit/codegen/reduction.hpp"
+#include "jit/codegen/statement_printer.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit {
@@ -45,17 +45,17 @@ CustomReduction generate(const std::string& name, bool max, const TypeBinding& t
     if (t.is_complex())
         throw TypeError(std::string(max ? "argmax" : "argmin") + " of " + std::string(t.name()) +
                         ": kjit does not order complex numbers here (NumPy compares real parts, then imaginary parts)");
-    const std::string T = cuda_type(t);
+    const std::string T = codegen::cuda_type(t);
     std::ostringstream s;
     s << "// kjit " << (max ? "argmax" : "argmin") << " of " << t.name() << "\n";
-    if (t == DType::float16) s << "#define KJIT_USE_FLOAT16\n" << template_text("scalar_types.cuh") << "\n";
-    if (t == DType::bfloat16) s << "#define KJIT_USE_BFLOAT16\n" << template_text("scalar_types.cuh") << "\n";
-    // The same measurement knobs as generated reductions (jit/reduction_codegen.cpp).
+    if (t == DType::float16) s << "#define KJIT_USE_FLOAT16\n" << codegen::template_text("scalar_types.cuh") << "\n";
+    if (t == DType::bfloat16) s << "#define KJIT_USE_BFLOAT16\n" << codegen::template_text("scalar_types.cuh") << "\n";
+    // The same measurement knobs as generated reductions (jit/codegen/reduction.cpp).
     if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
         s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
     if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "0")
         s << "#define KJIT_REDUCE_WARP_TILES 0\n";
-    s << template_text("elementwise.cuh") << "\n" << template_text("reduction.cuh") << "\n" << template_text("arg_reduction.cuh") << "\n";
+    s << codegen::template_text("elementwise.cuh") << "\n" << codegen::template_text("reduction.cuh") << "\n" << codegen::template_text("arg_reduction.cuh") << "\n";
     const std::string args = name + "_args", ops = name + "_ops";
     s << "struct " << args << " {\n    const " << T << "* x;\n    long long* y;\n};\n\n";
     s << "struct " << ops << " : kjit::ArgOps<" << T << ", " << (max ? "true" : "false") << ", " << args << "> {\n"
@@ -65,7 +65,7 @@ CustomReduction generate(const std::string& name, bool max, const TypeBinding& t
     c.generated.array_inputs = 1;
     c.generated.outputs = 1;
     c.generated.vector_width = static_cast<int>(t.itemsize() >= 16 ? 1 : 16 / t.itemsize());
-    print_reduction_entry_points(name, args, ops, 1, c.generated, s);
+    codegen::print_reduction_entry_points(name, args, ops, 1, c.generated, s);
     c.generated.source = s.str();
     c.reduce_type = "(" + std::string(t.name()) + ", int64) pair";
     c.reduce_itemsize = 16;  // ArgValue<T>: T (at most 8 bytes) then a long long

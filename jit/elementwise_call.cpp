@@ -20,7 +20,7 @@ using namespace frontend;
 namespace {
 
 // Threads per block unless a call asks for others (CallOptions::block_size), and the most a call
-// may ask for: the generated kernels' __launch_bounds__(256) (jit/codegen.cpp). The bounds stay:
+// may ask for: the generated kernels' __launch_bounds__(256) (jit/codegen/elementwise.cpp). The bounds stay:
 // they let the compiler give each thread up to 255 registers, where bounds of 1024 would cap it
 // at 64 and spill heavy bodies (the tiled variant once took 191); no measurement has asked for
 // blocks above 256.

@@ -41,7 +41,7 @@ KernelModule load_elementwise(const ElementwiseKernel& kernel, const TypeBinding
 KernelBinary compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                  const std::string& arch);
 
-// The entry points of an elementwise module (jit/codegen.hpp), each its own program when calls
+// The entry points of an elementwise module (jit/codegen/elementwise.hpp), each its own program when calls
 // compile them: a call compiles the variant it launches only.
 enum class ElementwiseEntry { contiguous32, contiguous64, strided32, strided64, rows32, tiled32, small32 };
 inline constexpr int kElementwiseEntries = 7;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "jit/codegen.hpp"
+#include "jit/codegen/elementwise.hpp"
 #include "jit/elementwise_calls.hpp"
 #include "jit/manifest_fields.hpp"
 #include "jit/frontend/params.hpp"
@@ -127,8 +127,8 @@ std::vector<std::string> ElementwiseKernel::placeholders() const {
 
 std::string ElementwiseKernel::source(const TypeBinding& types) const {
     const Checked c = parse_and_check(spec_->in, spec_->out, spec_->op, spec_->name, spec_->options, types, true);
-    jit::ElementwiseModuleSpec m{spec_->name, spec_->in, spec_->out, spec_->options.preamble, {}, {}};
-    return jit::generate_elementwise(m, c.kernel, c.body, types, &c.hooks).source;
+    jit::codegen::ElementwiseModuleSpec m{spec_->name, spec_->in, spec_->out, spec_->options.preamble, {}, {}};
+    return jit::codegen::generate_elementwise(m, c.kernel, c.body, types, &c.hooks).source;
 }
 
 namespace {
@@ -151,18 +151,18 @@ std::string describe(const ElementwiseKernel& k, std::string_view binding) {
 
 // A kernel for one binding, ready to be looked up: its generated module and what the cache needs.
 struct Prepared {
-    jit::GeneratedModule generated;
+    jit::codegen::GeneratedModule generated;
     jit::CachedProgram program;
     bool uses_index = false;  // the body reads `i`
 };
 
-// `small_only`: the small variant's own program (jit/codegen.hpp), else the whole module.
+// `small_only`: the small variant's own program (jit/codegen/elementwise.hpp), else the whole module.
 Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant = {},
                  bool small_only = false) {
     const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
-    jit::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage,
+    jit::codegen::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage,
                                  small_only};
-    Prepared p{jit::generate_elementwise(m, c.kernel, c.body, types, &c.hooks), {}, c.kernel.uses_i};
+    Prepared p{jit::codegen::generate_elementwise(m, c.kernel, c.body, types, &c.hooks), {}, c.kernel.uses_i};
     jit::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
@@ -248,7 +248,7 @@ KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBi
 }
 
 namespace {
-std::string entry_name(const jit::GeneratedModule& g, jit::ElementwiseEntry e) {
+std::string entry_name(const jit::codegen::GeneratedModule& g, jit::ElementwiseEntry e) {
     switch (e) {
         case jit::ElementwiseEntry::contiguous32: return g.contiguous32;
         case jit::ElementwiseEntry::contiguous64: return g.contiguous64;

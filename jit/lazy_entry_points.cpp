@@ -4,14 +4,14 @@
 
 namespace kjit::jit {
 
-CachedProgram program_with_entries(const CachedProgram& whole, const EntryLines& lines, const std::vector<std::string>& keep) {
+CachedProgram program_with_entries(const CachedProgram& whole, const codegen::EntryLines& lines, const std::vector<std::string>& keep) {
     CachedProgram p = whole;
-    p.request.source = keep_entry_points(whole.request.source, lines, keep);
+    p.request.source = codegen::keep_entry_points(whole.request.source, lines, keep);
     p.key_source.clear();  // the group's own source is its key
     return p;
 }
 
-LazyEntryPoints::LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
+LazyEntryPoints::LazyEntryPoints(CachedProgram whole, codegen::EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
                                  std::shared_ptr<PlanNote> note)
     : LazyEntryPoints(
           [whole, lines, groups](std::size_t g) { return program_with_entries(whole, lines, groups[g]); }, EntryGroups(groups),

@@ -1,7 +1,7 @@
 // The modules of a generated source's entry points, compiled (or found in a kernel cache) and
 // loaded on one device the first time a call needs them: the entry points are grouped (a group is
 // what one launch needs: one kernel, or a kernel and its finishing kernel), and each group is its
-// own program, so a call pays NVRTC for what it launches only (jit/entry_points.hpp says why).
+// own program, so a call pays NVRTC for what it launches only (jit/codegen/entry_points.hpp says why).
 #pragma once
 
 #include <array>
@@ -15,7 +15,7 @@
 #include <cuda.h>
 
 #include "jit/entry_groups.hpp"
-#include "jit/entry_points.hpp"
+#include "jit/codegen/entry_points.hpp"
 #include "jit/plan_note.hpp"
 #include "jit/program_lookup.hpp"
 
@@ -23,7 +23,7 @@ namespace kjit::jit {
 
 // The program of the entry points `keep` of `whole`, whose source ends with `lines`. Its source
 // is its cache key, so each group is its own cache entry.
-CachedProgram program_with_entries(const CachedProgram& whole, const EntryLines& lines, const std::vector<std::string>& keep);
+CachedProgram program_with_entries(const CachedProgram& whole, const codegen::EntryLines& lines, const std::vector<std::string>& keep);
 
 // What compiling one or more programs gave.
 struct CompiledModules {
@@ -39,7 +39,7 @@ public:
     static constexpr std::size_t kMaxPerGroup = EntryGroups::kMaxPerGroup;
     // `groups[g]`: the entry point names of group g (at most kMaxPerGroup; an empty group cannot
     // be loaded: the generator made no such entry point).
-    LazyEntryPoints(CachedProgram whole, EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
+    LazyEntryPoints(CachedProgram whole, codegen::EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
                     std::shared_ptr<PlanNote> note = nullptr);
     // The same with each group's program made by `program_of(g)` (a generator that writes a
     // group's program on its own rather than cutting it out of the whole); `description` names

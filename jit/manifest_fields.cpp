@@ -6,6 +6,7 @@
 namespace kjit::jit {
 
 using namespace frontend;
+
 namespace {
 
 TypeBinding binding_of(const nlohmann::json& b) {

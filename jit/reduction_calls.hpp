@@ -13,7 +13,7 @@
 #include "jit/host/host_backend.hpp"
 #include "jit/lazy_entry_points.hpp"
 #include "jit/program_lookup.hpp"
-#include "jit/reduction_codegen.hpp"
+#include "jit/codegen/reduction.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 namespace kjit::jit {
@@ -45,18 +45,18 @@ struct ReductionModule {
 };
 
 // The entry point names of a group ("NAME_columns_split32", "NAME_columns_finish32"...).
-std::vector<std::string> reduction_group_entries(const GeneratedReduction& g, ReductionEntryGroup group, bool index64);
+std::vector<std::string> reduction_group_entries(const codegen::GeneratedReduction& g, ReductionEntryGroup group, bool index64);
 
 // The program of one group: `whole` (every entry point) with only the group's entry points.
-CachedProgram reduction_group_program(const CachedProgram& whole, const GeneratedReduction& g, ReductionEntryGroup group,
+CachedProgram reduction_group_program(const CachedProgram& whole, const codegen::GeneratedReduction& g, ReductionEntryGroup group,
                                       bool index64);
 
 // The entry point names of every group, one per strategy and index width (group * 2 + index64).
-std::vector<std::vector<std::string>> reduction_groups(const GeneratedReduction& g);
+std::vector<std::vector<std::string>> reduction_groups(const codegen::GeneratedReduction& g);
 
 // A loader of the groups of `whole` on device `ordinal` (jit/reduction_groups.cpp), which notes
 // what it loads in `note` when given one.
-std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal,
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, codegen::GeneratedReduction g, int ordinal,
                                                              std::shared_ptr<PlanNote> note = nullptr);
 
 // The module of `kernel` for this binding and variant (inputs passed as scalars, array inputs
@@ -83,7 +83,7 @@ std::string reduction_group_label(ReductionEntryGroup group, bool index64);
 // A reduction whose module kjit writes itself instead of generating it from the strings: the
 // partial results are a struct, not a dtype (argmin and argmax carry a value and an index).
 struct CustomReduction {
-    GeneratedReduction generated;
+    codegen::GeneratedReduction generated;
     std::string reduce_type;        // what ReductionBinary::reduce_type says
     std::size_t reduce_itemsize = 0;
     bool has_identity = false;
@@ -100,7 +100,7 @@ struct ReductionKernelAccess {
 
 // The kernel's pieces checked for a complete binding (what code generation starts from); the host
 // back end lowers them (jit/host/host_reduction.cpp).
-CheckedReduction check_reduction(const ReductionKernel& kernel, const TypeBinding& types);
+codegen::CheckedReduction check_reduction(const ReductionKernel& kernel, const TypeBinding& types);
 
 struct ReductionPlan {
     ReductionModule module;         // on the host: only the facts (itemsize, identity, counts), no loader

@@ -6,7 +6,7 @@
 
 namespace kjit::jit {
 
-std::vector<std::string> reduction_group_entries(const GeneratedReduction& g, ReductionEntryGroup group, bool index64) {
+std::vector<std::string> reduction_group_entries(const codegen::GeneratedReduction& g, ReductionEntryGroup group, bool index64) {
     auto pick = [index64](const std::string& narrow, const std::string& wide) { return index64 ? wide : narrow; };
     switch (group) {
         case ReductionEntryGroup::full: return {pick(g.full32, g.full64)};
@@ -27,7 +27,7 @@ std::string reduction_group_label(ReductionEntryGroup group, bool index64) {
     return std::string(names[static_cast<int>(group)]) + (index64 ? "64" : "32");
 }
 
-CachedProgram reduction_group_program(const CachedProgram& whole, const GeneratedReduction& g, ReductionEntryGroup group,
+CachedProgram reduction_group_program(const CachedProgram& whole, const codegen::GeneratedReduction& g, ReductionEntryGroup group,
                                       bool index64) {
     return program_with_entries(whole, g.entry_lines, reduction_group_entries(g, group, index64));
 }
@@ -36,7 +36,7 @@ namespace {
 std::size_t slot_of(ReductionEntryGroup group, bool index64) { return static_cast<std::size_t>(group) * 2 + (index64 ? 1 : 0); }
 }  // namespace
 
-std::vector<std::vector<std::string>> reduction_groups(const GeneratedReduction& g) {
+std::vector<std::vector<std::string>> reduction_groups(const codegen::GeneratedReduction& g) {
     std::vector<std::vector<std::string>> groups(kReductionEntryGroups * 2);
     for (int k = 0; k < kReductionEntryGroups; ++k)
         for (const bool index64 : {false, true})
@@ -45,7 +45,7 @@ std::vector<std::vector<std::string>> reduction_groups(const GeneratedReduction&
     return groups;
 }
 
-std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, GeneratedReduction g, int ordinal,
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, codegen::GeneratedReduction g, int ordinal,
                                                              std::shared_ptr<PlanNote> note) {
     std::vector<std::vector<std::string>> groups = reduction_groups(g);
     return std::make_shared<LazyEntryPoints>(std::move(whole), std::move(g.entry_lines), std::move(groups), ordinal,

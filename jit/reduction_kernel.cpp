@@ -12,7 +12,7 @@
 #include "jit/frontend/preamble.hpp"
 #include "jit/program_lookup.hpp"
 #include "jit/reduction_calls.hpp"
-#include "jit/reduction_codegen.hpp"
+#include "jit/codegen/reduction.hpp"
 #include "jit/reduction_note.hpp"
 #include "jit/frontend/type_checker.hpp"
 #include "kjit/error.hpp"
@@ -206,7 +206,7 @@ private:
 jit::frontend::Body assigning_body(jit::frontend::ExprPtr e) {
     const jit::frontend::SourcePos pos = e->pos;
     auto target = std::make_unique<jit::frontend::NameExpr>(pos);
-    target->name = jit::kReductionResult;
+    target->name = jit::codegen::kReductionResult;
     auto assign = std::make_unique<jit::frontend::AssignExpr>(pos, jit::frontend::AssignOp::assign, std::move(target), std::move(e));
     jit::frontend::Body body;
     body.statements.push_back(std::make_unique<jit::frontend::ExprStmt>(pos, std::move(assign)));
@@ -214,12 +214,12 @@ jit::frontend::Body assigning_body(jit::frontend::ExprPtr e) {
 }
 
 // Parses and checks every piece of the kernel for `types` (possibly partial).
-jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types, bool need_complete) {
+jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types, bool need_complete) {
     jit::frontend::check_kernel_name(k.name());
     jit::frontend::KernelSources sources;
     sources.in.text = k.in_params();
     sources.out.text = k.out_params();
-    jit::CheckedReduction c;
+    jit::codegen::CheckedReduction c;
     c.params = jit::frontend::parse_param_lists(sources.in, sources.out);
     int n_outputs = 0;
     for (const jit::frontend::Param& p : c.params) {
@@ -267,7 +267,7 @@ jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types
     auto check_piece = [&](const jit::frontend::SourceText& src, jit::frontend::Body body, std::vector<jit::frontend::Param> params) {
         jit::frontend::KernelSources s = sources;
         s.body = src;
-        jit::ReductionPiece piece;
+        jit::codegen::ReductionPiece piece;
         piece.body = std::move(body);
         piece.kernel = jit::frontend::check_kernel(std::move(params), piece.body, s, types, preamble);
         return piece;
@@ -275,7 +275,7 @@ jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types
     auto expression_piece = [&](const jit::frontend::SourceText& src, bool allow_index, std::vector<jit::frontend::Param> params) {
         jit::frontend::ExprPtr e = jit::frontend::parse_expression(src);
         NameRules(src, allow_index).expr(e.get());
-        params.push_back(reduce_param(jit::kReductionResult, rt, c.reduce_type, true));
+        params.push_back(reduce_param(jit::codegen::kReductionResult, rt, c.reduce_type, true));
         return check_piece(src, assigning_body(std::move(e)), std::move(params));
     };
 
@@ -305,8 +305,8 @@ jit::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types
     return c;
 }
 
-jit::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::ModuleVariant& variant = {}) {
-    return jit::ReductionModuleSpec{k.name(),          k.in_params(), k.out_params(),      k.map_expr(),   k.reduce_expr(),
+jit::codegen::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::ModuleVariant& variant = {}) {
+    return jit::codegen::ReductionModuleSpec{k.name(),          k.in_params(), k.out_params(),      k.map_expr(),   k.reduce_expr(),
                                     k.post_map_expr(), k.identity(),  k.options().preamble, variant.scalar, variant.storage};
 }
 
@@ -325,7 +325,7 @@ std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const 
 // A reduction for one binding and variant, ready to be looked up: its generated module, what the
 // cache needs, and the facts about its reduce type the launcher uses.
 struct Prepared {
-    jit::GeneratedReduction generated;
+    jit::codegen::GeneratedReduction generated;
     jit::CachedProgram program;
     std::string reduce_type;
     std::size_t reduce_itemsize = 0;
@@ -347,8 +347,8 @@ Prepared prepare(const ReductionKernel& k, const jit::CustomGenerator& custom, c
         p.has_identity = c.has_identity;
         p.program.spec_json = [s = std::move(c.spec_json)] { return s; };
     } else {
-        const jit::CheckedReduction c = analyze(k, types, true);
-        p.generated = jit::generate_reduction(module_spec(k, variant), c, types);
+        const jit::codegen::CheckedReduction c = analyze(k, types, true);
+        p.generated = jit::codegen::generate_reduction(module_spec(k, variant), c, types);
         p.reduce_type = std::string(c.reduce_type->name());
         p.reduce_itemsize = c.reduce_type->itemsize();
         p.has_identity = c.has_identity;
@@ -416,8 +416,8 @@ std::vector<std::string> ReductionKernel::placeholders() const {
 
 std::string ReductionKernel::source(const TypeBinding& types) const {
     if (spec_->custom) return spec_->custom(types).generated.source;
-    const jit::CheckedReduction c = analyze(*this, types, true);
-    return jit::generate_reduction(module_spec(*this), c, types).source;
+    const jit::codegen::CheckedReduction c = analyze(*this, types, true);
+    return jit::codegen::generate_reduction(module_spec(*this), c, types).source;
 }
 
 ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::string& arch) const {
@@ -428,7 +428,7 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
                                        const std::string& arch) {
     Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
     const jit::FoundProgram found = jit::find_or_compile_program(p.program, arch);
-    const jit::GeneratedReduction& g = p.generated;
+    const jit::codegen::GeneratedReduction& g = p.generated;
     ReductionBinary b;
     b.arch = found.entry->meta.arch;
     b.cubin = found.entry->cubin;
@@ -461,7 +461,7 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
     return b;
 }
 
-jit::CheckedReduction jit::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {
+jit::codegen::CheckedReduction jit::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {
     return analyze(kernel, types, true);
 }
 

@@ -5,7 +5,7 @@
 #include <climits>
 #include <string>
 
-#include "jit/templates.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
@@ -54,7 +54,7 @@ std::string module_source(const std::string& extra) {
     std::string s = "#define KJIT_SEG_THREADS " + std::to_string(kSegmentThreads) + "\n#define KJIT_SEG_ITEMS " +
                     std::to_string(kSegmentItems) + "\n#define KJIT_SEG_SCAN_THREADS " +
                     std::to_string(kSegmentScanThreads) + "\n";
-    s += jit::template_text("segments.cuh");
+    s += jit::codegen::template_text("segments.cuh");
     s += extra;
     return s;
 }

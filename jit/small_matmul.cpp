@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "jit/templates.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 #include "kjit/raw_kernel.hpp"
 #include "runtime/detail/log.hpp"
@@ -46,10 +46,10 @@ const Flavour* flavour_of(DType t) {
 }
 
 RawModule module_of(const Flavour& f) {
-    std::string source = f.prelude != nullptr ? f.prelude : std::string(template_text("complex.cuh")) + "\n";
+    std::string source = f.prelude != nullptr ? f.prelude : std::string(codegen::template_text("complex.cuh")) + "\n";
     source += std::string("#define KJIT_SMM_T ") + f.type + "\n#define KJIT_SMM_ACC " + f.acc +
               "\n#define KJIT_SMM_NAME kjit_small_matmul\n";
-    source += template_text("small_matmul.cuh");
+    source += codegen::template_text("small_matmul.cuh");
     RawModuleOptions options;
     // No header beyond cuda_fp16/bf16: -minimal saves NVRTC a third of its time.
     options.nvrtc_options = {"-minimal"};

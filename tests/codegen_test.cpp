@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "jit/codegen.hpp"
+#include "jit/codegen/elementwise.hpp"
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/frontend/parser.hpp"
 #include "jit/frontend/params.hpp"
@@ -233,9 +233,9 @@ TEST_CASE("modules with scalar parameters and converted inputs compile with ever
         const DType t = stored.is_complex() ? DType::complex128 : DType::float64;
         const kjit::TypeBinding binding{{"T", t}, {"U", DType::bfloat16}};
         const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
-        kjit::jit::ElementwiseModuleSpec spec{"mixed", "T x, T a, U z", "T y", "", {false, true, false, false},
+        kjit::jit::codegen::ElementwiseModuleSpec spec{"mixed", "T x, T a, U z", "T y", "", {false, true, false, false},
                                               {stored, std::nullopt, std::nullopt, std::nullopt}};
-        const kjit::jit::GeneratedModule m = kjit::jit::generate_elementwise(spec, checked, body, binding);
+        const kjit::jit::codegen::GeneratedModule m = kjit::jit::codegen::generate_elementwise(spec, checked, body, binding);
         CHECK_THAT(m.source, Contains("const " + std::string(stored.cuda_name()) + "* x;") && Contains("x stored as"));
         REQUIRE_FALSE(m.rows32.empty());
         REQUIRE_FALSE(m.tiled32.empty());
@@ -257,6 +257,6 @@ TEST_CASE("modules with scalar parameters and converted inputs compile with ever
     kjit::jit::frontend::Body body = kjit::jit::frontend::parse_body(sources.body);
     const kjit::TypeBinding binding{{"T", DType::float32}};
     const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
-    const kjit::jit::ElementwiseModuleSpec bad{"bad", "T x", "T y", "", {}, {std::nullopt, DType(DType::float64)}};
-    CHECK_THROWS_AS(kjit::jit::generate_elementwise(bad, checked, body, binding), kjit::TypeError);
+    const kjit::jit::codegen::ElementwiseModuleSpec bad{"bad", "T x", "T y", "", {}, {std::nullopt, DType(DType::float64)}};
+    CHECK_THROWS_AS(kjit::jit::codegen::generate_elementwise(bad, checked, body, binding), kjit::TypeError);
 }

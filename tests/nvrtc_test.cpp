@@ -19,7 +19,7 @@
 #include "jit/arch.hpp"
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/nvrtc_version.hpp"
-#include "jit/templates.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
@@ -66,13 +66,13 @@ kjit::CompileError compile_error(const CompileRequest& r) {
 // ---------------------------------------------------------------------------- templates
 
 TEST_CASE("templates are embedded, listed and looked up by name", "[nvrtc][templates]") {
-    const auto& names = kjit::jit::template_names();
+    const auto& names = kjit::jit::codegen::template_names();
     CHECK(std::is_sorted(names.begin(), names.end()));
     CHECK(std::find(names.begin(), names.end(), "complex.cuh") != names.end());
     CHECK(std::find(names.begin(), names.end(), "scalar_types.cuh") != names.end());
-    CHECK_THAT(std::string(kjit::jit::template_text("complex.cuh")), Catch::Contains("struct alignas(2 * sizeof(T)) complex"));
-    CHECK_THROWS_AS(kjit::jit::template_text("nope.cuh"), kjit::Error);
-    CHECK_THROWS_WITH(kjit::jit::template_text("nope.cuh"), Catch::Contains("nope.cuh") && Catch::Contains("complex.cuh"));
+    CHECK_THAT(std::string(kjit::jit::codegen::template_text("complex.cuh")), Catch::Contains("struct alignas(2 * sizeof(T)) complex"));
+    CHECK_THROWS_AS(kjit::jit::codegen::template_text("nope.cuh"), kjit::Error);
+    CHECK_THROWS_WITH(kjit::jit::codegen::template_text("nope.cuh"), Catch::Contains("nope.cuh") && Catch::Contains("complex.cuh"));
 }
 
 TEST_CASE("embedded templates equal their files byte for byte", "[nvrtc][templates]") {
@@ -82,12 +82,12 @@ TEST_CASE("embedded templates equal their files byte for byte", "[nvrtc][templat
         WARN("SKIPPED: source tree not found at " << dir);
         return;
     }
-    for (std::string_view name : kjit::jit::template_names()) {
+    for (std::string_view name : kjit::jit::codegen::template_names()) {
         std::ifstream in(dir / std::string(name), std::ios::binary);
         std::stringstream file;
         file << in.rdbuf();
         INFO(name);
-        CHECK(kjit::jit::template_text(name) == file.str());
+        CHECK(kjit::jit::codegen::template_text(name) == file.str());
     }
 }
 
@@ -339,7 +339,7 @@ static_assert(sizeof(kjit::complex<double>) == 16 && alignof(kjit::complex<doubl
 }  // namespace
 
 TEST_CASE("complex.cuh: every operator and function compiles for sm_80 and sm_90", "[nvrtc][complex]") {
-    const std::string source = std::string(kjit::jit::template_text("complex.cuh")) + complex_kernel;
+    const std::string source = std::string(kjit::jit::codegen::template_text("complex.cuh")) + complex_kernel;
     for (int cc : {80, 90}) {
         INFO("sm_" << cc);
         const CompileResult r = kjit::jit::compile_cuda(request(source, "complex_all.cu", cc));
@@ -349,7 +349,7 @@ TEST_CASE("complex.cuh: every operator and function compiles for sm_80 and sm_90
 }
 
 TEST_CASE("scalar_types.cuh brings float16 and bfloat16 only when asked", "[nvrtc]") {
-    const std::string body = std::string(kjit::jit::template_text("scalar_types.cuh")) +
+    const std::string body = std::string(kjit::jit::codegen::template_text("scalar_types.cuh")) +
                              "extern \"C\" __global__ void h(kjit::float16* x, kjit::bfloat16* y) {\n"
                              "    x[0] = x[0] * __float2half(2.0f); y[0] = y[0] + y[1];\n"
                              "}\n";
@@ -483,7 +483,7 @@ TEST_CASE("compile time of a small kernel by header (benchmark)", "[.][nvrtc_ben
         int cc;
         bool ptx_only;
     };
-    const std::string complex_text(kjit::jit::template_text("complex.cuh"));
+    const std::string complex_text(kjit::jit::codegen::template_text("complex.cuh"));
     const std::vector<Variant> variants = {
         {"(a) no includes", "", {}, false, 90, false},
         {"(a) + the toolkit's and CCCL's paths", "", {}, true, 90, false},

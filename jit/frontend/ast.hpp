@@ -217,4 +217,8 @@ struct Body {
     std::vector<StmtPtr> statements;
 };
 
+// Whether a top-level `y = ...;` writes output `k` on every path before anything could skip it
+// (then its old value need not be loaded); both back ends (CUDA and host) decide with it.
+bool definitely_assigned(const Body& body, int k);
+
 }  // namespace kjit::jit::frontend

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "jit/frontend/ast.hpp"
-#include "jit/reduction_codegen.hpp"
+#include "jit/codegen/reduction.hpp"
 #include "jit/frontend/type_checker.hpp"
 #include "runtime/detail/call_layout.hpp"
 #include "runtime/detail/kernel_args.hpp"
@@ -52,7 +52,7 @@ struct ElementwiseCode {
 // with a byte per value saying whether it holds one (always 1 with an identity).
 struct ReductionRequest {
     std::string name;
-    const CheckedReduction* reduction = nullptr;  // complete
+    const codegen::CheckedReduction* reduction = nullptr;  // complete
     std::vector<bool> scalar;                     // per parameter, as for ElementwiseRequest
     std::vector<std::optional<DType>> storage;
     detail::ArgsLayout args;                      // array inputs and outputs as pointers to their first element

@@ -14,6 +14,7 @@
 namespace kjit::jit::host {
 
 using namespace frontend;
+
 namespace {
 
 bool is_16bit(DType t) { return t.id() == DType::float16 || t.id() == DType::bfloat16; }

@@ -1,5 +1,5 @@
 // Lowers a checked kernel body (the typed AST) to LLVM IR at the builder's position, with the
-// semantics the CUDA path has (jit/statement_printer.cpp prints the same tree as CUDA):
+// semantics the CUDA path has (jit/codegen/statement_printer.cpp prints the same tree as CUDA):
 // C's conversions; float16/bfloat16 stored as 16 bits, computed in float and rounded to nearest
 // even after every operation (CUDA's __half operators); complex as pairs with the formulas of
 // templates/complex.cuh; integer division by zero and shifts past the width defined instead of

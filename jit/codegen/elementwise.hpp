@@ -4,7 +4,7 @@
 // (float16, bfloat16 and complex). One module holds every variant the launcher chooses from.
 #pragma once
 
-#include "jit/entry_points.hpp"
+#include "jit/codegen/entry_points.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +13,7 @@
 
 #include "jit/frontend/type_checker.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 struct ElementwiseModuleSpec {
     std::string name;           // a C identifier: it prefixes every symbol
@@ -47,10 +47,6 @@ struct GeneratedModule {
     EntryLines entry_lines;     // the entry points' definitions: the source's last lines
 };
 
-// Whether a top-level `y = ...;` writes output `k` on every path before anything could skip it
-// (then its old value need not be loaded); both back ends decide with it.
-bool definitely_assigned(const frontend::Body& body, int k);
-
 // `kernel` must be complete (every placeholder bound). The body is the one `kernel` was checked
 // from (its nodes carry the types).
 // `hooks`: CuPy's loop_prep and after_loop, checked with the body (or null).
@@ -62,4 +58,4 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const fr
 std::uint64_t elementwise_generations() noexcept;
 
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

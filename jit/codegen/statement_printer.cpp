@@ -1,4 +1,4 @@
-#include "jit/statement_printer.hpp"
+#include "jit/codegen/statement_printer.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -6,12 +6,13 @@
 #include "jit/frontend/conversions.hpp"
 #include "jit/frontend/math_functions.hpp"
 #include "jit/frontend/parser.hpp"
-#include "jit/templates.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 using namespace frontend;
+
 namespace {
 
 // --- conversions ---
@@ -169,7 +170,7 @@ private:
 
     std::string condition(const Expr& e) { return expr_as(e, DType(DType::bool_), 0); }
 
-    // loop_prep's top-level declarations: the state struct holds the variables (codegen.cpp), so
+    // loop_prep's top-level declarations: the state struct holds the variables (codegen/elementwise.cpp), so
     // a declaration is the assignment of its initial values.
     std::string state_decl(const DeclStmt& d) {
         std::string s;
@@ -381,4 +382,4 @@ void print_statements(const CheckedKernel& kernel, const Body& body, int indent,
     for (const StmtPtr& st : body.statements) printer.stmt(*st, indent, out);
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

@@ -1,19 +1,20 @@
-#include "jit/reduction_codegen.hpp"
+#include "jit/codegen/reduction.hpp"
 
-#include "jit/entry_points.hpp"
+#include "jit/codegen/entry_points.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <sstream>
 
-#include "jit/statement_printer.hpp"
-#include "jit/templates.hpp"
+#include "jit/codegen/statement_printer.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 using namespace frontend;
+
 namespace {
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
@@ -304,4 +305,4 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     return m;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

@@ -1,4 +1,4 @@
-#include "jit/templates.hpp"
+#include "jit/codegen/templates.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -7,7 +7,7 @@
 
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 namespace {
 
 // Each template's text joined from its parts the first time it is asked for (a first call of a
@@ -48,4 +48,4 @@ std::string_view template_text(std::string_view name) {
 
 const std::vector<std::string_view>& template_names() { return joined().names; }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

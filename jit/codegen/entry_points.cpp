@@ -1,10 +1,10 @@
-#include "jit/entry_points.hpp"
+#include "jit/codegen/entry_points.hpp"
 
 #include <algorithm>
 
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 std::string keep_entry_points(const std::string& source, const EntryLines& lines, const std::vector<std::string>& keep) {
     std::string printed;
@@ -17,4 +17,4 @@ std::string keep_entry_points(const std::string& source, const EntryLines& lines
     return out;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "jit/entry_points.hpp"
+#include "jit/codegen/entry_points.hpp"
 #include "jit/frontend/type_checker.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 // The synthetic output each expression piece (map, reduce, identity) is checked as assigning:
 // `_kjit_r = <expression>`. Users cannot name it (names starting with '_' are kjit's).
@@ -82,4 +82,4 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
 // plan note, jit/reduction_note.hpp).
 std::uint64_t reduction_generations() noexcept;
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

@@ -1,4 +1,4 @@
-#include "jit/codegen.hpp"
+#include "jit/codegen/elementwise.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -6,13 +6,14 @@
 #include <functional>
 #include <sstream>
 
-#include "jit/statement_printer.hpp"
-#include "jit/templates.hpp"
+#include "jit/codegen/statement_printer.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 using namespace frontend;
+
 namespace {
 
 // --- the module ---
@@ -526,24 +527,4 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     return m;
 }
 
-namespace {
-
-// Whether evaluating `e` always assigns parameter k: `k = ...`, or one of `a, b`'s operands does.
-bool assigns(const Expr& e, int k) {
-    if (e.kind == ExprKind::binary && static_cast<const BinaryExpr&>(e).op == BinaryOp::comma)
-        return assigns(*static_cast<const BinaryExpr&>(e).lhs, k) || assigns(*static_cast<const BinaryExpr&>(e).rhs, k);
-    if (e.kind != ExprKind::assign) return false;
-    const auto& a = static_cast<const AssignExpr&>(e);
-    return a.op == AssignOp::assign && a.target->kind == ExprKind::name &&
-           static_cast<const NameExpr&>(*a.target).refers_to == NameKind::param && static_cast<const NameExpr&>(*a.target).index == k;
-}
-
-}  // namespace
-
-bool definitely_assigned(const Body& body, int k) {
-    for (const StmtPtr& s : body.statements)
-        if (s->kind == StmtKind::expr && assigns(*static_cast<const ExprStmt&>(*s).expr, k)) return true;
-    return false;
-}
-
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 // The text of one template by file name ("complex.cuh"); throws kjit::Error naming the known
 // templates when there is none of that name. The view stays valid for the life of the process.
@@ -31,4 +31,4 @@ extern const EmbeddedTemplate embedded_templates[];
 extern const std::size_t embedded_template_count;
 
 }  // namespace detail
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 // Each entry point's name and its definition (one line, newline included), in the order printed.
 using EntryLines = std::vector<std::pair<std::string, std::string>>;
@@ -17,4 +17,4 @@ using EntryLines = std::vector<std::pair<std::string, std::string>>;
 // the lines are not the end of the source (a generator that changed its layout), never guessing.
 std::string keep_entry_points(const std::string& source, const EntryLines& lines, const std::vector<std::string>& keep);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen

@@ -1,6 +1,6 @@
 // Prints a checked kernel body back as CUDA C++: the user's statements as they wrote them, with
 // explicit conversions only where CUDA's overloads for half, bfloat16 and complex would not follow
-// C's rules. The code generator (jit/codegen.hpp) wraps the result in kernels.
+// C's rules. The code generator (jit/codegen/elementwise.hpp) wraps the result in kernels.
 #pragma once
 
 #include <sstream>
@@ -9,7 +9,7 @@
 #include "jit/frontend/ast.hpp"
 #include "jit/frontend/type_checker.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::codegen {
 
 // The name of the thread's state (loop_prep's variables) in generated code: a struct the body
 // functions take by reference.
@@ -25,4 +25,4 @@ std::string convert_value(const std::string& e, DType from, DType to);
 // The CUDA spelling of a dtype in generated code ("float", "__half", "kjit::complex<float>").
 std::string cuda_type(DType t);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::codegen
