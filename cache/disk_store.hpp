@@ -24,7 +24,7 @@
 // Thread safety: a DiskStore may be used from many threads at once; its mutable state is atomic
 // (counters, and which shard folders were found sound).
 //
-// Beside the shards, <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
+// Beside the shards, <dir>/nvrtc-identity records the NVRTC last loaded (jit/compile/nvrtc_identity.hpp).
 #pragma once
 
 #include <array>

@@ -16,7 +16,7 @@
 #include "jit/frontend/parser.hpp"
 #include "jit/plan_note.hpp"
 #include "jit/frontend/preamble.hpp"
-#include "jit/program_lookup.hpp"
+#include "jit/compile/program_store.hpp"
 #include "jit/frontend/type_checker.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
@@ -152,7 +152,7 @@ std::string describe(const ElementwiseKernel& k, std::string_view binding) {
 // A kernel for one binding, ready to be looked up: its generated module and what the cache needs.
 struct Prepared {
     jit::codegen::GeneratedModule generated;
-    jit::CachedProgram program;
+    jit::compile::CachedProgram program;
     bool uses_index = false;  // the body reads `i`
 };
 
@@ -163,7 +163,7 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     jit::codegen::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage,
                                  small_only};
     Prepared p{jit::codegen::generate_elementwise(m, c.kernel, c.body, types, &c.hooks), {}, c.kernel.uses_i};
-    jit::CachedProgram& prog = p.program;
+    jit::compile::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
     // Generated code uses no texture or device-runtime API: -minimal saves a third of the compile
@@ -186,7 +186,7 @@ KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::str
 KernelBinary jit::compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                       const std::string& arch) {
     Prepared p = prepare(kernel, types, variant);
-    const jit::FoundProgram found = jit::find_or_compile_program(p.program, arch);
+    const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p.program, arch);
     KernelBinary b;
     b.arch = found.entry->meta.arch;
     b.cubin = found.entry->cubin;
@@ -228,7 +228,7 @@ KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) co
 KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                    int ordinal) {
     Prepared p = prepare(kernel, types, variant);
-    const jit::LoadedProgram loaded = jit::load_program(p.program, ordinal);
+    const jit::compile::LoadedProgram loaded = jit::compile::load_program(p.program, ordinal);
     KernelModule km;
     km.module = loaded.module;
     km.arch = loaded.arch;
@@ -268,7 +268,7 @@ std::string entry_name(const jit::codegen::GeneratedModule& g, jit::ElementwiseE
 struct VariantPrograms {
     Prepared small;
     std::vector<std::vector<std::string>> groups;  // each entry's name, or none
-    std::function<jit::CachedProgram(std::size_t)> program_of;
+    std::function<jit::compile::CachedProgram(std::size_t)> program_of;
 };
 
 VariantPrograms variant_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const jit::ModuleVariant& variant) {
@@ -444,9 +444,9 @@ jit::CompiledModules jit::compile_elementwise_entry(const ElementwiseKernel& ker
                                                     const ModuleVariant& variant, const std::string& arch, ElementwiseEntry entry) {
     const VariantPrograms p = variant_programs(kernel, types, variant);
     if (p.groups[static_cast<std::size_t>(entry)].empty()) return {};
-    CachedProgram program = p.program_of(static_cast<std::size_t>(entry));
-    const FoundProgram found = find_or_compile_program(program, arch);
-    return {found.entry->meta.arch, found.compile_ms, found.entry->key, alias_key(program)};
+    compile::CachedProgram program = p.program_of(static_cast<std::size_t>(entry));
+    const compile::FoundProgram found = compile::find_or_compile_program(program, arch);
+    return {found.entry->meta.arch, found.compile_ms, found.entry->key, compile::alias_key(program)};
 }
 
 bool jit::note_elementwise_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,

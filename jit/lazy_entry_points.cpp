@@ -4,20 +4,20 @@
 
 namespace kjit::jit {
 
-CachedProgram program_with_entries(const CachedProgram& whole, const codegen::EntryLines& lines, const std::vector<std::string>& keep) {
-    CachedProgram p = whole;
+compile::CachedProgram program_with_entries(const compile::CachedProgram& whole, const codegen::EntryLines& lines, const std::vector<std::string>& keep) {
+    compile::CachedProgram p = whole;
     p.request.source = codegen::keep_entry_points(whole.request.source, lines, keep);
     p.key_source.clear();  // the group's own source is its key
     return p;
 }
 
-LazyEntryPoints::LazyEntryPoints(CachedProgram whole, codegen::EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
+LazyEntryPoints::LazyEntryPoints(compile::CachedProgram whole, codegen::EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
                                  std::shared_ptr<PlanNote> note)
     : LazyEntryPoints(
           [whole, lines, groups](std::size_t g) { return program_with_entries(whole, lines, groups[g]); }, EntryGroups(groups),
           whole.description, ordinal, std::move(note)) {}
 
-LazyEntryPoints::LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, EntryGroups groups, std::string description,
+LazyEntryPoints::LazyEntryPoints(std::function<compile::CachedProgram(std::size_t)> program_of, EntryGroups groups, std::string description,
                                  int ordinal, std::shared_ptr<PlanNote> note)
     : program_of_(std::move(program_of)),
       groups_(std::move(groups)),
@@ -46,8 +46,8 @@ const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::gr
             }
         }
     }
-    CachedProgram program = program_of_(g);
-    const LoadedProgram loaded = load_program(program, ordinal_);
+    compile::CachedProgram program = program_of_(g);
+    const compile::LoadedProgram loaded = compile::load_program(program, ordinal_);
     take(loaded.module);
     if (note_ && !loaded.compiled_from_ptx) note_->loaded(g, *loaded.entry, program);
     return functions_[g];

@@ -17,13 +17,13 @@
 #include "jit/entry_groups.hpp"
 #include "jit/codegen/entry_points.hpp"
 #include "jit/plan_note.hpp"
-#include "jit/program_lookup.hpp"
+#include "jit/compile/program_store.hpp"
 
 namespace kjit::jit {
 
 // The program of the entry points `keep` of `whole`, whose source ends with `lines`. Its source
 // is its cache key, so each group is its own cache entry.
-CachedProgram program_with_entries(const CachedProgram& whole, const codegen::EntryLines& lines, const std::vector<std::string>& keep);
+compile::CachedProgram program_with_entries(const compile::CachedProgram& whole, const codegen::EntryLines& lines, const std::vector<std::string>& keep);
 
 // What compiling one or more programs gave.
 struct CompiledModules {
@@ -39,14 +39,14 @@ public:
     static constexpr std::size_t kMaxPerGroup = EntryGroups::kMaxPerGroup;
     // `groups[g]`: the entry point names of group g (at most kMaxPerGroup; an empty group cannot
     // be loaded: the generator made no such entry point).
-    LazyEntryPoints(CachedProgram whole, codegen::EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
+    LazyEntryPoints(compile::CachedProgram whole, codegen::EntryLines lines, std::vector<std::vector<std::string>> groups, int ordinal,
                     std::shared_ptr<PlanNote> note = nullptr);
     // The same with each group's program made by `program_of(g)` (a generator that writes a
     // group's program on its own rather than cutting it out of the whole); `description` names
     // the kernel in errors.
     // With `note` (jit/plan_note.hpp), a group the note knows is loaded from the cache entry it
     // names, without making its program; a group loaded the long way is noted.
-    LazyEntryPoints(std::function<CachedProgram(std::size_t)> program_of, EntryGroups groups, std::string description,
+    LazyEntryPoints(std::function<compile::CachedProgram(std::size_t)> program_of, EntryGroups groups, std::string description,
                     int ordinal, std::shared_ptr<PlanNote> note = nullptr);
 
     // Group g's kernels on the device, in the group's order: compiled or found and loaded on the
@@ -54,7 +54,7 @@ public:
     const std::array<CUfunction, kMaxPerGroup>& group(std::size_t g);
 
 private:
-    const std::function<CachedProgram(std::size_t)> program_of_;
+    const std::function<compile::CachedProgram(std::size_t)> program_of_;
     const EntryGroups groups_;
     const std::string description_;
     const int ordinal_;

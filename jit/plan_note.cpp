@@ -7,10 +7,10 @@
 
 #include "cache/cache_key.hpp"
 #include "cache/kernel_cache.hpp"
-#include "jit/nvrtc_identity.hpp"
-#include "jit/nvrtc_version.hpp"
-#include "jit/program_lookup.hpp"
-#include "jit/source_identity.hpp"
+#include "jit/compile/nvrtc_identity.hpp"
+#include "jit/compile/nvrtc_version.hpp"
+#include "jit/compile/program_store.hpp"
+#include "jit/compile/source_identity.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
@@ -32,7 +32,7 @@ std::string note_name(std::span<const std::string_view> source_fields, int devic
     const auto r = std::to_chars(sm + 3, sm + sizeof sm, device_cc);
     fields.emplace_back(sm, static_cast<std::size_t>(r.ptr - sm));
     fields.emplace_back(kjit_arch != nullptr ? kjit_arch : "");
-    fields.emplace_back(kSourceIdentity);
+    fields.emplace_back(compile::kSourceIdentity);
     return cache::make_fields_key("kjit-plan-note", fields);
 }
 
@@ -190,11 +190,11 @@ PlanNote::PlanNote(std::span<const std::string_view> source_fields, int device_c
 // this process knows of no NVRTC at all, its aliases.
 PlanNote::Use PlanNote::use_of(const NoteKeying& keying) const {
     if (kjit::detail::nvrtc_loaded()) {
-        const std::optional<ProgramKeying> now = program_keying(device_cc_);
+        const std::optional<compile::ProgramKeying> now = compile::program_keying(device_cc_);
         return now && now->nvrtc_version == keying.nvrtc_version && now->target == keying.target ? Use::keys : Use::none;
     }
-    if (!keying.nvrtc_lines.empty() && held_identity_lines(keying.nvrtc_lines) == keying.nvrtc_lines.size()) return Use::keys;
-    const std::optional<ProgramKeying> recorded = program_keying(device_cc_);
+    if (!keying.nvrtc_lines.empty() && compile::held_identity_lines(keying.nvrtc_lines) == keying.nvrtc_lines.size()) return Use::keys;
+    const std::optional<compile::ProgramKeying> recorded = compile::program_keying(device_cc_);
     if (!recorded) return Use::aliases;
     return recorded->nvrtc_version == keying.nvrtc_version && recorded->target == keying.target ? Use::keys : Use::none;
 }
@@ -206,17 +206,17 @@ std::shared_ptr<kjit::detail::LoadedModule> PlanNote::find(std::size_t g, int or
         // binding and the noted target, or it is passed over with a warning.
         const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
         const std::string spec = kernel_cache->settings().record.empty() || !spec_json_ ? std::string() : spec_json_();
-        return load_entry_module(kernel_cache->find_alias(aliases_[g], spec, target_, {kernel_name_, types_, target_}), ordinal,
+        return compile::load_entry_module(kernel_cache->find_alias(aliases_[g], spec, target_, {kernel_name_, types_, target_}), ordinal,
                                  device_cc_);
     }
     if (g >= keys_.size() || keys_[g].empty()) return nullptr;
-    return load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
+    return compile::load_cached_program(keys_[g], ordinal, device_cc_, target_, spec_json_);
 }
 
-void PlanNote::loaded(std::size_t g, const cache::Entry& entry, const CachedProgram& program) {
+void PlanNote::loaded(std::size_t g, const cache::Entry& entry, const compile::CachedProgram& program) {
     if (g >= keys_.size() || keys_[g] == entry.key) return;
     keys_[g] = entry.key;
-    aliases_[g] = alias_key(program);
+    aliases_[g] = compile::alias_key(program);
     write();
 }
 
@@ -224,7 +224,7 @@ void PlanNote::loaded(std::size_t g, const cache::Entry& entry, const CachedProg
 // long way's, or the note's own): a failed write is only a lost shortcut.
 void PlanNote::write() {
     if (name_.empty() || (!values_ && !noted_)) return;
-    const std::optional<ProgramKeying> now = program_keying(device_cc_, /*with_identity=*/true);
+    const std::optional<compile::ProgramKeying> now = compile::program_keying(device_cc_, /*with_identity=*/true);
     if (!now) return;
     if (target_.empty() || use_ == Use::aliases) target_ = now->target;
     const NotedValues values = values_ ? NotedValues(values_->begin(), values_->end()) : noted_values_;
@@ -241,10 +241,10 @@ bool write_plan_note(std::span<const std::string_view> source_fields, const std:
                                                        : std::from_chars_result{arch.data(), std::errc::invalid_argument};
     if (error != std::errc() || end != arch.data() + arch.size() || cc <= 0 || arch != "sm_" + std::to_string(cc)) return false;
     if (!kjit::detail::nvrtc_loaded()) return false;
-    const std::optional<NvrtcIdentity> id = loaded_nvrtc_identity();
+    const std::optional<compile::NvrtcIdentity> id = compile::loaded_nvrtc_identity();
     if (!id) return false;
     const std::string name = note_name(source_fields, cc, nullptr);
-    const std::string version = nvrtc_version_key();
+    const std::string version = compile::nvrtc_version_key();
     const PlanNote::NotedValues noted(values.begin(), values.end());
     const std::string text = format_plan_note({id->lines, version, arch}, noted, keys, aliases);
     return !name.empty() && !text.empty() && cache::process_cache()->write_note(name, text);

@@ -2,12 +2,12 @@
 // (the launch shape of its variants, their entry point names, the cache key and the alias key of
 // each variant's program), noted in the kernel cache under a name made from what the code is
 // generated from (the kernel's strings, the dtype binding), the GPU, KJIT_ARCH and kjit's source
-// identity (jit/source_identity.hpp). A fresh process whose first call finds the note loads the
+// identity (jit/compile/source_identity.hpp). A fresh process whose first call finds the note loads the
 // cached program at once: no check, no code generation, no source to hash. On the H200 host that
 // was most of a fresh process's first cached call (docs/PERFORMANCE.md).
 //
 // What keys the noted programs (NVRTC's version and the target) is in the note, with the identity
-// of NVRTC's file (jit/nvrtc_identity.hpp). A process uses the noted keys when its NVRTC is the
+// of NVRTC's file (jit/compile/nvrtc_identity.hpp). A process uses the noted keys when its NVRTC is the
 // noted one: loaded with that version, or not loaded and the noted file and environment unchanged
 // (one `stat`), or not loaded and the identity recorded beside the writable folder giving that
 // version. A process that has not loaded NVRTC and knows of no NVRTC (none recorded, the noted one
@@ -40,9 +40,11 @@
 #include "cache/entry.hpp"
 #include "runtime/detail/module.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
+struct CachedProgram;  // jit/compile/program_store.hpp
+}  // namespace kjit::jit::compile
 
-struct CachedProgram;  // jit/program_lookup.hpp
+namespace kjit::jit {
 
 // What a note's programs were keyed under: NVRTC's identity lines (nvrtc_identity_lines), its
 // version key and the target ("sm_90"). Views: of the note's text when read, of the process's
@@ -86,7 +88,7 @@ public:
     // Group g was loaded the long way from the cache entry `entry` (a cubin for this GPU), made
     // from `program` (whose alias key is noted too): noted, with every key known, when the
     // plan's values are known. A failed write is only a lost shortcut.
-    void loaded(std::size_t g, const cache::Entry& entry, const CachedProgram& program);
+    void loaded(std::size_t g, const cache::Entry& entry, const compile::CachedProgram& program);
 
 private:
     // How a note read is used: not at all, by its keys, or by its aliases.

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "jit/arch.hpp"
+#include "jit/compile/arch.hpp"
 #include "jit/precompile_jobs.hpp"
 #include "jit/worker_threads.hpp"
 #include "kjit/cache.hpp"
@@ -22,7 +22,7 @@ namespace {
 std::vector<std::string> usable_archs(const std::vector<std::string>& archs, std::vector<std::string>& failures) {
     std::vector<int> supported;
     try {
-        supported = nvrtc_supported_archs();
+        supported = compile::nvrtc_supported_archs();
     } catch (const Error&) {
         // No NVRTC, or one that cannot say: the jobs can only look for what a cache has, or
         // meet the same fault, and each says so itself.
@@ -30,8 +30,8 @@ std::vector<std::string> usable_archs(const std::vector<std::string>& archs, std
     std::vector<std::string> usable;
     for (const std::string& arch : archs) {
         try {
-            const ArchSpec spec = parse_arch(arch, "arch");
-            if (!supported.empty()) (void)clamp_arch(spec, supported, "the arch list");
+            const compile::ArchSpec spec = compile::parse_arch(arch, "arch");
+            if (!supported.empty()) (void)compile::clamp_arch(spec, supported, "the arch list");
             usable.push_back(arch);
         } catch (const Error& e) {
             failures.push_back(detail::printable(std::string(e.what()) + "; nothing is compiled for it"));

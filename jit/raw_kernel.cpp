@@ -33,7 +33,7 @@ int function_attribute(detail::Driver& d, CUfunction_attribute attribute, CUfunc
 std::unique_ptr<jit::RawFunction> load_function(const jit::RawModuleState& module, const std::string& name,
                                                 int ordinal) {
     auto f = std::make_unique<jit::RawFunction>();
-    const jit::LoadedProgram& loaded = module.on_device(ordinal);
+    const jit::compile::LoadedProgram& loaded = module.on_device(ordinal);
     f->module = loaded.module;
     f->function = module.function(name, ordinal);
     f->ordinal = ordinal;

@@ -66,8 +66,8 @@ std::string quoted_list(const std::vector<std::string>& names) {
 
 namespace jit {
 
-CachedProgram RawModuleState::program() const {
-    CachedProgram p;
+compile::CachedProgram RawModuleState::program() const {
+    compile::CachedProgram p;
     p.request.source = source;
     p.request.program_name = program_name(label);
     p.request.options = options.nvrtc_options;
@@ -80,15 +80,15 @@ CachedProgram RawModuleState::program() const {
     return p;
 }
 
-const LoadedProgram& RawModuleState::on_device(int ordinal) const {
+const compile::LoadedProgram& RawModuleState::on_device(int ordinal) const {
     return loaded.get(ordinal, [&] {
-        CachedProgram p = program();
-        return std::make_unique<LoadedProgram>(load_program(p, ordinal));
+        compile::CachedProgram p = program();
+        return std::make_unique<compile::LoadedProgram>(compile::load_program(p, ordinal));
     });
 }
 
 CUfunction RawModuleState::function(const std::string& name, int ordinal) const {
-    const LoadedProgram& loaded_here = on_device(ordinal);
+    const compile::LoadedProgram& loaded_here = on_device(ordinal);
     std::string symbol = name;
     for (const auto& [expression, lowered] : loaded_here.entry->meta.lowered_names)
         if (expression == name) symbol = lowered;
@@ -141,8 +141,8 @@ RawKernel RawModule::get_function(const std::string& name) const {
 }
 
 RawModuleBinary RawModule::compile(const std::string& arch) const {
-    jit::CachedProgram p = state_->program();
-    const jit::FoundProgram found = jit::find_or_compile_program(p, arch);
+    jit::compile::CachedProgram p = state_->program();
+    const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p, arch);
     RawModuleBinary b;
     b.arch = found.entry->meta.arch;
     b.cubin = found.entry->cubin;

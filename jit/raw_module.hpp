@@ -11,7 +11,7 @@
 #include <cuda.h>
 
 #include "jit/per_device.hpp"
-#include "jit/program_lookup.hpp"
+#include "jit/compile/program_store.hpp"
 #include "kjit/raw_kernel.hpp"
 
 namespace kjit::jit {
@@ -22,12 +22,12 @@ struct RawModuleState {
     std::string label;       // options.name, or the default
     std::string spec_json;   // the manifest entry (DESIGN.md, "kind": "raw")
     std::string key_source;  // what cache keys hash as the source (see raw_module.cpp)
-    PerDevice<LoadedProgram> loaded;
+    PerDevice<compile::LoadedProgram> loaded;
 
     // The program to look up or compile (a fresh copy: the lookup fills in its target).
-    CachedProgram program() const;
+    compile::CachedProgram program() const;
     // The module loaded on device `ordinal` (compiled or found in a cache on first use).
-    const LoadedProgram& on_device(int ordinal) const;
+    const compile::LoadedProgram& on_device(int ordinal) const;
     // Kernel `name` (an extern "C" name or a name expression) in the module loaded on `ordinal`.
     // Throws Error naming the name expressions when the module has no such kernel.
     CUfunction function(const std::string& name, int ordinal) const;

@@ -12,7 +12,7 @@
 #include "jit/elementwise_calls.hpp"
 #include "jit/host/host_backend.hpp"
 #include "jit/lazy_entry_points.hpp"
-#include "jit/program_lookup.hpp"
+#include "jit/compile/program_store.hpp"
 #include "jit/codegen/reduction.hpp"
 #include "kjit/reduction_kernel.hpp"
 
@@ -48,7 +48,7 @@ struct ReductionModule {
 std::vector<std::string> reduction_group_entries(const codegen::GeneratedReduction& g, ReductionEntryGroup group, bool index64);
 
 // The program of one group: `whole` (every entry point) with only the group's entry points.
-CachedProgram reduction_group_program(const CachedProgram& whole, const codegen::GeneratedReduction& g, ReductionEntryGroup group,
+compile::CachedProgram reduction_group_program(const compile::CachedProgram& whole, const codegen::GeneratedReduction& g, ReductionEntryGroup group,
                                       bool index64);
 
 // The entry point names of every group, one per strategy and index width (group * 2 + index64).
@@ -56,7 +56,7 @@ std::vector<std::vector<std::string>> reduction_groups(const codegen::GeneratedR
 
 // A loader of the groups of `whole` on device `ordinal` (jit/reduction_groups.cpp), which notes
 // what it loads in `note` when given one.
-std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, codegen::GeneratedReduction g, int ordinal,
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(compile::CachedProgram whole, codegen::GeneratedReduction g, int ordinal,
                                                              std::shared_ptr<PlanNote> note = nullptr);
 
 // The module of `kernel` for this binding and variant (inputs passed as scalars, array inputs

@@ -27,7 +27,7 @@ std::string reduction_group_label(ReductionEntryGroup group, bool index64) {
     return std::string(names[static_cast<int>(group)]) + (index64 ? "64" : "32");
 }
 
-CachedProgram reduction_group_program(const CachedProgram& whole, const codegen::GeneratedReduction& g, ReductionEntryGroup group,
+compile::CachedProgram reduction_group_program(const compile::CachedProgram& whole, const codegen::GeneratedReduction& g, ReductionEntryGroup group,
                                       bool index64) {
     return program_with_entries(whole, g.entry_lines, reduction_group_entries(g, group, index64));
 }
@@ -45,7 +45,7 @@ std::vector<std::vector<std::string>> reduction_groups(const codegen::GeneratedR
     return groups;
 }
 
-std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(CachedProgram whole, codegen::GeneratedReduction g, int ordinal,
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(compile::CachedProgram whole, codegen::GeneratedReduction g, int ordinal,
                                                              std::shared_ptr<PlanNote> note) {
     std::vector<std::vector<std::string>> groups = reduction_groups(g);
     return std::make_shared<LazyEntryPoints>(std::move(whole), std::move(g.entry_lines), std::move(groups), ordinal,

@@ -10,7 +10,7 @@
 #include "jit/frontend/params.hpp"
 #include "jit/frontend/parser.hpp"
 #include "jit/frontend/preamble.hpp"
-#include "jit/program_lookup.hpp"
+#include "jit/compile/program_store.hpp"
 #include "jit/reduction_calls.hpp"
 #include "jit/codegen/reduction.hpp"
 #include "jit/reduction_note.hpp"
@@ -326,7 +326,7 @@ std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const 
 // cache needs, and the facts about its reduce type the launcher uses.
 struct Prepared {
     jit::codegen::GeneratedReduction generated;
-    jit::CachedProgram program;
+    jit::compile::CachedProgram program;
     std::string reduce_type;
     std::size_t reduce_itemsize = 0;
     bool has_identity = false;
@@ -354,7 +354,7 @@ Prepared prepare(const ReductionKernel& k, const jit::CustomGenerator& custom, c
         p.has_identity = c.has_identity;
         p.program.spec_json = [k, types, variant] { return spec_json(k, types, variant); };
     }
-    jit::CachedProgram& prog = p.program;
+    jit::compile::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
     prog.request.program_name = k.name() + ".cu";
     // As for elementwise kernels: -minimal unless the user's preamble may need more.
@@ -427,7 +427,7 @@ ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::st
 ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                        const std::string& arch) {
     Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
-    const jit::FoundProgram found = jit::find_or_compile_program(p.program, arch);
+    const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p.program, arch);
     const jit::codegen::GeneratedReduction& g = p.generated;
     ReductionBinary b;
     b.arch = found.entry->meta.arch;
@@ -507,9 +507,9 @@ jit::CompiledGroups jit::compile_reduction_group(const ReductionKernel& kernel, 
                                                  const ModuleVariant& variant, const std::string& arch,
                                                  ReductionEntryGroup group, bool index64) {
     const Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
-    CachedProgram program = reduction_group_program(p.program, p.generated, group, index64);
-    const FoundProgram found = find_or_compile_program(program, arch);
-    return {found.entry->meta.arch, found.compile_ms, found.entry->key, alias_key(program)};
+    compile::CachedProgram program = reduction_group_program(p.program, p.generated, group, index64);
+    const compile::FoundProgram found = compile::find_or_compile_program(program, arch);
+    return {found.entry->meta.arch, found.compile_ms, found.entry->key, compile::alias_key(program)};
 }
 
 jit::CompiledGroups jit::compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types,

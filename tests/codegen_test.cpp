@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "jit/codegen/elementwise.hpp"
-#include "jit/nvrtc_compiler.hpp"
+#include "jit/compile/nvrtc_compiler.hpp"
 #include "jit/frontend/parser.hpp"
 #include "jit/frontend/params.hpp"
 #include "kjit/device.hpp"
@@ -239,12 +239,12 @@ TEST_CASE("modules with scalar parameters and converted inputs compile with ever
         CHECK_THAT(m.source, Contains("const " + std::string(stored.cuda_name()) + "* x;") && Contains("x stored as"));
         REQUIRE_FALSE(m.rows32.empty());
         REQUIRE_FALSE(m.tiled32.empty());
-        kjit::jit::CompileRequest r;
+        kjit::jit::compile::CompileRequest r;
         r.source = m.source;
         r.program_name = "mixed.cu";
         r.target.requested = r.target.compiled = 90;
         r.options = {"-minimal"};
-        const kjit::jit::CompileResult c = kjit::jit::compile_cuda(r);
+        const kjit::jit::compile::CompileResult c = kjit::jit::compile::compile_cuda(r);
         for (const std::string& entry : {m.contiguous32, m.contiguous64, m.strided32, m.strided64, m.rows32, m.tiled32})
             CHECK_THAT(c.ptx, Contains(entry));
     }

@@ -16,11 +16,11 @@
 #include "jit/codegen/elementwise.hpp"
 #include "jit/codegen/reduction.hpp"
 #include "jit/reduction_note.hpp"
-#include "jit/nvrtc_identity.hpp"
-#include "jit/nvrtc_version.hpp"
+#include "jit/compile/nvrtc_identity.hpp"
+#include "jit/compile/nvrtc_version.hpp"
 #include "jit/plan_note.hpp"
 #include "jit/precompile.hpp"
-#include "jit/source_identity.hpp"
+#include "jit/compile/source_identity.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/reduction_kernel.hpp"
@@ -141,32 +141,32 @@ TEST_CASE("held identity lines are exactly the lines NVRTC's file and environmen
     const kjit::test::TempDir dir;
     const fs::path library = dir.path() / "libnvrtc.so.13";
     write_bytes(library, "not really a library");
-    const std::string lines = kjit::jit::nvrtc_identity_lines(library.string());
+    const std::string lines = kjit::jit::compile::nvrtc_identity_lines(library.string());
     REQUIRE_FALSE(lines.empty());
-    CHECK(kjit::jit::held_identity_lines(lines) == lines.size());
-    CHECK(kjit::jit::held_identity_lines(lines + "version_key=x\n") == lines.size());  // what follows is not theirs
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == lines.size());
+    CHECK(kjit::jit::compile::held_identity_lines(lines + "version_key=x\n") == lines.size());  // what follows is not theirs
     // Any byte changed, any cut: not held (never a crash).
     for (std::size_t at = 0; at < lines.size(); ++at) {
         std::string bad = lines;
         bad[at] = bad[at] == '1' ? '2' : '1';
         INFO("byte " << at);
-        CHECK(kjit::jit::held_identity_lines(bad) == 0);
+        CHECK(kjit::jit::compile::held_identity_lines(bad) == 0);
     }
-    for (std::size_t cut = 0; cut < lines.size(); ++cut) CHECK(kjit::jit::held_identity_lines(lines.substr(0, cut)) == 0);
+    for (std::size_t cut = 0; cut < lines.size(); ++cut) CHECK(kjit::jit::compile::held_identity_lines(lines.substr(0, cut)) == 0);
     // The file rewritten (size, mtime), or an environment that could choose another NVRTC: not held.
     {
         const kjit::test::ScopedEnv elsewhere("CUDA_HOME", "/somewhere/else");
-        CHECK(kjit::jit::held_identity_lines(lines) == 0);
+        CHECK(kjit::jit::compile::held_identity_lines(lines) == 0);
     }
-    CHECK(kjit::jit::held_identity_lines(lines) == lines.size());
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == lines.size());
     write_bytes(library, "another library, longer");
-    CHECK(kjit::jit::held_identity_lines(lines) == 0);
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == 0);
     fs::remove(library);
-    CHECK(kjit::jit::held_identity_lines(lines) == 0);
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == 0);
 }
 
 TEST_CASE("kjit's source identity, which names plan notes, is a hash made at build time", "[plan_note]") {
-    const std::string id = kjit::jit::kSourceIdentity;
+    const std::string id = kjit::jit::compile::kSourceIdentity;
     CHECK(id.size() == 32);
     CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
 }

@@ -1,4 +1,4 @@
-#include "jit/nvrtc_compiler.hpp"
+#include "jit/compile/nvrtc_compiler.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,12 +9,12 @@
 
 #include <fmt/format.h>
 
-#include "jit/nvrtc_version.hpp"
+#include "jit/compile/nvrtc_version.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 namespace {
 
 // Owns one nvrtcProgram: destroyed on every path out of compile_cuda, errors included.
@@ -52,7 +52,7 @@ bool has_include(std::string_view source) {
 const std::vector<std::string>& toolkit_include_options(const kjit::detail::NvrtcApi& api) {
     static std::mutex mutex;
     static std::map<std::string, std::vector<std::string>> by_dir;
-    const std::string& dir = detail::toolkit_include_dir(api);
+    const std::string& dir = toolkit_include_dir(api);
     const std::lock_guard lock(mutex);
     if (const auto it = by_dir.find(dir); it != by_dir.end()) return it->second;
     std::vector<std::string> options;
@@ -152,7 +152,7 @@ CompileResult compile_cuda(const CompileRequest& request) {
     return result;
 }
 
-std::string nvrtc_version_key() { return detail::nvrtc_version_key(kjit::detail::nvrtc()); }
+std::string nvrtc_version_key() { return nvrtc_version_key(kjit::detail::nvrtc()); }
 
 std::vector<int> log_line_numbers(std::string_view log, std::string_view program_name) {
     std::vector<int> errors;
@@ -217,4 +217,4 @@ std::string source_excerpt(std::string_view source, const std::vector<int>& line
     return out;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

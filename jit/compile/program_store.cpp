@@ -1,4 +1,4 @@
-#include "jit/program_lookup.hpp"
+#include "jit/compile/program_store.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -13,15 +13,15 @@
 #include "cache/cache_key.hpp"
 #include "cache/file_io.hpp"
 #include "cache/kernel_cache.hpp"
-#include "jit/arch.hpp"
-#include "jit/nvrtc_identity.hpp"
+#include "jit/compile/arch.hpp"
+#include "jit/compile/nvrtc_identity.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 namespace {
 
 const std::string& key_source(const CachedProgram& p) {
@@ -142,7 +142,7 @@ std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const Arch
 std::vector<int> supported_archs(bool have_nvrtc) { return have_nvrtc ? nvrtc_supported_archs() : std::vector<int>{}; }
 
 // Records which NVRTC this process loaded beside the writable cache folder, once per folder, so
-// that later processes can compute keys without loading it (jit/nvrtc_identity.hpp).
+// that later processes can compute keys without loading it (jit/compile/nvrtc_identity.hpp).
 void remember_nvrtc_once(const std::string& dir) {
     static std::mutex mutex;
     static std::set<std::string> done;
@@ -154,7 +154,7 @@ void remember_nvrtc_once(const std::string& dir) {
     remember_nvrtc(dir);
 }
 
-// The NVRTC identity recorded in `dir` (jit/nvrtc_identity.hpp), read once per folder and process:
+// The NVRTC identity recorded in `dir` (jit/compile/nvrtc_identity.hpp), read once per folder and process:
 // the record describes files that do not change under a running process.
 std::optional<NvrtcIdentity> remembered_nvrtc_once(const std::string& dir) {
     static std::mutex mutex;
@@ -299,4 +299,4 @@ LoadedProgram load_program(CachedProgram& p, int ordinal) {
     return loaded;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

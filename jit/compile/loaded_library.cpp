@@ -1,4 +1,4 @@
-#include "jit/elf_image.hpp"
+#include "jit/compile/loaded_library.hpp"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string_view>
 
-namespace kjit::jit::detail {
+namespace kjit::jit::compile {
 namespace {
 
 struct BuildIdSearch {
@@ -74,4 +74,4 @@ std::string elf_build_id(const void* address) {
     return search.hex;
 }
 
-}  // namespace kjit::jit::detail
+}  // namespace kjit::jit::compile

@@ -14,10 +14,10 @@
 #include <string>
 
 #include "cache/entry.hpp"
-#include "jit/nvrtc_compiler.hpp"
+#include "jit/compile/nvrtc_compiler.hpp"
 #include "runtime/detail/module.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 
 // A program and what the cache needs to know about it.
 struct CachedProgram {
@@ -63,7 +63,7 @@ LoadedProgram load_program(CachedProgram& program, int ordinal);
 
 // What keys a call's programs on a GPU of compute capability `device_cc` now: the target it
 // compiles for ("sm_90") and NVRTC's version key, and with `with_identity` the identity lines of
-// that NVRTC's file (jit/nvrtc_identity.hpp). Known without loading NVRTC from the identity
+// that NVRTC's file (jit/compile/nvrtc_identity.hpp). Known without loading NVRTC from the identity
 // recorded beside the writable folder; nothing when NVRTC is not loaded and no record holds.
 struct ProgramKeying {
     std::string target;
@@ -83,4 +83,4 @@ std::shared_ptr<kjit::detail::LoadedModule> load_cached_program(const std::strin
 std::shared_ptr<kjit::detail::LoadedModule> load_entry_module(const std::shared_ptr<const cache::Entry>& entry, int ordinal,
                                                         int device_cc);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

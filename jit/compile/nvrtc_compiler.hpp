@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "jit/arch.hpp"
+#include "jit/compile/arch.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 
 struct CompileRequest {
     std::string source;
@@ -59,4 +59,4 @@ std::string source_excerpt(std::string_view source, const std::vector<int>& line
 // The line numbers that `log` reports for `program_name` ("axpb.cu(12): error: ..."), ascending.
 std::vector<int> log_line_numbers(std::string_view log, std::string_view program_name);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

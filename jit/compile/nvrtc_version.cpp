@@ -1,4 +1,4 @@
-#include "jit/nvrtc_version.hpp"
+#include "jit/compile/nvrtc_version.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +21,7 @@
 #define KJIT_CUDA_TOOLKIT_LIBRARY_DIR "/usr/local/cuda/lib64"
 #endif
 
-namespace kjit::jit::detail {
+namespace kjit::jit::compile {
 namespace {
 
 const void* version_symbol(const kjit::detail::NvrtcApi& api) {
@@ -106,4 +106,4 @@ const std::string& toolkit_include_dir(const kjit::detail::NvrtcApi& api) {
     return dir_by_library.emplace(library, found).first->second;
 }
 
-}  // namespace kjit::jit::detail
+}  // namespace kjit::jit::compile

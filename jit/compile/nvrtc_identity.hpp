@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 
 struct NvrtcIdentity {
     std::string version_key;         // as nvrtc_version_key() gives it
@@ -47,4 +47,4 @@ void stat_recorded_nvrtc(const std::string& cache_dir);
 // shortcut). Does nothing when NVRTC is not loaded.
 void remember_nvrtc(const std::string& cache_dir);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

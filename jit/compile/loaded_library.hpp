@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-namespace kjit::jit::detail {
+namespace kjit::jit::compile {
 
 // The GNU build ID (hex) of the loaded shared object holding `address`, read from its mapped
 // PT_NOTE segments (no file I/O); empty when it has none.
@@ -14,4 +14,4 @@ std::string elf_build_id(const void* address);
 // The file the shared object holding `address` was loaded from (dladdr), empty if unknown.
 std::string loaded_file(const void* address);
 
-}  // namespace kjit::jit::detail
+}  // namespace kjit::jit::compile

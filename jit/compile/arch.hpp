@@ -10,7 +10,7 @@
 
 #include "kjit/device.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 
 // With no KJIT_ARCH and no device (a build machine filling a cache, `kjit compile`), kjit compiles
 // for sm_80: its cubin runs on every 8.x GPU (A100, A10, L4, L40, RTX 30/40: cubins run on later
@@ -65,4 +65,4 @@ std::vector<int> nvrtc_supported_archs();
 ArchTarget select_arch(std::optional<int> device_cc = std::nullopt);
 ArchTarget select_arch(const DeviceProperties& device);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

@@ -1,4 +1,4 @@
-#include "jit/nvrtc_identity.hpp"
+#include "jit/compile/nvrtc_identity.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include "cache/file_io.hpp"
-#include "jit/nvrtc_compiler.hpp"
-#include "jit/nvrtc_version.hpp"
+#include "jit/compile/nvrtc_compiler.hpp"
+#include "jit/compile/nvrtc_version.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 namespace {
 
 // One `name=value` line per field, in this order, after a first line naming the format. Plain
@@ -133,7 +133,7 @@ std::optional<NvrtcIdentity> loaded_nvrtc_identity() {
     try {
         const kjit::detail::NvrtcApi& api = kjit::detail::nvrtc();
         NvrtcIdentity id{nvrtc_version_key(), nvrtc_supported_archs(),
-                         nvrtc_identity_lines(detail::loaded_file(reinterpret_cast<const void*>(api.nvrtcVersion)))};
+                         nvrtc_identity_lines(loaded_file(reinterpret_cast<const void*>(api.nvrtcVersion)))};
         if (id.lines.empty() || id.version_key.find('\n') != std::string::npos) return std::nullopt;
         return id;
     } catch (const std::exception&) {
@@ -239,4 +239,4 @@ void remember_nvrtc(const std::string& cache_dir) {
     }
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

@@ -1,4 +1,4 @@
-#include "jit/arch.hpp"
+#include "jit/compile/arch.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 namespace {
 
 std::string cc_text(int cc) { return fmt::format("{}.{}", cc / 10, cc % 10); }
@@ -115,4 +115,4 @@ ArchTarget select_arch(const DeviceProperties& device) {
     return select_arch(device.cc_major * 10 + device.cc_minor);
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

@@ -3,8 +3,8 @@
 // another whose generated code may differ.
 #pragma once
 
-namespace kjit::jit {
+namespace kjit::jit::compile {
 
 extern const char kSourceIdentity[];  // 32 hex digits
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::compile

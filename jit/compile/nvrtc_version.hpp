@@ -5,10 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "jit/elf_image.hpp"
+#include "jit/compile/loaded_library.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
-namespace kjit::jit::detail {
+namespace kjit::jit::compile {
 
 // "nvrtc-13.0+bid:<hex>" or "nvrtc-13.0+xxh3:<hex>" for the library `api` was loaded from
 // (see kjit::jit::nvrtc_version_key); memoised per library file.
@@ -22,4 +22,4 @@ std::optional<std::uint64_t> file_xxh3(const std::string& path);
 // built with, /usr/local/cuda, /usr/include. Empty when none has it. Memoised.
 const std::string& toolkit_include_dir(const kjit::detail::NvrtcApi& api);
 
-}  // namespace kjit::jit::detail
+}  // namespace kjit::jit::compile
