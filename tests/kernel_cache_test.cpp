@@ -20,10 +20,10 @@
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
 #include "jit/compile/arch.hpp"
-#include "jit/elementwise_calls.hpp"
+#include "jit/kernels/elementwise/calls.hpp"
 #include "jit/compile/nvrtc_compiler.hpp"
 #include "jit/compile/nvrtc_identity.hpp"
-#include "jit/precompile.hpp"
+#include "jit/kernels/precompile.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
@@ -229,7 +229,7 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     kjit::configure_cache(cache_in(work.path() / "shipped"));
     const auto first = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
     CHECK(first.failures.empty());
-    // A job per variant calls load (jit/elementwise_calls.hpp): contiguous, strided, rows, tiled.
+    // A job per variant calls load (jit/kernels/elementwise/calls.hpp): contiguous, strided, rows, tiled.
     CHECK(first.jobs >= 3 * 2 * 4);
     CHECK(first.compiled == first.jobs);
     CHECK(first.stored == first.jobs);

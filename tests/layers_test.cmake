@@ -46,6 +46,22 @@ function(only_includes folder rule)
   endforeach()
 endfunction()
 
+# No include of `folder` may match any of the regular expressions in ARGN.
+function(forbid_includes folder rule)
+  collect_includes(${folder} items)
+  foreach(item IN LISTS items)
+    string(REPLACE "|" ";" parts "${item}")
+    list(GET parts 0 f)
+    list(GET parts 1 inc)
+    foreach(forbidden IN LISTS ARGN)
+      if(inc MATCHES "${forbidden}")
+        set(failures "${failures}  ${f}: #include ${inc} (${rule})\n")
+      endif()
+    endforeach()
+  endforeach()
+  set(failures "${failures}" PARENT_SCOPE)
+endfunction()
+
 # A standard header: <vector>, <cstdio> (no extension, no folder).
 set(standard "^<[a-z_0-9]+>$")
 
@@ -53,6 +69,26 @@ set(standard "^<[a-z_0-9]+>$")
 # library.
 only_includes(jit/frontend "front end: only jit/frontend/, kjit/dtype.hpp, kjit/error.hpp, standard headers"
   "^\"jit/frontend/[a-z_0-9]+\\.hpp\"$" "^\"kjit/dtype\\.hpp\"$" "^\"kjit/error\\.hpp\"$" "${standard}")
+
+# Code generation builds on the front end alone.
+only_includes(jit/codegen "code generation: only jit/frontend/, jit/codegen/, kjit/dtype.hpp, kjit/error.hpp, standard headers"
+  "^\"jit/(frontend|codegen)/[a-z_0-9]+\\.hpp\"$" "^\"kjit/dtype\\.hpp\"$" "^\"kjit/error\\.hpp\"$" "${standard}")
+
+# Neither touches the driver or NVRTC (kjit/error.hpp, which both may include, still includes
+# <cuda.h> for CudaError::code()).
+foreach(folder jit/frontend jit/codegen)
+  forbid_includes(${folder} "no driver, NVRTC or modules"
+    "^<cuda\\.h>$" "^<nvrtc\\.h>$" "^\"runtime/detail/(driver|nvrtc|module)\\.hpp\"$")
+endforeach()
+
+# The compiler layer (NVRTC, architectures, the program store) knows nothing of kernels, code
+# generation or the front end.
+forbid_includes(jit/compile "compile: from jit/, only jit/compile/" "^\"jit/(frontend|codegen|kernels|host)/")
+
+# The runtime and the cache are below jit/: no function pointers registered upwards, no includes.
+foreach(folder runtime cache)
+  forbid_includes(${folder} "${folder}/ includes nothing from jit/" "^\"jit/")
+endforeach()
 
 if(failures)
   message(FATAL_ERROR "Layer rules broken (docs/ARCHITECTURE.md):\n${failures}")

@@ -1,4 +1,4 @@
-// Plan notes (jit/plan_note.hpp): their text, their files, and a fresh process's first call that
+// Plan notes (jit/kernels/plan_note.hpp): their text, their files, and a fresh process's first call that
 // loads a cached kernel through one without checking it or generating its code.
 #include "test_support.hpp"
 
@@ -15,11 +15,11 @@
 #include "gpu_data.hpp"
 #include "jit/codegen/elementwise.hpp"
 #include "jit/codegen/reduction.hpp"
-#include "jit/reduction_note.hpp"
+#include "jit/kernels/reduction/note.hpp"
 #include "jit/compile/nvrtc_identity.hpp"
 #include "jit/compile/nvrtc_version.hpp"
-#include "jit/plan_note.hpp"
-#include "jit/precompile.hpp"
+#include "jit/kernels/plan_note.hpp"
+#include "jit/kernels/precompile.hpp"
 #include "jit/compile/source_identity.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"

@@ -9,7 +9,7 @@
 #include "kjit/error.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "kjit/segmented.hpp"
-#include "jit/reduction_calls.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 
 using kjit::Array;
 using kjit::DType;

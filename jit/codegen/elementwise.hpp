@@ -54,7 +54,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const fr
                                      const TypeBinding& binding, const frontend::LoopHooks* hooks = nullptr);
 
 // How many times this process generated elementwise code: for tests of the paths that must not
-// (a call planned from a plan note, jit/plan_note.hpp).
+// (a call planned from a plan note, jit/kernels/plan_note.hpp).
 std::uint64_t elementwise_generations() noexcept;
 
 

@@ -1,5 +1,5 @@
 // The code generator for reductions: a checked ReductionKernel (each piece checked as a small
-// kernel body, jit/reduction_kernel.cpp) and a complete type binding to one CUDA module holding
+// kernel body, jit/kernels/reduction/kernel.cpp) and a complete type binding to one CUDA module holding
 // the user's pieces as device functions and the strategies of templates/reduction.cuh as entry
 // points.
 #pragma once
@@ -78,8 +78,8 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
                                       const TypeBinding& binding);
 
 // How many times this process generated the code of a reduction written as strings (not argmin
-// or argmax, jit/arg_reduction.hpp): for tests of the paths that must not (a call planned from a
-// plan note, jit/reduction_note.hpp).
+// or argmax, jit/kernels/ops/arg_reduction.hpp): for tests of the paths that must not (a call planned from a
+// plan note, jit/kernels/reduction/note.hpp).
 std::uint64_t reduction_generations() noexcept;
 
 }  // namespace kjit::jit::codegen

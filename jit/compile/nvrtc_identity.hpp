@@ -26,7 +26,7 @@ struct NvrtcIdentity {
 std::string nvrtc_identity_lines(std::string_view library);
 // The length of the identity lines that `text` begins with, when they still
 // describe the NVRTC this process would load (the environment and the file named unchanged); 0
-// otherwise. One `stat`, no file read: a plan note carries these lines (jit/plan_note.hpp).
+// otherwise. One `stat`, no file read: a plan note carries these lines (jit/kernels/plan_note.hpp).
 std::size_t held_identity_lines(std::string_view text);
 // The identity of the NVRTC this process has loaded; nothing when it has not loaded one.
 std::optional<NvrtcIdentity> loaded_nvrtc_identity();

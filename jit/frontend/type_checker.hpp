@@ -19,7 +19,7 @@
 
 namespace kjit::jit::frontend {
 
-// The most bytes of arguments a launch passes (one struct; jit/call_memo.hpp's LaunchBuffers).
+// The most bytes of arguments a launch passes (one struct; jit/kernels/call_memo.hpp's LaunchBuffers).
 inline constexpr std::size_t kMaxArgumentBytes = 4096;
 
 struct Local {

@@ -47,7 +47,7 @@ struct ElementwiseCode {
     bool uses_index = false;       // the body reads `i` (set by the caller, not the back end)
 };
 
-// One reduction kernel for one binding (jit/reduction_kernel.cpp checked its pieces). Partial
+// One reduction kernel for one binding (jit/kernels/reduction/kernel.cpp checked its pieces). Partial
 // results are kept in memory as the reduce type's dtype (bool one byte, complex as two parts),
 // with a byte per value saying whether it holds one (always 1 with an identity).
 struct ReductionRequest {

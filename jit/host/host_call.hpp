@@ -1,6 +1,6 @@
 // The host side of a kernel call that libkjit handles itself (no LLVM here): deciding that a call
 // runs on the CPU, compiling its code through the back end, and running the chunk functions over
-// the thread pool. The call paths (jit/elementwise_call.cpp) do binding, layout, allocation and
+// the thread pool. The call paths (jit/kernels/elementwise/call.cpp) do binding, layout, allocation and
 // overlap checks as for the GPU and come here for the rest.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include "jit/host/backend_loader.hpp"
 #include "jit/host/host_arg_reduction.hpp"
 #include "jit/host/host_pool.hpp"
-#include "jit/reduction_calls.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit::host {

@@ -1,5 +1,5 @@
 // Reductions on host arrays: the loops around the compiled pieces (jit/host/host_backend.hpp's
-// FoldFn, CombineFn, IdentityFn, PostFn), in libkjit (no LLVM here). jit/reduction_call.cpp does
+// FoldFn, CombineFn, IdentityFn, PostFn), in libkjit (no LLVM here). jit/kernels/reduction/call.cpp does
 // binding, axes, output allocation and overlap copies as for the GPU and comes here to run.
 //
 // The order, fixed so that a call gives the same bits with one thread or many (the pool hands
