@@ -28,7 +28,7 @@ std::string make_key(std::string_view source, const std::vector<std::string>& op
 std::string make_alias_key(std::string_view source, const std::vector<std::string>& options, std::string_view arch);
 
 // 32 lowercase hex digits of XXH3-128 over `kind`, the key format version and `fields`, each
-// length-prefixed: names of records that are not compiled programs (plan notes, jit/plan_note.hpp).
+// length-prefixed: names of records that are not compiled programs (plan notes, jit/kernels/plan_note.hpp).
 std::string make_fields_key(std::string_view kind, std::span<const std::string_view> fields);
 
 // Whether `text` looks like a key (32 lowercase hex digits).

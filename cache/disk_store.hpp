@@ -24,7 +24,7 @@
 // Thread safety: a DiskStore may be used from many threads at once; its mutable state is atomic
 // (counters, and which shard folders were found sound).
 //
-// Beside the shards, <dir>/nvrtc-identity records the NVRTC last loaded (jit/nvrtc_identity.hpp).
+// Beside the shards, <dir>/nvrtc-identity records the NVRTC last loaded (jit/compile/nvrtc_identity.hpp).
 #pragma once
 
 #include <array>
@@ -148,7 +148,7 @@ public:
     std::vector<std::pair<std::filesystem::path, std::string>> verify_aliases() const;
 
     // Notes: <dir>/<aa>/<name>.note holds a short text that lets a process skip work on a later
-    // hit (jit/plan_note.hpp). Written atomically like aliases (but not fsynced), the text with
+    // hit (jit/kernels/plan_note.hpp). Written atomically like aliases (but not fsynced), the text with
     // an XXH3 line of its own that read_note() checks (a damaged text reads as no note, never as
     // other text). The file starts with a line naming its note ("note=<name>", under the check line),
     // so that another note's file in its place (swapped, copied) reads as no note. Notes count in the size cap and are evicted like entries, by the access time kjit

@@ -1,11 +1,10 @@
-// Allocating arrays and copying them between the host and devices.
-#include <atomic>
+// Allocating arrays and copying them between the host and devices (Array::to(), which needs kjit's
+// copy kernel for non-contiguous device arrays, is in jit/kernels/elementwise/copy.cpp).
 #include <cstring>
 
 #include "kjit/array.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
-#include "runtime/detail/device_copy.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/strided_copy.hpp"
 
@@ -84,37 +83,6 @@ Array Array::from_host(const void* data, DType dtype, const Shape& shape, Device
     return out;
 }
 
-Array Array::to(Device device, const Stream& stream) const {
-    if (!valid()) throw Error("Array::to: the array is invalid (default-constructed)");
-    const Device from = this->device();
-    if (from.is_cpu()) {
-        if (is_c_contiguous()) return from_host(data(), dtype_, shape_, device, stream);
-        Array packed = empty(shape_, dtype_, Device::cpu());
-        if (size() > 0) detail::gather_strided(data(), shape_, strides_, itemsize(), packed.data());
-        return device.is_cpu() ? packed : from_host(packed.data(), dtype_, shape_, device, stream);
-    }
-    if (device.is_cpu()) {
-        Array out = empty(shape_, dtype_, Device::cpu());
-        device_to_host(*this, out.data(), stream);
-        return out;
-    }
-    // Device to device: one copy on the source's stream when the elements are contiguous; other
-    // layouts are packed by kjit's copy kernel on the source's device first.
-    const Stream s = stream.for_device(from);
-    if (!is_c_contiguous()) {
-        const detail::DeviceCopy pack = detail::device_copy();
-        if (pack == nullptr) throw Error("Array::to: no copy kernel registered for a non-contiguous device array");
-        Array packed = pack(*this, dtype_, s);
-        return device == from ? packed : packed.to(device, s);
-    }
-    Array out = empty(shape_, dtype_, device, s);
-    if (out.nbytes() == 0) return out;
-    detail::Driver& d = detail::driver_on(from.ordinal());
-    KJIT_CU_CHECK(d.cuMemcpyDtoDAsync(device_address(out.data()), device_address(data()), nbytes(), s.handle()));
-    record_stream(s);
-    return out;
-}
-
 void Array::copy_to_host(void* dst, const Stream& stream) const {
     if (!valid()) throw Error("Array::copy_to_host: the array is invalid (default-constructed)");
     if (size() == 0) return;
@@ -127,18 +95,5 @@ void Array::copy_to_host(void* dst, const Stream& stream) const {
     }
     device_to_host(*this, dst, stream);
 }
-
-namespace detail {
-namespace {
-std::atomic<DeviceCopy> g_device_copy{nullptr};
-std::atomic<DeviceCopyInto> g_device_copy_into{nullptr};
-}  // namespace
-void register_device_copy(DeviceCopy copy, DeviceCopyInto copy_into) noexcept {
-    g_device_copy.store(copy, std::memory_order_release);
-    g_device_copy_into.store(copy_into, std::memory_order_release);
-}
-DeviceCopy device_copy() noexcept { return g_device_copy.load(std::memory_order_acquire); }
-DeviceCopyInto device_copy_into() noexcept { return g_device_copy_into.load(std::memory_order_acquire); }
-}  // namespace detail
 
 }  // namespace kjit

@@ -1,4 +1,4 @@
-// kjit: argmin and argmax (jit/arg_reduction.cpp writes the module): the partial results are
+// kjit: argmin and argmax (jit/kernels/ops/arg_reduction.cpp writes the module): the partial results are
 // (value, index) pairs, reduced with the strategies of reduction.cuh (included before this text).
 // NumPy's answer: the index of the first extreme element, or of the first NaN when there is one.
 #ifndef KJIT_ARG_REDUCTION_CUH

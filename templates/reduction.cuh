@@ -1,7 +1,7 @@
 // kjit: support code for reduction kernels (embedded in every generated reduction module, after
 // elementwise.cuh, whose max_dims, Raw, thread_index and thread_count it uses).
 //
-// A generated module for kernel NAME (jit/reduction_codegen.cpp) defines
+// A generated module for kernel NAME (jit/codegen/reduction.cpp) defines
 //   struct NAME_args: the parameters in order, inputs then outputs: `const T* x` for an array
 //       input, `kjit::Raw<const T> t` for a raw input, `T* y` for an output (outputs are arrays);
 //   struct NAME_ops: value_type (the reduce type), has_identity, inputs (array inputs), in_slots

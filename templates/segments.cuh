@@ -1,4 +1,4 @@
-// Runs of equal neighbouring keys -> segments (jit/segments.cpp): the offsets a segmented reduction
+// Runs of equal neighbouring keys -> segments (jit/kernels/ops/segments.cpp): the offsets a segmented reduction
 // takes, for a reduce-by-key over sorted keys. A whole program on its own (compiled as a RawModule,
 // with -minimal: no headers).
 //
@@ -17,7 +17,7 @@
 // signed and unsigned share a kernel; bool compares truth (any non-zero byte is true); floats
 // compare with ==, so -0.0 and 0.0 are one run and every NaN starts a run of its own.
 
-// KJIT_SEG_THREADS, KJIT_SEG_ITEMS and KJIT_SEG_SCAN_THREADS come from the host (jit/segments.cpp
+// KJIT_SEG_THREADS, KJIT_SEG_ITEMS and KJIT_SEG_SCAN_THREADS come from the host (jit/kernels/ops/segments.cpp
 // prepends them), which launches with the same numbers.
 #if !defined(KJIT_SEG_THREADS) || !defined(KJIT_SEG_ITEMS) || !defined(KJIT_SEG_SCAN_THREADS)
 #error "segments.cuh: define KJIT_SEG_THREADS, KJIT_SEG_ITEMS and KJIT_SEG_SCAN_THREADS first"

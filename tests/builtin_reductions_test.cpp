@@ -3,15 +3,15 @@
 // reference: result dtypes, NaN propagation, empty reductions.
 #include "test_support.hpp"
 
-#include "jit/reduction_calls.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 #include "gpu_data.hpp"
 
 #include <cmath>
 #include <cstring>
 
-#include "jit/arg_reduction.hpp"
-#include "jit/builtin_reductions.hpp"
-#include "jit/precompile.hpp"
+#include "jit/kernels/ops/arg_reduction.hpp"
+#include "jit/kernels/ops/builtin_reductions.hpp"
+#include "jit/kernels/precompile.hpp"
 #include "kjit/error.hpp"
 #include "kjit/reductions.hpp"
 

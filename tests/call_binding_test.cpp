@@ -1,20 +1,21 @@
 // How call arguments bind a kernel's parameters (CuPy's rules), and the argument struct's layout.
 #include "test_support.hpp"
 
-#include "jit/call_binding.hpp"
+#include "jit/frontend/call_binding.hpp"
+#include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/kernel_args.hpp"
 
 using kjit::DType;
 using kjit::ElementwiseKernel;
-using kjit::jit::ArgumentKind;
+using kjit::jit::frontend::ArgumentKind;
 using Catch::Matchers::Contains;
 
 namespace {
 
-kjit::jit::BoundCall bind(const ElementwiseKernel& k, std::vector<ArgumentKind> args) {
-    const kjit::jit::CallSignature sig = kjit::jit::call_signature(k);
-    return kjit::jit::bind_call(sig, k.name(), args.data(), args.size());
+kjit::jit::frontend::BoundCall bind(const ElementwiseKernel& k, std::vector<ArgumentKind> args) {
+    const kjit::jit::frontend::CallSignature sig = kjit::jit::frontend::call_signature(k.in_params(), k.out_params());
+    return kjit::jit::frontend::bind_call(sig, k.name(), args.data(), args.size());
 }
 
 ArgumentKind array(DType t) { return {ArgumentKind::array, t}; }

@@ -7,10 +7,10 @@
 #include <chrono>
 #include <thread>
 
-#include "jit/codegen.hpp"
-#include "jit/nvrtc_compiler.hpp"
-#include "jit/parser.hpp"
-#include "jit/params.hpp"
+#include "jit/codegen/elementwise.hpp"
+#include "jit/compile/nvrtc_compiler.hpp"
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/params.hpp"
 #include "kjit/device.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
@@ -224,39 +224,39 @@ TEST_CASE("modules with scalar parameters and converted inputs compile with ever
     // float16 and converted on load, a passed by value. Rows and tiled variants are in the module.
     for (const DType stored : {DType(DType::int16), DType(DType::float16), DType(DType::complex64)}) {
         INFO(stored.name());
-        kjit::jit::KernelSources sources;
+        kjit::jit::frontend::KernelSources sources;
         sources.in.text = "T x, T a, U z";
         sources.out.text = "T y";
         sources.body.text = "y = a * x + z";
-        std::vector<kjit::jit::Param> params = kjit::jit::parse_param_lists(sources.in, sources.out);
-        kjit::jit::Body body = kjit::jit::parse_body(sources.body);
+        std::vector<kjit::jit::frontend::Param> params = kjit::jit::frontend::parse_param_lists(sources.in, sources.out);
+        kjit::jit::frontend::Body body = kjit::jit::frontend::parse_body(sources.body);
         const DType t = stored.is_complex() ? DType::complex128 : DType::float64;
-        const kjit::jit::Binding binding{{"T", t}, {"U", DType::bfloat16}};
-        const kjit::jit::CheckedKernel checked = kjit::jit::check_kernel(params, body, sources, binding, {});
-        kjit::jit::ElementwiseModuleSpec spec{"mixed", "T x, T a, U z", "T y", "", {false, true, false, false},
+        const kjit::TypeBinding binding{{"T", t}, {"U", DType::bfloat16}};
+        const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
+        kjit::jit::codegen::ElementwiseModuleSpec spec{"mixed", "T x, T a, U z", "T y", "", {false, true, false, false},
                                               {stored, std::nullopt, std::nullopt, std::nullopt}};
-        const kjit::jit::GeneratedModule m = kjit::jit::generate_elementwise(spec, checked, body, binding);
+        const kjit::jit::codegen::GeneratedModule m = kjit::jit::codegen::generate_elementwise(spec, checked, body, binding);
         CHECK_THAT(m.source, Contains("const " + std::string(stored.cuda_name()) + "* x;") && Contains("x stored as"));
         REQUIRE_FALSE(m.rows32.empty());
         REQUIRE_FALSE(m.tiled32.empty());
-        kjit::jit::CompileRequest r;
+        kjit::jit::compile::CompileRequest r;
         r.source = m.source;
         r.program_name = "mixed.cu";
         r.target.requested = r.target.compiled = 90;
         r.options = {"-minimal"};
-        const kjit::jit::CompileResult c = kjit::jit::compile_cuda(r);
+        const kjit::jit::compile::CompileResult c = kjit::jit::compile::compile_cuda(r);
         for (const std::string& entry : {m.contiguous32, m.contiguous64, m.strided32, m.strided64, m.rows32, m.tiled32})
             CHECK_THAT(c.ptx, Contains(entry));
     }
     // Storage for an output or a scalar is refused.
-    kjit::jit::KernelSources sources;
+    kjit::jit::frontend::KernelSources sources;
     sources.in.text = "T x";
     sources.out.text = "T y";
     sources.body.text = "y = x";
-    std::vector<kjit::jit::Param> params = kjit::jit::parse_param_lists(sources.in, sources.out);
-    kjit::jit::Body body = kjit::jit::parse_body(sources.body);
-    const kjit::jit::Binding binding{{"T", DType::float32}};
-    const kjit::jit::CheckedKernel checked = kjit::jit::check_kernel(params, body, sources, binding, {});
-    const kjit::jit::ElementwiseModuleSpec bad{"bad", "T x", "T y", "", {}, {std::nullopt, DType(DType::float64)}};
-    CHECK_THROWS_AS(kjit::jit::generate_elementwise(bad, checked, body, binding), kjit::TypeError);
+    std::vector<kjit::jit::frontend::Param> params = kjit::jit::frontend::parse_param_lists(sources.in, sources.out);
+    kjit::jit::frontend::Body body = kjit::jit::frontend::parse_body(sources.body);
+    const kjit::TypeBinding binding{{"T", DType::float32}};
+    const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
+    const kjit::jit::codegen::ElementwiseModuleSpec bad{"bad", "T x", "T y", "", {}, {std::nullopt, DType(DType::float64)}};
+    CHECK_THROWS_AS(kjit::jit::codegen::generate_elementwise(bad, checked, body, binding), kjit::TypeError);
 }

@@ -1,7 +1,7 @@
-// Entry point groups (jit/entry_groups.hpp): names per group in one string, within the limits.
+// Entry point groups (jit/kernels/entry_groups.hpp): names per group in one string, within the limits.
 #include "test_support.hpp"
 
-#include "jit/entry_groups.hpp"
+#include "jit/kernels/entry_groups.hpp"
 #include "kjit/error.hpp"
 
 using kjit::jit::EntryGroups;

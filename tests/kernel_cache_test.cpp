@@ -19,11 +19,11 @@
 #include "cache/disk_store.hpp"
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
-#include "jit/arch.hpp"
-#include "jit/elementwise_calls.hpp"
-#include "jit/nvrtc_compiler.hpp"
-#include "jit/nvrtc_identity.hpp"
-#include "jit/precompile.hpp"
+#include "jit/compile/arch.hpp"
+#include "jit/kernels/elementwise/calls.hpp"
+#include "jit/compile/nvrtc_compiler.hpp"
+#include "jit/compile/nvrtc_identity.hpp"
+#include "jit/kernels/precompile.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
@@ -229,7 +229,7 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     kjit::configure_cache(cache_in(work.path() / "shipped"));
     const auto first = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
     CHECK(first.failures.empty());
-    // A job per variant calls load (jit/elementwise_calls.hpp): contiguous, strided, rows, tiled.
+    // A job per variant calls load (jit/kernels/elementwise/calls.hpp): contiguous, strided, rows, tiled.
     CHECK(first.jobs >= 3 * 2 * 4);
     CHECK(first.compiled == first.jobs);
     CHECK(first.stored == first.jobs);
@@ -332,17 +332,17 @@ TEST_CASE("the NVRTC a process would load is remembered beside the cache", "[ker
     const kjit::test::TempDir dir;
     kjit::configure_cache(cache_in(dir.path()));
     kjit::ElementwiseKernel("T x", "T y", "y = x + 3", "remember").compile({{"T", DType::float32}}, "sm_90");
-    const auto id = kjit::jit::remembered_nvrtc(dir.path().string());
+    const auto id = kjit::jit::compile::remembered_nvrtc(dir.path().string());
     REQUIRE(id.has_value());
-    CHECK(id->version_key == kjit::jit::nvrtc_version_key());
-    CHECK(id->supported_archs == kjit::jit::nvrtc_supported_archs());
+    CHECK(id->version_key == kjit::jit::compile::nvrtc_version_key());
+    CHECK(id->supported_archs == kjit::jit::compile::nvrtc_supported_archs());
     // Another environment could load another NVRTC: the record does not apply.
     const char* old = std::getenv("LD_LIBRARY_PATH");
     const std::string saved = old ? old : "";
     ::setenv("LD_LIBRARY_PATH", "/somewhere/else", 1);
-    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+    CHECK_FALSE(kjit::jit::compile::remembered_nvrtc(dir.path().string()).has_value());
     if (old) ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1); else ::unsetenv("LD_LIBRARY_PATH");
-    CHECK(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+    CHECK(kjit::jit::compile::remembered_nvrtc(dir.path().string()).has_value());
     // A damaged record is no record: cut short, a field changed, a bad list of architectures.
     std::string record;
     {
@@ -351,7 +351,7 @@ TEST_CASE("the NVRTC a process would load is remembered beside the cache", "[ker
     }
     auto with = [&](const std::string& text) {
         std::ofstream(dir.path() / "nvrtc-identity", std::ios::trunc) << text;
-        return kjit::jit::remembered_nvrtc(dir.path().string()).has_value();
+        return kjit::jit::compile::remembered_nvrtc(dir.path().string()).has_value();
     };
     CHECK(with(record));
     CHECK_FALSE(with(record.substr(0, record.size() / 2)));
@@ -362,7 +362,7 @@ TEST_CASE("the NVRTC a process would load is remembered beside the cache", "[ker
     CHECK_FALSE(with(record.substr(0, archs_at) + "90,,x\n"));
     CHECK_FALSE(with(record + "extra=1\n"));
     CHECK_FALSE(with("{\"environment\": 1"));
-    CHECK_FALSE(kjit::jit::remembered_nvrtc("").has_value());
+    CHECK_FALSE(kjit::jit::compile::remembered_nvrtc("").has_value());
 }
 
 TEST_CASE("KJIT_SAVE_SOURCE=1 writes each compiled program's source beside the cache", "[kernel_cache][nvrtc]") {
@@ -457,10 +457,10 @@ TEST_CASE("a special file as nvrtc-identity is ignored at once", "[kernel_cache]
     const kjit::test::TempDir dir;
     const fs::path record = dir.path() / "nvrtc-identity";
     REQUIRE(::mkfifo(record.c_str(), 0600) == 0);
-    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+    CHECK_FALSE(kjit::jit::compile::remembered_nvrtc(dir.path().string()).has_value());
     fs::remove(record);
     fs::create_symlink("/dev/zero", record);
-    CHECK_FALSE(kjit::jit::remembered_nvrtc(dir.path().string()).has_value());
+    CHECK_FALSE(kjit::jit::compile::remembered_nvrtc(dir.path().string()).has_value());
 }
 
 // Issue 30, swapped aliases: an alias holds only a key, so the entry it leads to is served only
@@ -619,10 +619,10 @@ TEST_CASE("nvrtc-identity follows the folder's mode and writes through no plante
     const fs::path victim = elsewhere.path() / "precious";
     std::ofstream(victim) << "precious\n";
     fs::create_symlink(victim, planted.path() / ("nvrtc-identity.tmp." + std::to_string(::getpid())));
-    kjit::jit::remember_nvrtc(planted.path().string());
+    kjit::jit::compile::remember_nvrtc(planted.path().string());
     CHECK(file_text(victim) == "precious\n");
     CHECK(fs::is_regular_file(fs::symlink_status(planted.path() / "nvrtc-identity")));
-    CHECK(kjit::jit::remembered_nvrtc(planted.path().string()).has_value());
+    CHECK(kjit::jit::compile::remembered_nvrtc(planted.path().string()).has_value());
 }
 
 // Issue 30: KJIT_SAVE_SOURCE wrote sources/<key>.cu through a symlink planted at that name.

@@ -1,20 +1,20 @@
-// The lexer, source positions and diagnostics helpers (jit/lexer.hpp, jit/source.hpp).
+// The lexer, source positions and diagnostics helpers (jit/frontend/lexer.hpp, jit/frontend/source.hpp).
 #include "test_support.hpp"
 
 #include <string>
 #include <vector>
 
-#include "jit/lexer.hpp"
-#include "jit/source.hpp"
+#include "jit/frontend/lexer.hpp"
+#include "jit/frontend/source.hpp"
 #include "kjit/error.hpp"
 
 namespace {
 
-using kjit::jit::Lexer;
-using kjit::jit::SourcePos;
-using kjit::jit::SourceText;
-using kjit::jit::Token;
-using kjit::jit::TokenKind;
+using kjit::jit::frontend::Lexer;
+using kjit::jit::frontend::SourcePos;
+using kjit::jit::frontend::SourceText;
+using kjit::jit::frontend::Token;
+using kjit::jit::frontend::TokenKind;
 
 std::vector<Token> lex_all(std::string_view text) {
     Lexer lexer(SourceText{"op", text});
@@ -101,9 +101,9 @@ TEST_CASE("lexer: keywords and identifiers", "[lexer]") {
         INFO(t[k].text);
         CHECK(t[k].kind == TokenKind::identifier);  // type words are identifiers; the parser decides
     }
-    CHECK(kjit::jit::is_keyword("while"));
-    CHECK_FALSE(kjit::jit::is_keyword("int"));
-    CHECK_FALSE(kjit::jit::is_keyword(""));
+    CHECK(kjit::jit::frontend::is_keyword("while"));
+    CHECK_FALSE(kjit::jit::frontend::is_keyword("int"));
+    CHECK_FALSE(kjit::jit::frontend::is_keyword(""));
 }
 
 TEST_CASE("lexer: comments and whitespace are skipped", "[lexer]") {
@@ -121,7 +121,7 @@ TEST_CASE("lexer: comments and whitespace are skipped", "[lexer]") {
 }
 
 TEST_CASE("lexer: integer literals", "[lexer]") {
-    using kjit::jit::decode_int_literal;
+    using kjit::jit::frontend::decode_int_literal;
     struct Case {
         const char* text;
         std::uint64_t value;
@@ -158,7 +158,7 @@ TEST_CASE("lexer: integer literals", "[lexer]") {
 }
 
 TEST_CASE("lexer: floating literals", "[lexer]") {
-    using kjit::jit::decode_float_literal;
+    using kjit::jit::frontend::decode_float_literal;
     struct Case {
         const char* text;
         double value;
@@ -260,7 +260,7 @@ TEST_CASE("lexer: an unterminated comment is reported where it starts", "[lexer]
 }
 
 TEST_CASE("source: caret_snippet", "[lexer]") {
-    using kjit::jit::caret_snippet;
+    using kjit::jit::frontend::caret_snippet;
     const std::string_view text = "first\n\ty = sqr(x);\nlast";
     CHECK(caret_snippet(text, SourcePos{2, 6, 11}) == "\ty = sqr(x);\n\t    ^");
     CHECK(caret_snippet(text, SourcePos{1, 1, 0}) == "first\n^");
@@ -278,8 +278,8 @@ TEST_CASE("source: caret_snippet", "[lexer]") {
 }
 
 TEST_CASE("source: fail_parse and fail_type read alike", "[lexer]") {
-    using kjit::jit::fail_parse;
-    using kjit::jit::fail_type;
+    using kjit::jit::frontend::fail_parse;
+    using kjit::jit::frontend::fail_type;
     const SourceText src{"op", "y = x % 2.5;"};
     CHECK_THROWS_WITH(fail_parse(src, SourcePos{1, 7, 6}, "bad thing", "do this"),
                       "op:1:7: error: bad thing\ny = x % 2.5;\n      ^\nhint: do this");
@@ -301,7 +301,7 @@ TEST_CASE("source: fail_parse and fail_type read alike", "[lexer]") {
 }
 
 TEST_CASE("source: closest_name", "[lexer]") {
-    using kjit::jit::closest_name;
+    using kjit::jit::frontend::closest_name;
     const std::vector<std::string> names{"sqrt", "exp", "float32", "float64", "int32", "x"};
     CHECK(closest_name("sqr", names) == "sqrt");
     CHECK(closest_name("flaot32", names) == "float32");
@@ -316,7 +316,7 @@ TEST_CASE("source: closest_name", "[lexer]") {
 
 TEST_CASE("lexer: end_of a token", "[lexer]") {
     const std::vector<Token> t = lex_all("ab <<= c");
-    const SourcePos p = kjit::jit::end_of(t[1]);
+    const SourcePos p = kjit::jit::frontend::end_of(t[1]);
     CHECK(p.line == 1);
     CHECK(p.column == 7);
     CHECK(p.offset == 6);

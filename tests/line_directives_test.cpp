@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "jit/statement_printer.hpp"
+#include "jit/codegen/statement_printer.hpp"
 #include "kjit/kjit.hpp"
 
 namespace {
@@ -78,6 +78,6 @@ TEST_CASE("with -lineinfo the PTX's line table names the user's string", "[nvrtc
 
 TEST_CASE("number_line_directives numbers each directive left after a body", "[codegen]") {
     const std::string before = "a\n#line KJIT_NEXT_LINE \"k.cu\"\nb\nc\n#line KJIT_NEXT_LINE \"k.cu\"\n";
-    CHECK(kjit::jit::number_line_directives(before) == "a\n#line 3 \"k.cu\"\nb\nc\n#line 6 \"k.cu\"\n");
-    CHECK(kjit::jit::number_line_directives("no directives") == "no directives");
+    CHECK(kjit::jit::codegen::number_line_directives(before) == "a\n#line 3 \"k.cu\"\nb\nc\n#line 6 \"k.cu\"\n");
+    CHECK(kjit::jit::codegen::number_line_directives("no directives") == "no directives");
 }

@@ -1,4 +1,4 @@
-// Precompiling a manifest (jit/precompile.hpp) where it strains: an entry of many bindings, a
+// Precompiling a manifest (jit/kernels/precompile.hpp) where it strains: an entry of many bindings, a
 // system that will not give the threads asked for, an architecture that cannot be compiled for,
 // and names whose bytes would drive a terminal. No job here reaches NVRTC: without it each job
 // fails at once, which is enough to count the jobs that ran.
@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "allocation_counter.hpp"
-#include "jit/precompile.hpp"
-#include "jit/precompile_jobs.hpp"
-#include "jit/worker_threads.hpp"
+#include "jit/kernels/precompile.hpp"
+#include "jit/kernels/precompile_jobs.hpp"
+#include "jit/kernels/worker_threads.hpp"
 #include "kjit/cache.hpp"
 #include "runtime/detail/nvrtc.hpp"
 

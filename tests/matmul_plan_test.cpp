@@ -3,19 +3,19 @@
 #include "test_support.hpp"
 
 #include "kjit/error.hpp"
-#include "runtime/detail/matmul_plan.hpp"
+#include "jit/kernels/ops/matmul_plan.hpp"
 
 using kjit::DType;
 using kjit::Shape;
 using kjit::Strides;
-using kjit::detail::MatmulOperand;
+using kjit::jit::kernels::ops::MatmulOperand;
 using Catch::Matchers::Contains;
 
 namespace {
 
 // What cuBLAS's strided batched GEMM computes (column-major, op = N or T), over doubles in memory
 // addressed by element offsets: C_i = op(A_i) op(B_i) for each batch i.
-void host_gemm(const kjit::detail::GemmPlan& p, const std::vector<double>& first, std::int64_t first_base,
+void host_gemm(const kjit::jit::kernels::ops::GemmPlan& p, const std::vector<double>& first, std::int64_t first_base,
                const std::vector<double>& second, std::int64_t second_base, std::vector<double>& c, std::int64_t c_base) {
     for (std::int64_t i = 0; i < p.batch; ++i)
         for (std::int64_t col = 0; col < p.n; ++col)
@@ -75,12 +75,12 @@ std::vector<int> swap_last(std::size_t n) {
 
 // Plans a·b into an output of `c_layout` and checks the plan's result against the definition.
 void check_product(const Strided& a, const Strided& b, const std::vector<int>& c_layout) {
-    const kjit::detail::MatmulViews v = kjit::detail::matmul_views(a.view, b.view);
-    REQUIRE(kjit::detail::gemm_layout_problem(v.a).empty());
-    REQUIRE(kjit::detail::gemm_layout_problem(v.b).empty());
+    const kjit::jit::kernels::ops::MatmulViews v = kjit::jit::kernels::ops::matmul_views(a.view, b.view);
+    REQUIRE(kjit::jit::kernels::ops::gemm_layout_problem(v.a).empty());
+    REQUIRE(kjit::jit::kernels::ops::gemm_layout_problem(v.b).empty());
     Strided c = make(v.out_shape, c_layout);
     std::fill(c.buf.begin(), c.buf.end(), std::nan(""));
-    const kjit::detail::GemmPlan p = kjit::detail::plan_gemm(v.a, v.b, c.view);
+    const kjit::jit::kernels::ops::GemmPlan p = kjit::jit::kernels::ops::plan_gemm(v.a, v.b, c.view);
     // The broadcast views address the same buffers as the operands.
     const Strided va{v.a, a.buf, a.base}, vb{v.b, b.buf, b.base};
     if (p.swapped)
@@ -111,7 +111,7 @@ void check_product(const Strided& a, const Strided& b, const std::vector<int>& c
 }  // namespace
 
 TEST_CASE("matmul shapes follow NumPy and errors name both operands", "[matmul]") {
-    using kjit::detail::matmul_result_shape;
+    using kjit::jit::kernels::ops::matmul_result_shape;
     CHECK(matmul_result_shape({2, 3}, {3, 4}) == Shape{2, 4});
     CHECK(matmul_result_shape({3}, {3, 4}) == Shape{4});
     CHECK(matmul_result_shape({2, 3}, {3}) == Shape{2});
@@ -125,7 +125,7 @@ TEST_CASE("matmul shapes follow NumPy and errors name both operands", "[matmul]"
 }
 
 TEST_CASE("matmul result dtypes are NumPy's, floating or complex only", "[matmul]") {
-    using kjit::detail::matmul_result_dtype;
+    using kjit::jit::kernels::ops::matmul_result_dtype;
     CHECK(matmul_result_dtype(DType::float32, DType::float32) == DType::float32);
     CHECK(matmul_result_dtype(DType::float16, DType::float32) == DType::float32);
     CHECK(matmul_result_dtype(DType::float16, DType::bfloat16) == DType::float32);
@@ -148,14 +148,14 @@ TEST_CASE("every layout cuBLAS can take is planned without copies and computes a
                               << (lb ? " F" : " C") << ", c" << (lc ? " F" : " C"));
                     const Strided a = make(sa, sa.size() >= 2 && la ? swap_last(sa.size()) : c_order(sa.size()));
                     const Strided b = make(sb, sb.size() >= 2 && lb ? swap_last(sb.size()) : c_order(sb.size()));
-                    const Shape out = kjit::detail::matmul_views(a.view, b.view).out_shape;
+                    const Shape out = kjit::jit::kernels::ops::matmul_views(a.view, b.view).out_shape;
                     check_product(a, b, lc ? swap_last(out.size()) : c_order(out.size()));
                 }
     }
 }
 
 TEST_CASE("layouts cuBLAS cannot take are named", "[matmul]") {
-    using kjit::detail::gemm_layout_problem;
+    using kjit::jit::kernels::ops::gemm_layout_problem;
     // Every other column and every other row: no unit stride.
     const Strided stepped = make({4, 5}, {0, 1}, 2);
     CHECK_THAT(gemm_layout_problem(stepped.view), Contains("no unit stride"));
@@ -168,10 +168,10 @@ TEST_CASE("layouts cuBLAS cannot take are named", "[matmul]") {
     // A batch broadcast along one axis but not another: (2, 1) against (2, 4) walks (15, 0).
     const Strided partly = make({2, 1, 5, 3}, {0, 1, 2, 3});
     const Strided other = make({4, 3, 2}, {0, 1, 2});
-    CHECK_THAT(gemm_layout_problem(kjit::detail::matmul_views(partly.view, other.view).a), Contains("batch"));
+    CHECK_THAT(gemm_layout_problem(kjit::jit::kernels::ops::matmul_views(partly.view, other.view).a), Contains("batch"));
     // The same for b (4, 3, 2) against a (2, 4, 5, 3): b's batch walks (0, 6).
     const Strided big = make({2, 4, 5, 3}, {0, 1, 2, 3});
-    CHECK_THAT(gemm_layout_problem(kjit::detail::matmul_views(big.view, other.view).b), Contains("batch"));
+    CHECK_THAT(gemm_layout_problem(kjit::jit::kernels::ops::matmul_views(big.view, other.view).b), Contains("batch"));
     // A broadcast batch (stride 0) is fine: one matrix reused.
     MatmulOperand shared{DType::float32, {7, 4, 4}, {0, 4, 1}};
     CHECK(gemm_layout_problem(shared).empty());

@@ -12,8 +12,8 @@
 #include "kjit/error.hpp"
 #include "kjit/half.hpp"
 #include "kjit/matmul.hpp"
-#include "jit/small_matmul.hpp"
-#include "runtime/detail/small_matmul.hpp"
+#include "jit/kernels/ops/small_matmul.hpp"
+#include "jit/kernels/ops/small_matmul_plan.hpp"
 
 using kjit::Array;
 using kjit::DType;
@@ -106,29 +106,29 @@ double tolerance(DType t, std::int64_t k) {
 }
 
 // Runs `body` once with every product going to cuBLAS (but those cuBLAS crashes on:
-// detail::cublas_crashes_on) and once with every product small enough for kjit's small-product
-// kernel (runtime/detail/small_matmul.hpp), so both paths are checked.
+// ops::cublas_crashes_on) and once with every product small enough for kjit's small-product
+// kernel (jit/kernels/ops/small_matmul_plan.hpp), so both paths are checked.
 template <class Body>
 void on_both_paths(Body body) {
     const std::pair<const char*, std::int64_t> paths[] = {{"cuBLAS", 0}, {"small-product kernel", INT64_MAX}};
     for (const auto& [path, limit] : paths) {
         INFO("path: " << path);
-        const std::int64_t before = kjit::detail::set_small_matmul_limit(limit);
+        const std::int64_t before = kjit::jit::kernels::ops::set_small_matmul_limit(limit);
         try {
             body();
         } catch (...) {
-            kjit::detail::set_small_matmul_limit(before);
+            kjit::jit::kernels::ops::set_small_matmul_limit(before);
             throw;
         }
-        kjit::detail::set_small_matmul_limit(before);
+        kjit::jit::kernels::ops::set_small_matmul_limit(before);
     }
 }
 
 }  // namespace
 
 TEST_CASE("which products go to the small-product kernel", "[matmul]") {
-    using kjit::detail::use_small_matmul;
-    const std::int64_t before = kjit::detail::set_small_matmul_limit(64 * 64 * 64);
+    using kjit::jit::kernels::ops::use_small_matmul;
+    const std::int64_t before = kjit::jit::kernels::ops::set_small_matmul_limit(64 * 64 * 64);
     CHECK(use_small_matmul(64, 64, 64, 1));
     CHECK_FALSE(use_small_matmul(64, 64, 65, 1));
     CHECK(use_small_matmul(8, 8, 8, 512));
@@ -137,17 +137,17 @@ TEST_CASE("which products go to the small-product kernel", "[matmul]") {
     CHECK_FALSE(use_small_matmul(0, 4, 4, 1));
     // Products that would overflow 64 bits are simply large.
     CHECK_FALSE(use_small_matmul(INT64_MAX / 2, INT64_MAX / 2, 2, 1));
-    kjit::detail::set_small_matmul_limit(INT64_MAX);
+    kjit::jit::kernels::ops::set_small_matmul_limit(INT64_MAX);
     CHECK(use_small_matmul(1 << 16, 1 << 16, 1 << 10, 1));
     // What the grid cannot hold: more than 65535 batches or row tiles.
     CHECK_FALSE(use_small_matmul(2, 2, 2, 65536));
     CHECK_FALSE(use_small_matmul(16 * 65536, 2, 2, 1));
-    kjit::detail::set_small_matmul_limit(0);
+    kjit::jit::kernels::ops::set_small_matmul_limit(0);
     CHECK_FALSE(use_small_matmul(1, 1, 1, 1));
-    kjit::detail::set_small_matmul_limit(before);
+    kjit::jit::kernels::ops::set_small_matmul_limit(before);
     // The shapes cuBLAS crashed on (complex128 with one row or column) go to the kernel whatever
     // the limit; other dtypes and shapes do not.
-    using kjit::detail::cublas_crashes_on;
+    using kjit::jit::kernels::ops::cublas_crashes_on;
     CHECK(cublas_crashes_on(DType::complex128, 1, 2, 2, 1));
     CHECK(cublas_crashes_on(DType::complex128, 5000, 1, 5000, 3));
     CHECK(cublas_crashes_on(DType::complex128, 2, 2, 1, 1));
@@ -157,11 +157,11 @@ TEST_CASE("which products go to the small-product kernel", "[matmul]") {
 }
 
 TEST_CASE("a small product's shape and strides, read off the arrays without allocating", "[matmul]") {
-    using kjit::detail::describe_small_matmul;
+    using kjit::jit::kernels::ops::describe_small_matmul;
     auto host = [](const Shape& shape) { return Array::empty(shape, DType::float32, kjit::Device::cpu()); };
     auto strides = [](const std::int64_t (&s)[3]) { return std::vector<std::int64_t>(s, s + 3); };
     using V = std::vector<std::int64_t>;
-    kjit::detail::SmallMatmul s;
+    kjit::jit::kernels::ops::SmallMatmul s;
     REQUIRE(describe_small_matmul(host({2, 3}), host({3, 4}), host({2, 4}), s));
     CHECK(V{s.m, s.n, s.k, s.batch} == V{2, 4, 3, 1});
     CHECK(strides(s.a_strides) == V{0, 3, 1});
@@ -342,19 +342,19 @@ TEST_CASE("matmul's small-product kernel compiles for every dtype matmul multipl
     for (DType t : {DType(DType::float16), DType(DType::bfloat16), DType(DType::float32), DType(DType::float64),
                     DType(DType::complex64), DType(DType::complex128)}) {
         INFO(t.name());
-        const kjit::RawModuleBinary bin = kjit::jit::small_matmul_module(t).compile("sm_90");
+        const kjit::RawModuleBinary bin = kjit::jit::kernels::ops::small_matmul_module(t).compile("sm_90");
         CHECK(bin.arch == "sm_90");
         CHECK_FALSE(bin.cubin.empty());
     }
-    CHECK_THROWS_AS(kjit::jit::small_matmul_module(DType::int32), kjit::TypeError);
+    CHECK_THROWS_AS(kjit::jit::kernels::ops::small_matmul_module(DType::int32), kjit::TypeError);
 }
 
-// A crash seen on the H200 (2026-12-01): cuBLAS, complex128, m = 1 or k = 1 (detail::cublas_crashes_on
+// A crash seen on the H200 (2026-12-01): cuBLAS, complex128, m = 1 or k = 1 (ops::cublas_crashes_on
 // now sends those to kjit's kernel). Prints each product before making it, so that the log shows
 // which call does not return; with the workaround every one returns.
 TEST_CASE("diagnostic: tiny cuBLAS products of each dtype", "[.][diag]") {
     KJIT_REQUIRE_GPU();
-    const std::int64_t before = kjit::detail::set_small_matmul_limit(0);
+    const std::int64_t before = kjit::jit::kernels::ops::set_small_matmul_limit(0);
     for (DType t : {DType(DType::float64), DType(DType::complex64), DType(DType::complex128)})
         for (const Shape& mnk : std::vector<Shape>{{2, 2, 2}, {1, 2, 2}, {2, 1, 2}, {2, 2, 1}, {1, 1, 1}}) {
             std::fprintf(stderr, "diag: %s %s ...\n", std::string(t.name()).c_str(), kjit::shape_to_string(mnk).c_str());
@@ -363,5 +363,5 @@ TEST_CASE("diagnostic: tiny cuBLAS products of each dtype", "[.][diag]") {
             c.to_host();
             std::fprintf(stderr, "diag: %s %s ok\n", std::string(t.name()).c_str(), kjit::shape_to_string(mnk).c_str());
         }
-    kjit::detail::set_small_matmul_limit(before);
+    kjit::jit::kernels::ops::set_small_matmul_limit(before);
 }

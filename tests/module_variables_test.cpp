@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <string_view>
 
-#include "jit/arg_reduction.hpp"
-#include "jit/segments.hpp"
-#include "jit/small_matmul.hpp"
+#include "jit/kernels/ops/arg_reduction.hpp"
+#include "jit/kernels/ops/segments.hpp"
+#include "jit/kernels/ops/small_matmul.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/raw_kernel.hpp"
 #include "kjit/reduction_kernel.hpp"
@@ -60,6 +60,6 @@ TEST_CASE("generated modules hold no device variables", "[codegen][nvrtc]") {
     }
     {
         INFO("small matmul");
-        CHECK_FALSE(has_device_variables(kjit::jit::small_matmul_module(DType::float32).compile("sm_90").cubin));
+        CHECK_FALSE(has_device_variables(kjit::jit::kernels::ops::small_matmul_module(DType::float32).compile("sm_90").cubin));
     }
 }

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cupy_support.hpp"
-#include "jit/precompile.hpp"
+#include "jit/kernels/precompile.hpp"
 #include "kjit/kjit.hpp"
 #include "test_support.hpp"
 

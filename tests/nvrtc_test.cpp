@@ -16,15 +16,15 @@
 #include <thread>
 #include <vector>
 
-#include "jit/arch.hpp"
-#include "jit/nvrtc_compiler.hpp"
-#include "jit/nvrtc_version.hpp"
-#include "jit/templates.hpp"
+#include "jit/compile/arch.hpp"
+#include "jit/compile/nvrtc_compiler.hpp"
+#include "jit/compile/nvrtc_version.hpp"
+#include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
-using kjit::jit::CompileRequest;
-using kjit::jit::CompileResult;
+using kjit::jit::compile::CompileRequest;
+using kjit::jit::compile::CompileResult;
 
 namespace {
 
@@ -34,8 +34,8 @@ const char* const axpb_source = R"(extern "C" __global__ void axpb(const float* 
 }
 )";
 
-kjit::jit::ArchTarget target(int cc, bool ptx_only = false) {
-    return kjit::jit::clamp_arch({cc, ptx_only}, kjit::jit::nvrtc_supported_archs(), "test");
+kjit::jit::compile::ArchTarget target(int cc, bool ptx_only = false) {
+    return kjit::jit::compile::clamp_arch({cc, ptx_only}, kjit::jit::compile::nvrtc_supported_archs(), "test");
 }
 
 CompileRequest request(std::string source, std::string name, int cc) {
@@ -53,7 +53,7 @@ bool is_elf(const std::vector<unsigned char>& bytes) {
 // Catches the CompileError a request must give.
 kjit::CompileError compile_error(const CompileRequest& r) {
     try {
-        kjit::jit::compile_cuda(r);
+        kjit::jit::compile::compile_cuda(r);
     } catch (const kjit::CompileError& e) {
         return e;
     }
@@ -66,13 +66,13 @@ kjit::CompileError compile_error(const CompileRequest& r) {
 // ---------------------------------------------------------------------------- templates
 
 TEST_CASE("templates are embedded, listed and looked up by name", "[nvrtc][templates]") {
-    const auto& names = kjit::jit::template_names();
+    const auto& names = kjit::jit::codegen::template_names();
     CHECK(std::is_sorted(names.begin(), names.end()));
     CHECK(std::find(names.begin(), names.end(), "complex.cuh") != names.end());
     CHECK(std::find(names.begin(), names.end(), "scalar_types.cuh") != names.end());
-    CHECK_THAT(std::string(kjit::jit::template_text("complex.cuh")), Catch::Contains("struct alignas(2 * sizeof(T)) complex"));
-    CHECK_THROWS_AS(kjit::jit::template_text("nope.cuh"), kjit::Error);
-    CHECK_THROWS_WITH(kjit::jit::template_text("nope.cuh"), Catch::Contains("nope.cuh") && Catch::Contains("complex.cuh"));
+    CHECK_THAT(std::string(kjit::jit::codegen::template_text("complex.cuh")), Catch::Contains("struct alignas(2 * sizeof(T)) complex"));
+    CHECK_THROWS_AS(kjit::jit::codegen::template_text("nope.cuh"), kjit::Error);
+    CHECK_THROWS_WITH(kjit::jit::codegen::template_text("nope.cuh"), Catch::Contains("nope.cuh") && Catch::Contains("complex.cuh"));
 }
 
 TEST_CASE("embedded templates equal their files byte for byte", "[nvrtc][templates]") {
@@ -82,12 +82,12 @@ TEST_CASE("embedded templates equal their files byte for byte", "[nvrtc][templat
         WARN("SKIPPED: source tree not found at " << dir);
         return;
     }
-    for (std::string_view name : kjit::jit::template_names()) {
+    for (std::string_view name : kjit::jit::codegen::template_names()) {
         std::ifstream in(dir / std::string(name), std::ios::binary);
         std::stringstream file;
         file << in.rdbuf();
         INFO(name);
-        CHECK(kjit::jit::template_text(name) == file.str());
+        CHECK(kjit::jit::codegen::template_text(name) == file.str());
     }
 }
 
@@ -96,7 +96,7 @@ TEST_CASE("embedded templates equal their files byte for byte", "[nvrtc][templat
 TEST_CASE("compile_cuda gives a cubin and PTX for sm_80 and sm_90", "[nvrtc]") {
     for (int cc : {80, 90}) {
         INFO("sm_" << cc);
-        const CompileResult r = kjit::jit::compile_cuda(request(axpb_source, "axpb.cu", cc));
+        const CompileResult r = kjit::jit::compile::compile_cuda(request(axpb_source, "axpb.cu", cc));
         CHECK(is_elf(r.cubin));
         CHECK_THAT(r.ptx, Catch::Contains(".entry axpb") && Catch::Contains(".target sm_" + std::to_string(cc)));
         CHECK(r.target.name() == "sm_" + std::to_string(cc));
@@ -108,7 +108,7 @@ TEST_CASE("compile_cuda gives a cubin and PTX for sm_80 and sm_90", "[nvrtc]") {
 TEST_CASE("a compute_XX target gives PTX and no cubin", "[nvrtc]") {
     CompileRequest r = request(axpb_source, "axpb.cu", 90);
     r.target = target(90, true);
-    const CompileResult out = kjit::jit::compile_cuda(r);
+    const CompileResult out = kjit::jit::compile::compile_cuda(r);
     CHECK(out.cubin.empty());
     CHECK_THAT(out.ptx, Catch::Contains(".entry axpb"));
 }
@@ -117,7 +117,7 @@ TEST_CASE("compile_options: kjit's options, then the request's", "[nvrtc]") {
     CompileRequest r = request(axpb_source, "axpb.cu", 90);
     r.options = {"-lineinfo"};
     r.toolkit_headers = true;  // its include path is deliberately not listed (machine-specific)
-    CHECK(kjit::jit::compile_options(r) ==
+    CHECK(kjit::jit::compile::compile_options(r) ==
           std::vector<std::string>{"-std=c++17", "-default-device", "--gpu-architecture=sm_90", "-lineinfo"});
 }
 
@@ -129,7 +129,7 @@ TEST_CASE("name expressions of template kernels give lowered names", "[nvrtc]") 
 )",
                                "scale.cu", 90);
     r.name_expressions = {"scale<float>", "scale<double>"};
-    const CompileResult out = kjit::jit::compile_cuda(r);
+    const CompileResult out = kjit::jit::compile::compile_cuda(r);
     REQUIRE(out.lowered_names.size() == 2);
     CHECK(out.lowered_names[0].first == "scale<float>");
     CHECK(out.lowered_names[1].first == "scale<double>");
@@ -157,14 +157,14 @@ TEST_CASE("a syntax error gives CompileError with the log and the offending line
 TEST_CASE("an unknown option gives CompileError naming the options", "[nvrtc]") {
     CompileRequest r = request(axpb_source, "axpb.cu", 90);
     r.options = {"--no-such-option"};
-    CHECK_THROWS_WITH(kjit::jit::compile_cuda(r), Catch::Contains("--no-such-option") && Catch::Contains("axpb.cu"));
+    CHECK_THROWS_WITH(kjit::jit::compile::compile_cuda(r), Catch::Contains("--no-such-option") && Catch::Contains("axpb.cu"));
 }
 
 TEST_CASE("a request without a target is refused before NVRTC", "[nvrtc]") {
     CompileRequest r;
     r.source = axpb_source;
     r.program_name = "axpb.cu";
-    CHECK_THROWS_WITH(kjit::jit::compile_cuda(r), Catch::Contains("select_arch"));
+    CHECK_THROWS_WITH(kjit::jit::compile::compile_cuda(r), Catch::Contains("select_arch"));
 }
 
 TEST_CASE("log_line_numbers and source_excerpt", "[nvrtc]") {
@@ -175,13 +175,13 @@ TEST_CASE("log_line_numbers and source_excerpt", "[nvrtc]") {
                             "k.cu(5): error: expected an expression\n"
                             "kk.cu(9): error: another program\n"
                             "2 errors detected in the compilation of \"k.cu\".";
-    CHECK(kjit::jit::log_line_numbers(log, "k.cu") == std::vector<int>{5, 12});
-    CHECK(kjit::jit::log_line_numbers("k.cu(3): warning #177-D: x", "k.cu") == std::vector<int>{3});
-    CHECK(kjit::jit::log_line_numbers("nothing here", "k.cu").empty());
+    CHECK(kjit::jit::compile::log_line_numbers(log, "k.cu") == std::vector<int>{5, 12});
+    CHECK(kjit::jit::compile::log_line_numbers("k.cu(3): warning #177-D: x", "k.cu") == std::vector<int>{3});
+    CHECK(kjit::jit::compile::log_line_numbers("nothing here", "k.cu").empty());
 
     std::string source;
     for (int i = 1; i <= 14; ++i) source += "line" + std::to_string(i) + "\n";
-    const std::string excerpt = kjit::jit::source_excerpt(source, {5, 12});
+    const std::string excerpt = kjit::jit::compile::source_excerpt(source, {5, 12});
     CHECK(excerpt == "   3 | line3\n"
                      "   4 | line4\n"
                      ">  5 | line5\n"
@@ -194,8 +194,8 @@ TEST_CASE("log_line_numbers and source_excerpt", "[nvrtc]") {
                      "  13 | line13\n"
                      "  14 | line14");
     // Overlapping groups merge; lines out of range are ignored.
-    CHECK(kjit::jit::source_excerpt("a\nb\nc", {1, 2, 99}, 1) == "> 1 | a\n> 2 | b\n  3 | c");
-    CHECK(kjit::jit::source_excerpt("a\nb", {}).empty());
+    CHECK(kjit::jit::compile::source_excerpt("a\nb\nc", {1, 2, 99}, 1) == "> 1 | a\n> 2 | b\n  3 | c");
+    CHECK(kjit::jit::compile::source_excerpt("a\nb", {}).empty());
 }
 
 // ---------------------------------------------------------------------------- NVRTC failing
@@ -236,10 +236,10 @@ kjit::detail::NvrtcApi counting_api() {
 TEST_CASE("no NVRTC gives NoDeviceError", "[nvrtc]") {
     const CompileRequest r = request(axpb_source, "axpb.cu", 90);
     const kjit::detail::ScopedNvrtcOverride none(nullptr);
-    CHECK_THROWS_AS(kjit::jit::compile_cuda(r), kjit::NoDeviceError);
-    CHECK_THROWS_AS(kjit::jit::nvrtc_version_key(), kjit::NoDeviceError);
-    CHECK_THROWS_AS(kjit::jit::nvrtc_supported_archs(), kjit::NoDeviceError);
-    CHECK_THROWS_AS(kjit::jit::select_arch(90), kjit::NoDeviceError);
+    CHECK_THROWS_AS(kjit::jit::compile::compile_cuda(r), kjit::NoDeviceError);
+    CHECK_THROWS_AS(kjit::jit::compile::nvrtc_version_key(), kjit::NoDeviceError);
+    CHECK_THROWS_AS(kjit::jit::compile::nvrtc_supported_archs(), kjit::NoDeviceError);
+    CHECK_THROWS_AS(kjit::jit::compile::select_arch(90), kjit::NoDeviceError);
 }
 
 TEST_CASE("NVRTC failing is NvrtcError, and programs are destroyed on every path", "[nvrtc]") {
@@ -247,17 +247,17 @@ TEST_CASE("NVRTC failing is NvrtcError, and programs are destroyed on every path
     kjit::detail::NvrtcApi api = counting_api();
     SECTION("success") {
         const kjit::detail::ScopedNvrtcOverride o(&api);
-        CHECK_FALSE(kjit::jit::compile_cuda(good).cubin.empty());
+        CHECK_FALSE(kjit::jit::compile::compile_cuda(good).cubin.empty());
     }
     SECTION("compile error") {
         const kjit::detail::ScopedNvrtcOverride o(&api);
-        CHECK_THROWS_AS(kjit::jit::compile_cuda(request("not C++", "bad.cu", 90)), kjit::CompileError);
+        CHECK_THROWS_AS(kjit::jit::compile::compile_cuda(request("not C++", "bad.cu", 90)), kjit::CompileError);
     }
     SECTION("NVRTC out of memory") {
         api.nvrtcCompileProgram = out_of_memory_compile;
         const kjit::detail::ScopedNvrtcOverride o(&api);
         try {
-            kjit::jit::compile_cuda(good);
+            kjit::jit::compile::compile_cuda(good);
             FAIL("no exception");
         } catch (const kjit::NvrtcError& e) {
             CHECK(e.code() == NVRTC_ERROR_OUT_OF_MEMORY);
@@ -275,7 +275,7 @@ TEST_CASE("compile_cuda runs from several threads at once", "[nvrtc]") {
         threads.emplace_back([t, &ok] {
             const std::string source = "extern \"C\" __global__ void k" + std::to_string(t) +
                                        "(float* y) { y[threadIdx.x] += " + std::to_string(t) + ".0f; }\n";
-            const CompileResult r = kjit::jit::compile_cuda(request(source, "k.cu", t % 2 ? 80 : 90));
+            const CompileResult r = kjit::jit::compile::compile_cuda(request(source, "k.cu", t % 2 ? 80 : 90));
             if (is_elf(r.cubin) && r.ptx.find("k" + std::to_string(t)) != std::string::npos) ++ok;
         });
     }
@@ -289,20 +289,20 @@ TEST_CASE("nvrtc_version_key names the version and the build, stably", "[nvrtc]"
     int major = 0;
     int minor = 0;
     REQUIRE(kjit::detail::nvrtc().nvrtcVersion(&major, &minor) == NVRTC_SUCCESS);
-    const std::string key = kjit::jit::nvrtc_version_key();
+    const std::string key = kjit::jit::compile::nvrtc_version_key();
     CHECK(key.starts_with("nvrtc-" + std::to_string(major) + "." + std::to_string(minor) + "+"));
     CHECK((key.find("+bid:") != std::string::npos || key.find("+xxh3:") != std::string::npos));
     CHECK(key.size() > 20);
-    CHECK(kjit::jit::nvrtc_version_key() == key);
+    CHECK(kjit::jit::compile::nvrtc_version_key() == key);
 
     // The pieces: the file is found, and hashing it agrees with itself.
     const void* symbol = reinterpret_cast<const void*>(kjit::detail::nvrtc().nvrtcVersion);
-    const std::string file = kjit::jit::detail::loaded_file(symbol);
+    const std::string file = kjit::jit::compile::loaded_file(symbol);
     CHECK_THAT(file, Catch::Contains("nvrtc"));
-    const auto h = kjit::jit::detail::file_xxh3(file);
+    const auto h = kjit::jit::compile::file_xxh3(file);
     REQUIRE(h.has_value());
-    CHECK(kjit::jit::detail::file_xxh3(file) == h);
-    CHECK_FALSE(kjit::jit::detail::file_xxh3("/nonexistent/libnvrtc.so").has_value());
+    CHECK(kjit::jit::compile::file_xxh3(file) == h);
+    CHECK_FALSE(kjit::jit::compile::file_xxh3("/nonexistent/libnvrtc.so").has_value());
 }
 
 // ---------------------------------------------------------------------------- prelude templates
@@ -339,23 +339,23 @@ static_assert(sizeof(kjit::complex<double>) == 16 && alignof(kjit::complex<doubl
 }  // namespace
 
 TEST_CASE("complex.cuh: every operator and function compiles for sm_80 and sm_90", "[nvrtc][complex]") {
-    const std::string source = std::string(kjit::jit::template_text("complex.cuh")) + complex_kernel;
+    const std::string source = std::string(kjit::jit::codegen::template_text("complex.cuh")) + complex_kernel;
     for (int cc : {80, 90}) {
         INFO("sm_" << cc);
-        const CompileResult r = kjit::jit::compile_cuda(request(source, "complex_all.cu", cc));
+        const CompileResult r = kjit::jit::compile::compile_cuda(request(source, "complex_all.cu", cc));
         CHECK(is_elf(r.cubin));
         CHECK_THAT(r.ptx, Catch::Contains(".entry k64f") && Catch::Contains(".entry k128"));
     }
 }
 
 TEST_CASE("scalar_types.cuh brings float16 and bfloat16 only when asked", "[nvrtc]") {
-    const std::string body = std::string(kjit::jit::template_text("scalar_types.cuh")) +
+    const std::string body = std::string(kjit::jit::codegen::template_text("scalar_types.cuh")) +
                              "extern \"C\" __global__ void h(kjit::float16* x, kjit::bfloat16* y) {\n"
                              "    x[0] = x[0] * __float2half(2.0f); y[0] = y[0] + y[1];\n"
                              "}\n";
     CompileRequest r = request("#define KJIT_USE_FLOAT16\n#define KJIT_USE_BFLOAT16\n" + body, "h.cu", 90);
     r.toolkit_headers = true;
-    CHECK(is_elf(kjit::jit::compile_cuda(r).cubin));
+    CHECK(is_elf(kjit::jit::compile::compile_cuda(r).cubin));
     // Without the defines the types do not exist: the headers were not included.
     const kjit::CompileError e = compile_error(request(body, "h.cu", 90));
     CHECK_THAT(e.log(), Catch::Contains("float16"));
@@ -460,21 +460,21 @@ TEST_CASE("compile time of a small kernel by header (benchmark)", "[.][nvrtc_ben
         CompileRequest first;
         first.source = axpb_source;
         first.program_name = "axpb.cu";
-        first.target = kjit::jit::select_arch(90);
+        first.target = kjit::jit::compile::select_arch(90);
         rusage before{};
         getrusage(RUSAGE_SELF, &before);
-        kjit::jit::compile_cuda(first);
+        kjit::jit::compile::compile_cuda(first);
         const auto t2 = clock::now();
         rusage after{};
         getrusage(RUSAGE_SELF, &after);
-        kjit::jit::compile_cuda(first);
+        kjit::jit::compile::compile_cuda(first);
         const auto t3 = clock::now();
         std::printf("fresh process: load NVRTC %.1f ms, first compile %.1f ms (%ld minor + %ld major page faults), "
                     "second %.1f ms\n",
                     ms(t0, t1), ms(t1, t2), after.ru_minflt - before.ru_minflt, after.ru_majflt - before.ru_majflt,
                     ms(t2, t3));
     }
-    const std::string cccl = kjit::jit::detail::toolkit_include_dir(kjit::detail::nvrtc()) + "/cccl";
+    const std::string cccl = kjit::jit::compile::toolkit_include_dir(kjit::detail::nvrtc()) + "/cccl";
     struct Variant {
         const char* label;
         std::string prefix;
@@ -483,7 +483,7 @@ TEST_CASE("compile time of a small kernel by header (benchmark)", "[.][nvrtc_ben
         int cc;
         bool ptx_only;
     };
-    const std::string complex_text(kjit::jit::template_text("complex.cuh"));
+    const std::string complex_text(kjit::jit::codegen::template_text("complex.cuh"));
     const std::vector<Variant> variants = {
         {"(a) no includes", "", {}, false, 90, false},
         {"(a) + the toolkit's and CCCL's paths", "", {}, true, 90, false},
@@ -517,10 +517,10 @@ TEST_CASE("compile time of a small kernel by header (benchmark)", "[.][nvrtc_ben
     }
     // Warm up (NVRTC's first call loads it and its builtins), then run the variants round-robin so
     // that load from other processes spreads over all of them alike.
-    for (const CompileRequest& r : requests) kjit::jit::compile_cuda(r);
+    for (const CompileRequest& r : requests) kjit::jit::compile::compile_cuda(r);
     std::vector<std::vector<double>> ms(requests.size());
     for (int run = 0; run < runs; ++run) {
-        for (std::size_t i = 0; i < requests.size(); ++i) ms[i].push_back(kjit::jit::compile_cuda(requests[i]).compile_ms);
+        for (std::size_t i = 0; i < requests.size(); ++i) ms[i].push_back(kjit::jit::compile::compile_cuda(requests[i]).compile_ms);
     }
     std::printf("%-40s %8s %8s %8s  (ms over %d runs)\n", "variant", "median", "min", "max", runs);
     for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -530,15 +530,15 @@ TEST_CASE("compile time of a small kernel by header (benchmark)", "[.][nvrtc_ben
 
     // The version key's pieces.
     const void* symbol = reinterpret_cast<const void*>(kjit::detail::nvrtc().nvrtcVersion);
-    const std::string file = kjit::jit::detail::loaded_file(symbol);
+    const std::string file = kjit::jit::compile::loaded_file(symbol);
     auto t0 = std::chrono::steady_clock::now();
-    const std::string id = kjit::jit::detail::elf_build_id(symbol);
+    const std::string id = kjit::jit::compile::elf_build_id(symbol);
     auto t1 = std::chrono::steady_clock::now();
-    const auto hash = kjit::jit::detail::file_xxh3(file);
+    const auto hash = kjit::jit::compile::file_xxh3(file);
     auto t2 = std::chrono::steady_clock::now();
     std::printf("build id %s: %.3f ms; xxh3 of %s (%ju bytes) %016jx: %.1f ms\n", id.c_str(),
                 std::chrono::duration<double, std::milli>(t1 - t0).count(), file.c_str(),
                 static_cast<std::uintmax_t>(std::filesystem::file_size(file)), static_cast<std::uintmax_t>(*hash),
                 std::chrono::duration<double, std::milli>(t2 - t1).count());
-    std::printf("nvrtc_version_key: %s\n", kjit::jit::nvrtc_version_key().c_str());
+    std::printf("nvrtc_version_key: %s\n", kjit::jit::compile::nvrtc_version_key().c_str());
 }

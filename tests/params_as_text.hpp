@@ -1,18 +1,18 @@
 // A parameter list as parse_params reads it, spelled out (names, types, positions, flags) or its
-// error: what the shortcut for simple lists (jit/params.cpp) must read exactly as the full parser
+// error: what the shortcut for simple lists (jit/frontend/params.cpp) must read exactly as the full parser
 // does. Shared by tests/params_test.cpp and the fuzzer.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::test {
 
 inline std::string params_as_text(std::string_view text, bool shortcut) {
-    using namespace kjit::jit;
+    using namespace kjit::jit::frontend;
     auto at = [](const SourcePos& p) {
         std::string s(1, '@');
         s.append(std::to_string(p.offset)).append(1, ':').append(std::to_string(p.line)).append(1, ':');

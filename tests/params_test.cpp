@@ -1,15 +1,15 @@
-// Parameter lists in CuPy's syntax (jit/params.hpp).
+// Parameter lists in CuPy's syntax (jit/frontend/params.hpp).
 #include "test_support.hpp"
 
 #include <string>
 
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 #include "tests/params_as_text.hpp"
 #include "kjit/error.hpp"
 
 namespace {
 
-using namespace kjit::jit;
+using namespace kjit::jit::frontend;
 
 std::vector<Param> params(std::string_view text, bool outputs = false) {
     return parse_params(SourceText{outputs ? "out" : "in", text}, outputs);

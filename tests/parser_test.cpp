@@ -1,16 +1,16 @@
-// The parser (jit/parser.hpp): tree shapes of what it accepts, the exact text of what it rejects,
+// The parser (jit/frontend/parser.hpp): tree shapes of what it accepts, the exact text of what it rejects,
 // and that no input crashes, hangs or throws anything but ParseError.
 #include "test_support.hpp"
 
 #include <chrono>
 #include <string>
 
-#include "jit/parser.hpp"
+#include "jit/frontend/parser.hpp"
 #include "kjit/error.hpp"
 
 namespace {
 
-using namespace kjit::jit;
+using namespace kjit::jit::frontend;
 
 std::string join(const std::vector<std::string>& parts) {
     std::string out;

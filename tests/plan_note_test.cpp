@@ -1,4 +1,4 @@
-// Plan notes (jit/plan_note.hpp): their text, their files, and a fresh process's first call that
+// Plan notes (jit/kernels/plan_note.hpp): their text, their files, and a fresh process's first call that
 // loads a cached kernel through one without checking it or generating its code.
 #include "test_support.hpp"
 
@@ -13,14 +13,14 @@
 #include "cache/manifest.hpp"
 #include "fake_driver.hpp"
 #include "gpu_data.hpp"
-#include "jit/codegen.hpp"
-#include "jit/reduction_codegen.hpp"
-#include "jit/reduction_note.hpp"
-#include "jit/nvrtc_identity.hpp"
-#include "jit/nvrtc_version.hpp"
-#include "jit/plan_note.hpp"
-#include "jit/precompile.hpp"
-#include "jit/source_identity.hpp"
+#include "jit/codegen/elementwise.hpp"
+#include "jit/codegen/reduction.hpp"
+#include "jit/kernels/reduction/note.hpp"
+#include "jit/compile/nvrtc_identity.hpp"
+#include "jit/compile/nvrtc_version.hpp"
+#include "jit/kernels/plan_note.hpp"
+#include "jit/kernels/precompile.hpp"
+#include "jit/compile/source_identity.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/reduction_kernel.hpp"
@@ -141,32 +141,32 @@ TEST_CASE("held identity lines are exactly the lines NVRTC's file and environmen
     const kjit::test::TempDir dir;
     const fs::path library = dir.path() / "libnvrtc.so.13";
     write_bytes(library, "not really a library");
-    const std::string lines = kjit::jit::nvrtc_identity_lines(library.string());
+    const std::string lines = kjit::jit::compile::nvrtc_identity_lines(library.string());
     REQUIRE_FALSE(lines.empty());
-    CHECK(kjit::jit::held_identity_lines(lines) == lines.size());
-    CHECK(kjit::jit::held_identity_lines(lines + "version_key=x\n") == lines.size());  // what follows is not theirs
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == lines.size());
+    CHECK(kjit::jit::compile::held_identity_lines(lines + "version_key=x\n") == lines.size());  // what follows is not theirs
     // Any byte changed, any cut: not held (never a crash).
     for (std::size_t at = 0; at < lines.size(); ++at) {
         std::string bad = lines;
         bad[at] = bad[at] == '1' ? '2' : '1';
         INFO("byte " << at);
-        CHECK(kjit::jit::held_identity_lines(bad) == 0);
+        CHECK(kjit::jit::compile::held_identity_lines(bad) == 0);
     }
-    for (std::size_t cut = 0; cut < lines.size(); ++cut) CHECK(kjit::jit::held_identity_lines(lines.substr(0, cut)) == 0);
+    for (std::size_t cut = 0; cut < lines.size(); ++cut) CHECK(kjit::jit::compile::held_identity_lines(lines.substr(0, cut)) == 0);
     // The file rewritten (size, mtime), or an environment that could choose another NVRTC: not held.
     {
         const kjit::test::ScopedEnv elsewhere("CUDA_HOME", "/somewhere/else");
-        CHECK(kjit::jit::held_identity_lines(lines) == 0);
+        CHECK(kjit::jit::compile::held_identity_lines(lines) == 0);
     }
-    CHECK(kjit::jit::held_identity_lines(lines) == lines.size());
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == lines.size());
     write_bytes(library, "another library, longer");
-    CHECK(kjit::jit::held_identity_lines(lines) == 0);
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == 0);
     fs::remove(library);
-    CHECK(kjit::jit::held_identity_lines(lines) == 0);
+    CHECK(kjit::jit::compile::held_identity_lines(lines) == 0);
 }
 
 TEST_CASE("kjit's source identity, which names plan notes, is a hash made at build time", "[plan_note]") {
-    const std::string id = kjit::jit::kSourceIdentity;
+    const std::string id = kjit::jit::compile::kSourceIdentity;
     CHECK(id.size() == 32);
     CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
 }
@@ -296,9 +296,9 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
 
     SECTION("a later process finds the note") {
         PretendProcess later(dir);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         later.call();
-        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() == generated);
         CHECK(kjit::cache_stats().note_hits == 1);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::test::fake_state().launches == launches + 1);
@@ -308,14 +308,14 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         const kjit::Array big_x = kjit::Array::empty({1 << 20}, DType::float32, kjit::Device::cuda(0));
         const kjit::Array big_y = kjit::Array::empty({1 << 20}, DType::float32, kjit::Device::cuda(0));
         k.launch({big_x, 2.0f, 1.0f, big_y});
-        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() > generated);
         CHECK(kjit::cache_stats().compiles == 1);
         PretendProcess third(dir);
-        const std::uint64_t before_third = kjit::jit::elementwise_generations();
+        const std::uint64_t before_third = kjit::jit::codegen::elementwise_generations();
         const kjit::ElementwiseKernel k3("T x, T a, T b", "T y", "y = a * x + b", "noted");
         k3.launch({big_x, 2.0f, 1.0f, big_y});
         k3.launch({third.x, 2.0f, 1.0f, third.y});
-        CHECK(kjit::jit::elementwise_generations() == before_third);
+        CHECK(kjit::jit::codegen::elementwise_generations() == before_third);
         CHECK(kjit::cache_stats().compiles == 0);
     }
     SECTION("a damaged note is no note: the long way, from the cache, and the note written again") {
@@ -323,9 +323,9 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         bytes[40] = static_cast<char>(bytes[40] ^ 1);  // in its text
         write_bytes(note, bytes);
         PretendProcess later(dir);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         later.call();
-        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() > generated);
         CHECK(kjit::cache_stats().note_hits == 0);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::test::fake_state().launches == launches + 1);
@@ -341,18 +341,18 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         CHECK(kjit::cache_stats().compiles == 1);
         CHECK(kjit::test::fake_state().launches == launches + 1);
         PretendProcess again(dir);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         again.call();
-        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() == generated);
         CHECK(kjit::cache_stats().compiles == 0);
     }
     SECTION("without NVRTC loaded, the note is taken while NVRTC's file and environment are unchanged") {
         const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
         {
             PretendProcess later(dir);
-            const std::uint64_t generated = kjit::jit::elementwise_generations();
+            const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
             later.call();
-            CHECK(kjit::jit::elementwise_generations() == generated);
+            CHECK(kjit::jit::codegen::elementwise_generations() == generated);
             CHECK(kjit::cache_stats().note_hits == 1);
             CHECK(kjit::cache_stats().compiles == 0);
             CHECK(kjit::test::fake_state().launches == launches + 1);
@@ -362,9 +362,9 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         // holds, else by its aliases): its values do not depend on NVRTC.
         const kjit::test::ScopedEnv elsewhere("CUDA_HOME", "/somewhere/else");
         PretendProcess later(dir);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         later.call();
-        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() == generated);
         CHECK(kjit::cache_stats().note_hits == 1);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::test::fake_state().launches == launches + 2);
@@ -377,9 +377,9 @@ TEST_CASE("a first call through a plan note loads the cached kernel without chec
         bytes.resize(bytes.rfind("xxh3="));
         REQUIRE(kjit::cache::DiskStore(dir, true).write_note(note.stem().string(), bytes));
         PretendProcess later(dir);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         later.call();
-        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() > generated);
         CHECK(kjit::cache_stats().note_hits == 0);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK_THAT(read_bytes(note), !Contains("older-"));  // noted again by the long way
@@ -433,10 +433,10 @@ TEST_CASE("kjit precompile notes plans: a read-only cache's first call without N
 
     SECTION("the first call takes the note: nothing generated or compiled, and it launches") {
         PretendProcess later(read_only);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         later.call();
         CHECK(kjit::cache_stats().note_hits == 1);
-        CHECK(kjit::jit::elementwise_generations() == generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() == generated);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::test::fake_state().launches == launches + 1);
         CHECK(kjit::test::fake_state().last_grid_x == 4);  // the small variant
@@ -463,21 +463,21 @@ TEST_CASE("kjit precompile notes plans: a read-only cache's first call without N
         REQUIRE(store.write_alias(alias_of(texts[0]), key_of(texts[1])));
         REQUIRE(store.write_alias(alias_of(texts[1]), key_of(texts[0])));
         PretendProcess later(read_only);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         CHECK_THROWS(later.call("noted"));
         CHECK(kjit::cache_stats().note_hits == 1);
         // The long way checks and generates, and its own alias (the same, swapped) misses too:
         // no kernel to run, and never another kernel's.
-        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() > generated);
         CHECK(kjit::test::fake_state().launches == launches);
     }
     SECTION("a damaged alias the note names is a miss: the long way") {
         for (const fs::path& a : files_ending(shipped, ".alias")) write_bytes(a, "damaged\n");
         PretendProcess later(read_only);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         CHECK_THROWS(later.call());  // no NVRTC and no sound alias: nothing can serve it
         CHECK(kjit::cache_stats().note_hits == 1);
-        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() > generated);
         CHECK(kjit::test::fake_state().launches == launches);
     }
     SECTION("a format-4 note (no alias lines) is no note: the long way finds the kernel by alias") {
@@ -488,10 +488,10 @@ TEST_CASE("kjit precompile notes plans: a read-only cache's first call without N
             REQUIRE(kjit::cache::DiskStore(shipped, true).write_note(n.stem().string(), text));
         }
         PretendProcess later(read_only);
-        const std::uint64_t generated = kjit::jit::elementwise_generations();
+        const std::uint64_t generated = kjit::jit::codegen::elementwise_generations();
         later.call();
         CHECK(kjit::cache_stats().note_hits == 0);
-        CHECK(kjit::jit::elementwise_generations() > generated);
+        CHECK(kjit::jit::codegen::elementwise_generations() > generated);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::test::fake_state().launches == launches + 1);
     }
@@ -574,9 +574,9 @@ TEST_CASE("a user reduction's first call through its plan note loads it without 
 
     SECTION("a later process finds the note") {
         kjit::configure_cache(cache_in(dir));
-        const std::uint64_t generated = kjit::jit::reduction_generations();
+        const std::uint64_t generated = kjit::jit::codegen::reduction_generations();
         call("noted_sumsq");
-        CHECK(kjit::jit::reduction_generations() == generated);
+        CHECK(kjit::jit::codegen::reduction_generations() == generated);
         CHECK(kjit::cache_stats().note_hits == 1);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::test::fake_state().launches > launches);
@@ -595,17 +595,17 @@ TEST_CASE("a user reduction's first call through its plan note loads it without 
     }
     SECTION("a strategy the note has no key for is generated then, once, and noted") {
         kjit::configure_cache(cache_in(dir));
-        const std::uint64_t generated = kjit::jit::reduction_generations();
+        const std::uint64_t generated = kjit::jit::codegen::reduction_generations();
         call("noted_sumsq", true);
         CHECK(kjit::cache_stats().note_hits == 1);
-        CHECK(kjit::jit::reduction_generations() == generated + 1);
+        CHECK(kjit::jit::codegen::reduction_generations() == generated + 1);
         CHECK(kjit::cache_stats().compiles == 1);
         // A third process has both strategies noted: nothing generated, nothing compiled.
         kjit::configure_cache(cache_in(dir));
-        const std::uint64_t before_third = kjit::jit::reduction_generations();
+        const std::uint64_t before_third = kjit::jit::codegen::reduction_generations();
         call("noted_sumsq", true);
         call("noted_sumsq");
-        CHECK(kjit::jit::reduction_generations() == before_third);
+        CHECK(kjit::jit::codegen::reduction_generations() == before_third);
         CHECK(kjit::cache_stats().compiles == 0);
         CHECK(kjit::cache_stats().note_hits >= 1);
     }
@@ -618,7 +618,7 @@ TEST_CASE("a reduction's plan note values read back only when they are exactly a
     m.array_inputs = 1;
     m.outputs = 1;
     m.vector_width = 4;
-    kjit::jit::GeneratedReduction g;
+    kjit::jit::codegen::GeneratedReduction g;
     int k = 0;
     for (std::string* name : {&g.full32, &g.full64, &g.rows_warp32, &g.rows_warp64, &g.rows_block32, &g.rows_block64, &g.columns32,
                               &g.columns64, &g.columns_split32, &g.columns_split64, &g.columns_finish32, &g.columns_finish64,
@@ -664,12 +664,12 @@ TEST_CASE("a user reduction loaded through its plan note computes what the host 
     for (int process = 0; process < 2; ++process) {
         INFO("process " << process);
         kjit::configure_cache(cache_in(work.path()));  // a fresh cache object: only the disk remembers
-        const std::uint64_t generated = kjit::jit::reduction_generations();
+        const std::uint64_t generated = kjit::jit::codegen::reduction_generations();
         const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "noted_sumsq_gpu");
         const kjit::Array y = kjit::test::poisoned(DType::float64, {});
         sumsq.launch({x.device, y});
         CHECK(kjit::test::mismatches(y, [&](std::size_t) { return want; }, 1e-10) == 0);
         CHECK(kjit::cache_stats().note_hits == static_cast<std::uint64_t>(process));
-        CHECK((kjit::jit::reduction_generations() == generated) == (process == 1));
+        CHECK((kjit::jit::codegen::reduction_generations() == generated) == (process == 1));
     }
 }

@@ -11,8 +11,8 @@
 
 #include "cache/manifest.hpp"
 #include "fake_driver.hpp"
-#include "jit/manifest_kernel.hpp"
-#include "jit/precompile.hpp"
+#include "jit/kernels/elementwise/manifest.hpp"
+#include "jit/kernels/precompile.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"

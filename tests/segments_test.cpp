@@ -1,4 +1,4 @@
-// Segments of sorted keys (jit/segments.hpp): the kernels compile with NVRTC; wrong arguments are
+// Segments of sorted keys (jit/kernels/ops/segments.hpp): the kernels compile with NVRTC; wrong arguments are
 // refused before anything runs; on a pretend driver, the launches, their arguments and the one
 // synchronisation; on the GPU, against a host reference on fresh random keys of every dtype and
 // layout.
@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "jit/segments.hpp"
+#include "jit/kernels/ops/segments.hpp"
 #include "fake_driver.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"

@@ -1,7 +1,7 @@
 // The type checker: C's conversions, what it accepts, and the exact diagnostic of each rejection.
 #include "test_support.hpp"
 
-#include "jit/conversions.hpp"
+#include "jit/frontend/conversions.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 
@@ -27,7 +27,7 @@ std::string diagnostic(const ElementwiseKernel& k, const TypeBinding& types = {}
 }  // namespace
 
 TEST_CASE("usual arithmetic conversions follow C, with CUDA's 16-bit floats and complex", "[typecheck]") {
-    using kjit::jit::usual_arithmetic_conversion;
+    using kjit::jit::frontend::usual_arithmetic_conversion;
     auto uac = [](DType a, DType b) { return std::string(usual_arithmetic_conversion(a, b).name()); };
     CHECK(uac(DType::int8, DType::int8) == "int32");    // integer promotion, unlike NumPy
     CHECK(uac(DType::uint16, DType::bool_) == "int32");

@@ -10,13 +10,13 @@ out=${1:-build-fuzz}
 seconds=${2:-60}
 mkdir -p "$out/corpus"
 
-sources=(tests/fuzz/parser_fuzzer.cpp jit/source.cpp jit/lexer.cpp jit/parser.cpp jit/parser_expressions.cpp
-         jit/parser_statements.cpp jit/params.cpp
+sources=(tests/fuzz/parser_fuzzer.cpp jit/frontend/source.cpp jit/frontend/lexer.cpp jit/frontend/parser.cpp
+         jit/frontend/parser_expressions.cpp jit/frontend/parser_statements.cpp jit/frontend/params.cpp
          runtime/dtype.cpp runtime/error.cpp runtime/detail/driver.cpp runtime/detail/dynamic_library.cpp
          runtime/detail/log.cpp)
 binary="$out/parser_fuzzer"
 # Rebuild only when a source is newer than the binary.
-if [ ! -x "$binary" ] || [ -n "$(find "${sources[@]}" jit/*.hpp include/kjit/*.hpp -newer "$binary" | head -1)" ]; then
+if [ ! -x "$binary" ] || [ -n "$(find "${sources[@]}" jit/frontend/*.hpp include/kjit/*.hpp -newer "$binary" | head -1)" ]; then
   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I. -Iinclude -I/usr/local/cuda/include "${sources[@]}" -ldl -o "$binary"
 fi

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -79,5 +80,8 @@ bool can_cast_safely(DType from, DType to) noexcept;
 // NumPy's result_type for two array dtypes: the smallest type both cast to safely.
 // float16 with bfloat16 gives float32; int64 with uint64 gives float64, as in NumPy.
 DType result_type(DType a, DType b) noexcept;
+
+// Type placeholder ("T") to dtype.
+using TypeBinding = std::map<std::string, DType>;
 
 }  // namespace kjit

@@ -40,9 +40,6 @@
 
 namespace kjit {
 
-// Type placeholder ("T") to dtype.
-using TypeBinding = std::map<std::string, DType>;
-
 // Parses "T=float32,U=int64" (spaces allowed). Throws TypeError naming the bad item.
 TypeBinding parse_type_binding(const std::string& text);
 // "T=float32,U=int64": what parse_type_binding reads.

@@ -1,5 +1,5 @@
 // argmin and argmax on host arrays. On the GPU they are custom ReductionKernels whose module kjit
-// writes (jit/arg_reduction.cpp, templates/arg_reduction.cuh); on the host their pieces are plain
+// writes (jit/kernels/ops/arg_reduction.cpp, templates/arg_reduction.cuh); on the host their pieces are plain
 // C++ here, run by the same loops as every host reduction (jit/host/host_reduction.cpp). No LLVM.
 #pragma once
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "jit/ast.hpp"
-#include "jit/reduction_codegen.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/ast.hpp"
+#include "jit/codegen/reduction.hpp"
+#include "jit/frontend/type_checker.hpp"
 #include "runtime/detail/call_layout.hpp"
 #include "runtime/detail/kernel_args.hpp"
 
@@ -33,9 +33,9 @@ using ChunkFn = void (*)(const unsigned char* args, const detail::CallLayout* la
 // One elementwise kernel for one binding, as the front end checked it.
 struct ElementwiseRequest {
     std::string name;
-    const CheckedKernel* kernel = nullptr;  // complete: every type bound
-    const Body* body = nullptr;             // the body `kernel` was checked from (it carries the types)
-    const LoopHooks* hooks = nullptr;       // CuPy's loop_prep and after_loop: once per chunk, around its elements
+    const frontend::CheckedKernel* kernel = nullptr;  // complete: every type bound
+    const frontend::Body* body = nullptr;             // the body `kernel` was checked from (it carries the types)
+    const frontend::LoopHooks* hooks = nullptr;       // CuPy's loop_prep and after_loop: once per chunk, around its elements
     std::vector<bool> scalar;               // per parameter: passed by value
     std::vector<std::optional<DType>> storage;  // per parameter: the array's dtype when it differs
     detail::ArgsLayout args;                // where each parameter sits in the argument struct
@@ -47,12 +47,12 @@ struct ElementwiseCode {
     bool uses_index = false;       // the body reads `i` (set by the caller, not the back end)
 };
 
-// One reduction kernel for one binding (jit/reduction_kernel.cpp checked its pieces). Partial
+// One reduction kernel for one binding (jit/kernels/reduction/kernel.cpp checked its pieces). Partial
 // results are kept in memory as the reduce type's dtype (bool one byte, complex as two parts),
 // with a byte per value saying whether it holds one (always 1 with an identity).
 struct ReductionRequest {
     std::string name;
-    const CheckedReduction* reduction = nullptr;  // complete
+    const codegen::CheckedReduction* reduction = nullptr;  // complete
     std::vector<bool> scalar;                     // per parameter, as for ElementwiseRequest
     std::vector<std::optional<DType>> storage;
     detail::ArgsLayout args;                      // array inputs and outputs as pointers to their first element

@@ -2,13 +2,15 @@
 
 #include "jit/host/backend_loader.hpp"
 #include "jit/host/host_pool.hpp"
-#include "jit/params.hpp"
-#include "jit/parser.hpp"
-#include "jit/preamble.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/params.hpp"
+#include "jit/frontend/parser.hpp"
+#include "jit/frontend/preamble.hpp"
+#include "jit/frontend/type_checker.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit::host {
+
+using namespace frontend;
 
 bool is_host_call(std::span<const KernelArg> args, const std::function<std::string(std::size_t)>& name) {
     bool host = false, device = false;

@@ -7,10 +7,12 @@
 #include "jit/host/backend_loader.hpp"
 #include "jit/host/host_arg_reduction.hpp"
 #include "jit/host/host_pool.hpp"
-#include "jit/reduction_calls.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::jit::host {
+
+using namespace frontend;
 
 ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const BoundCall& bound, const detail::ArgsLayout& args,
                                         bool& has_identity, std::size_t& value_size) {
@@ -28,7 +30,7 @@ ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const Bou
     if (!kernel.options().preamble.empty())
         throw Error("reduction '" + kernel.name() + "' cannot run on host arrays: its preamble is raw CUDA, which only the GPU compiles");
     HostBackend& backend = host_backend();
-    const CheckedReduction checked = check_reduction(kernel, bound.types);
+    const codegen::CheckedReduction checked = check_reduction(kernel, bound.types);
     ReductionRequest request;
     request.name = kernel.name();
     request.reduction = &checked;

@@ -1,5 +1,5 @@
 // Reductions on host arrays: the loops around the compiled pieces (jit/host/host_backend.hpp's
-// FoldFn, CombineFn, IdentityFn, PostFn), in libkjit (no LLVM here). jit/reduction_call.cpp does
+// FoldFn, CombineFn, IdentityFn, PostFn), in libkjit (no LLVM here). jit/kernels/reduction/call.cpp does
 // binding, axes, output allocation and overlap copies as for the GPU and comes here to run.
 //
 // The order, fixed so that a call gives the same bits with one thread or many (the pool hands
@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "jit/call_binding.hpp"
+#include "jit/frontend/call_binding.hpp"
 #include "jit/host/host_backend.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "runtime/detail/reduce_layout.hpp"
@@ -26,7 +26,7 @@ namespace kjit::jit::host {
 
 // Compiles `kernel`'s pieces for the bound types through the back end (loading it on first use);
 // says whether the kernel has an identity and how wide its reduce type is.
-ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const BoundCall& bound, const detail::ArgsLayout& args,
+ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const frontend::BoundCall& bound, const detail::ArgsLayout& args,
                                         bool& has_identity, std::size_t& value_size);
 
 struct HostReduction {

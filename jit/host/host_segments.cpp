@@ -1,8 +1,8 @@
-// The runs of equal neighbouring keys of a host array (jit/segments.hpp): one pass on the calling
+// The runs of equal neighbouring keys of a host array (jit/kernels/ops/segments.hpp): one pass on the calling
 // thread, which is as fast as the memory for the sizes a key column has, and needs no device.
 #include <cstring>
 
-#include "jit/segments.hpp"
+#include "jit/kernels/ops/segments.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::detail {

@@ -6,12 +6,15 @@
 
 #include <llvm/IR/Intrinsics.h>
 
-#include "jit/conversions.hpp"
-#include "jit/math_functions.hpp"
+#include "jit/frontend/conversions.hpp"
+#include "jit/frontend/math_functions.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/kernel_args.hpp"
 
 namespace kjit::jit::host {
+
+using namespace frontend;
+
 namespace {
 
 bool is_16bit(DType t) { return t.id() == DType::float16 || t.id() == DType::bfloat16; }

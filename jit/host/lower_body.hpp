@@ -1,5 +1,5 @@
 // Lowers a checked kernel body (the typed AST) to LLVM IR at the builder's position, with the
-// semantics the CUDA path has (jit/statement_printer.cpp prints the same tree as CUDA):
+// semantics the CUDA path has (jit/codegen/statement_printer.cpp prints the same tree as CUDA):
 // C's conversions; float16/bfloat16 stored as 16 bits, computed in float and rounded to nearest
 // even after every operation (CUDA's __half operators); complex as pairs with the formulas of
 // templates/complex.cuh; integer division by zero and shifts past the width defined instead of
@@ -12,8 +12,8 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
-#include "jit/ast.hpp"
-#include "jit/type_checker.hpp"
+#include "jit/frontend/ast.hpp"
+#include "jit/frontend/type_checker.hpp"
 
 namespace kjit::jit::host {
 
@@ -27,7 +27,7 @@ struct Val {
 
 class BodyLowering {
 public:
-    BodyLowering(llvm::IRBuilder<>& b, llvm::Module& m, const CheckedKernel& kernel, llvm::BasicBlock* entry);
+    BodyLowering(llvm::IRBuilder<>& b, llvm::Module& m, const frontend::CheckedKernel& kernel, llvm::BasicBlock* entry);
 
     // The per-element environment, set by the caller before each lowering of the body.
     std::vector<Val> param_values;            // inputs passed as elements or scalars, by parameter
@@ -39,7 +39,7 @@ public:
     // A slot in the entry block for a value of type t (memory layout: bool as i8, complex as two parts).
     llvm::Value* slot(DType t, int count = 1);
     void make_locals();                       // slots for every local of the kernel
-    void statements(const Body& body);
+    void statements(const frontend::Body& body);
 
     Val load(llvm::Value* ptr, DType t);      // from memory laid out as the dtype
     void store(llvm::Value* ptr, const Val& v);
@@ -56,22 +56,22 @@ private:
         DType type;
     };
 
-    void stmt(const Stmt& s);
-    Val expr(const Expr& e);
-    LValue lvalue(const Expr& e);
-    Val unary(const UnaryExpr& u);
-    Val binary(const BinaryExpr& b);
-    Val logical(const BinaryExpr& b);
-    Val assign(const AssignExpr& a);
-    Val conditional(const ConditionalExpr& c);
-    Val call(const CallExpr& c);
-    Val constant(const NamedConstant& k);
-    Val member(const MemberExpr& m, llvm::Value* index);  // x.size(), x.ndim, x.shape()[index], x.strides()[index]
-    llvm::Value* raw_element(const IndexExpr& ix);        // the address of a raw parameter's element
+    void stmt(const frontend::Stmt& s);
+    Val expr(const frontend::Expr& e);
+    LValue lvalue(const frontend::Expr& e);
+    Val unary(const frontend::UnaryExpr& u);
+    Val binary(const frontend::BinaryExpr& b);
+    Val logical(const frontend::BinaryExpr& b);
+    Val assign(const frontend::AssignExpr& a);
+    Val conditional(const frontend::ConditionalExpr& c);
+    Val call(const frontend::CallExpr& c);
+    Val constant(const frontend::NamedConstant& k);
+    Val member(const frontend::MemberExpr& m, llvm::Value* index);  // x.size(), x.ndim, x.shape()[index], x.strides()[index]
+    llvm::Value* raw_element(const frontend::IndexExpr& ix);        // the address of a raw parameter's element
     llvm::Value* to_bool(const Val& v);
     // a op b, both already of type t; comparisons give bool.
-    Val apply(BinaryOp op, const Val& a, const Val& b, DType t);
-    Val int_divide(BinaryOp op, const Val& a, const Val& b, DType t);
+    Val apply(frontend::BinaryOp op, const Val& a, const Val& b, DType t);
+    Val int_divide(frontend::BinaryOp op, const Val& a, const Val& b, DType t);
     Val complex_helper(const char* name, DType t, const Val& a, const Val* b);
     // `pure`: reads no memory (lets loops hoist and vectorise around it).
     llvm::Value* call_named(const std::string& name, llvm::Type* ret, const std::vector<llvm::Value*>& args, bool pure = true);
@@ -84,7 +84,7 @@ private:
 
     llvm::IRBuilder<>& b_;
     llvm::Module& m_;
-    const CheckedKernel& kernel_;
+    const frontend::CheckedKernel& kernel_;
     llvm::BasicBlock* entry_;
     std::vector<llvm::Value*> locals_;
     std::vector<Loop> loops_;

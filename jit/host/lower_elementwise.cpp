@@ -4,10 +4,13 @@
 
 #include <llvm/IR/IRBuilder.h>
 
-#include "jit/codegen.hpp"
+#include "jit/frontend/ast.hpp"
 #include "jit/host/lower_body.hpp"
 
 namespace kjit::jit::host {
+
+using namespace frontend;
+
 namespace {
 
 struct Operand {

@@ -7,6 +7,9 @@
 #include "jit/host/lower_body.hpp"
 
 namespace kjit::jit::host {
+
+using namespace frontend;
+
 namespace {
 
 using llvm::Value;
@@ -15,7 +18,7 @@ using llvm::Value;
 struct ExpressionPiece {
     BodyLowering body;
     Value* result;
-    ExpressionPiece(llvm::IRBuilder<>& b, llvm::Module& m, const ReductionPiece& piece, llvm::BasicBlock* entry, DType r)
+    ExpressionPiece(llvm::IRBuilder<>& b, llvm::Module& m, const codegen::ReductionPiece& piece, llvm::BasicBlock* entry, DType r)
         : body(b, m, piece.kernel, entry) {
         body.make_locals();
         result = body.slot(r);
@@ -103,7 +106,7 @@ private:
 
     llvm::Module& m_;
     const ReductionRequest& r_;
-    const CheckedReduction& c_;
+    const codegen::CheckedReduction& c_;
     llvm::IRBuilder<> b_;
     DType rt_;
 };

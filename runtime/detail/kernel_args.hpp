@@ -1,4 +1,4 @@
-// The byte layout of a generated kernel's argument struct (jit/codegen.cpp prints it: one field
+// The byte layout of a generated kernel's argument struct (jit/codegen/elementwise.cpp prints it: one field
 // per parameter in order, then `long long n`), computed with C's layout rules so that the
 // launcher can fill it in a reused buffer and hand it to cuLaunchKernel as one parameter.
 #pragma once

@@ -4,7 +4,7 @@
 // Build and run (Debian: clang-14 and libclang-rt-14-dev):
 //   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 //     -I. -Iinclude -I/usr/local/cuda/include tests/fuzz/parser_fuzzer.cpp \
-//     jit/source.cpp jit/lexer.cpp jit/parser.cpp jit/params.cpp runtime/dtype.cpp runtime/error.cpp \
+//     jit/frontend/source.cpp jit/frontend/lexer.cpp jit/frontend/parser.cpp jit/frontend/params.cpp runtime/dtype.cpp runtime/error.cpp \
 //     runtime/detail/driver.cpp runtime/detail/dynamic_library.cpp runtime/detail/log.cpp -ldl \
 //     -o build-fuzz/parser_fuzzer
 //   build-fuzz/parser_fuzzer -max_total_time=60 -max_len=4096 -timeout=5
@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "jit/params.hpp"
-#include "jit/parser.hpp"
+#include "jit/frontend/params.hpp"
+#include "jit/frontend/parser.hpp"
 #include "kjit/error.hpp"
 #include "tests/params_as_text.hpp"
 
@@ -38,7 +38,7 @@ void same_params_both_ways(std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace kjit::jit;
+    using namespace kjit::jit::frontend;
     const std::string_view input(reinterpret_cast<const char*>(data), size);
     // The whole input as a body and as an expression: NUL bytes included, the lexer must
     // reject them with a position.

@@ -6,7 +6,7 @@
 #include <optional>
 #include <sstream>
 
-#include "jit/elementwise_calls.hpp"
+#include "jit/kernels/elementwise/calls.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/kernel_args.hpp"

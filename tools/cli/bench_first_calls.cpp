@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <utility>
 
-#include "jit/elementwise_calls.hpp"
+#include "jit/kernels/elementwise/calls.hpp"
 #include "runtime/detail/device_attributes.hpp"
 #include "tools/cli/bench_support.hpp"
 

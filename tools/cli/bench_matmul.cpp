@@ -5,7 +5,7 @@
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/cublas.hpp"
 #include "runtime/detail/driver.hpp"
-#include "runtime/detail/matmul_plan.hpp"
+#include "jit/kernels/ops/matmul_plan.hpp"
 #include "tools/cli/bench_support.hpp"
 
 namespace kjit::cli::bench {
@@ -38,7 +38,7 @@ void add_matmul_cases(Cases& c, std::vector<Record>& extra) {
                 const auto kjit_call = [&] { kjit::matmul(a, b, out, o); };
                 // The cuBLAS call kjit's plan makes, for the note (so that a difference from the
                 // raw call below can be told from the call itself).
-                const detail::GemmPlan plan = detail::plan_gemm({a.dtype(), a.shape(), a.strides()}, {b.dtype(), b.shape(), b.strides()},
+                const jit::kernels::ops::GemmPlan plan = jit::kernels::ops::plan_gemm({a.dtype(), a.shape(), a.strides()}, {b.dtype(), b.shape(), b.strides()},
                                                                 {out.dtype(), out.shape(), out.strides()});
                 const auto op = [](bool t) { return t ? "T" : "N"; };
                 r.note = std::string("kjit::matmul(a, b, out)") + (k.tf32 ? ", allow_tf32" : "") + "; its GEMM: " +

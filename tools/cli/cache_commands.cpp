@@ -12,7 +12,7 @@
 #include "cache/disk_store.hpp"
 #include "cache/file_io.hpp"
 #include "cache/manifest.hpp"
-#include "jit/precompile.hpp"
+#include "jit/kernels/precompile.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"
 #include "tools/cli/commands.hpp"

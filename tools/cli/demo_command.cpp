@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "jit/reduction_calls.hpp"
-#include "jit/segments.hpp"
+#include "jit/kernels/reduction/calls.hpp"
+#include "jit/kernels/ops/segments.hpp"
 #include "kjit/info.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/demo.hpp"

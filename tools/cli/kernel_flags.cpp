@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "jit/manifest_kernel.hpp"
-#include "jit/manifest_reduction.hpp"
+#include "jit/kernels/elementwise/manifest.hpp"
+#include "jit/kernels/reduction/manifest.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit::cli {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "jit/params.hpp"
+#include "jit/frontend/params.hpp"
 #include "kjit/error.hpp"
 #include "kjit/npy.hpp"
 #include "kjit/scalar.hpp"
@@ -106,8 +106,8 @@ void add_run_command(CLI::App& app, int& exit_status) {
         if (r.bindings.size() > 1) throw Error("kjit run takes one type binding; pick one with --types");
         check_flags_fit(r, *run);
         const std::optional<std::vector<int>> axes = parse_axes(run->axes);
-        const std::vector<jit::Param> params =
-            jit::parse_param_lists(jit::SourceText{"in", r.in_params()}, jit::SourceText{"out", r.out_params()});
+        const std::vector<jit::frontend::Param> params =
+            jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", r.in_params()}, jit::frontend::SourceText{"out", r.out_params()});
         std::map<std::string, std::string> given, saves;
         for (const std::string& a : run->args) {
             auto [name, value] = split_assignment(a, "--arg");
@@ -120,17 +120,17 @@ void add_run_command(CLI::App& app, int& exit_status) {
         }
         for (const auto& [name, value] : given) {
             bool known = false;
-            for (const jit::Param& p : params) known = known || p.name == name;
+            for (const jit::frontend::Param& p : params) known = known || p.name == name;
             if (!known) throw Error("--arg " + name + ": the kernel has no parameter '" + name + "'");
         }
         for (const auto& [name, path] : saves) {
             bool output = false;
-            for (const jit::Param& p : params) output = output || (p.name == name && p.is_output);
+            for (const jit::frontend::Param& p : params) output = output || (p.name == name && p.is_output);
             if (!output) throw Error("--save " + name + ": the kernel has no output '" + name + "'");
         }
         // Literal scalars are checked before anything needs the GPU.
         std::map<std::string, Scalar> scalars;
-        for (const jit::Param& p : params) {
+        for (const jit::frontend::Param& p : params) {
             const auto it = given.find(p.name);
             if (it == given.end() || ends_with(it->second, ".npy")) continue;
             if (p.is_output) throw Error("output '" + p.name + "' must be a .npy file");
@@ -142,8 +142,8 @@ void add_run_command(CLI::App& app, int& exit_status) {
         }
         // Arguments in parameter order: every input, then the outputs if any is given.
         bool outputs_given = false;
-        for (const jit::Param& p : params) outputs_given = outputs_given || (p.is_output && given.count(p.name));
-        for (const jit::Param& p : params) {
+        for (const jit::frontend::Param& p : params) outputs_given = outputs_given || (p.is_output && given.count(p.name));
+        for (const jit::frontend::Param& p : params) {
             if (p.is_output && !outputs_given) break;
             if (!given.count(p.name))
                 throw Error(fmt::format("{} '{}' needs a value: --arg {}=FILE.npy{}", p.is_output ? "output" : "input", p.name,
@@ -161,7 +161,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
         std::vector<Array> arrays;
         arrays.reserve(params.size());
         std::vector<KernelArg> args;
-        for (const jit::Param& p : params) {
+        for (const jit::frontend::Param& p : params) {
             if (p.is_output && !outputs_given) break;
             const auto it = given.find(p.name);
             if (ends_with(it->second, ".npy")) {
@@ -175,7 +175,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
         const Outputs outputs = r.is_reduction() ? run_reduction(r.reduction(), all, ReduceOptions{axes, run->keepdims, stream})
                                                  : r.elementwise()(all, CallOptions{stream, run->size});
         std::size_t k = 0;
-        for (const jit::Param& p : params) {
+        for (const jit::frontend::Param& p : params) {
             if (!p.is_output) continue;
             const Array& y = outputs[k++];
             const auto save = saves.find(p.name);

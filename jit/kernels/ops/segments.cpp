@@ -1,0 +1,151 @@
+// Segments of sorted keys on the GPU: three launches of templates/segments.cuh and one read of the
+// number of runs (see the template for the algorithm).
+#include "jit/kernels/ops/segments.hpp"
+
+#include <climits>
+#include <string>
+
+#include "jit/codegen/templates.hpp"
+#include "kjit/error.hpp"
+#include "runtime/detail/check.hpp"
+#include "runtime/detail/driver.hpp"
+
+namespace kjit::detail {
+namespace {
+
+constexpr const char* kWhat = "segments_of_sorted_keys: ";
+
+// The template's kernel suffixes, and which one compares keys of each dtype: integers of one width
+// are equal exactly when their bits are, so signed and unsigned share a kernel.
+constexpr const char* kSuffixes[] = {"u8", "b8", "u16", "u32", "u64", "f32", "f64"};
+constexpr int kNoKernel = -1;
+
+int suffix_index(DType t) {
+    switch (t.id()) {
+        case DType::int8:
+        case DType::uint8: return 0;
+        case DType::bool_: return 1;
+        case DType::int16:
+        case DType::uint16: return 2;
+        case DType::int32:
+        case DType::uint32: return 3;
+        case DType::int64:
+        case DType::uint64: return 4;
+        case DType::float32: return 5;
+        case DType::float64: return 6;
+        default: return kNoKernel;
+    }
+}
+
+// Everything that can be said about `keys` without a GPU comes first, so that the mistakes a
+// caller makes are found (and testable) on any machine.
+void check_keys(const Array& keys) {
+    if (!keys.valid()) throw Error(std::string(kWhat) + "keys is an Array with no buffer (default-constructed)");
+    if (keys.ndim() != 1)
+        throw ShapeError(std::string(kWhat) + "keys must be 1-D, but has shape " + shape_to_string(keys.shape()) +
+                         " (" + keys.to_string() + "); reshape({-1}) a contiguous array, or pick a column");
+    if (suffix_index(keys.dtype()) == kNoKernel)
+        throw TypeError(std::string(kWhat) + "keys of dtype " + std::string(keys.dtype().name()) +
+                        " are not supported: keys are bool, int8..int64, uint8..uint64, float32 or float64" +
+                        (keys.dtype().is_floating() ? " (convert float16/bfloat16 keys to float32 first)" : ""));
+}
+
+std::string module_source(const std::string& extra) {
+    std::string s = "#define KJIT_SEG_THREADS " + std::to_string(kSegmentThreads) + "\n#define KJIT_SEG_ITEMS " +
+                    std::to_string(kSegmentItems) + "\n#define KJIT_SEG_SCAN_THREADS " +
+                    std::to_string(kSegmentScanThreads) + "\n";
+    s += jit::codegen::template_text("segments.cuh");
+    s += extra;
+    return s;
+}
+
+}  // namespace
+
+RawModule segments_module(const std::string& extra) {
+    RawModuleOptions options;
+    // No headers are included: -minimal saves NVRTC a third of its time, as for generated kernels.
+    options.nvrtc_options = {"-minimal"};
+    options.name = "kjit_segments";
+    return RawModule(module_source(extra), std::move(options));
+}
+
+SegmentKernels::SegmentKernels(RawModule module)
+    : module_(std::move(module)), scan_(module_.get_function("kjit_segments_scan")) {
+    for (const char* suffix : kSuffixes) {
+        count_.push_back(module_.get_function(std::string("kjit_segments_count_") + suffix));
+        write_.push_back(module_.get_function(std::string("kjit_segments_write_") + suffix));
+    }
+}
+
+const RawKernel& SegmentKernels::count(DType t) const {
+    const int k = suffix_index(t);
+    if (k == kNoKernel) throw TypeError(std::string(kWhat) + "no kernel for keys of dtype " + std::string(t.name()));
+    return count_[static_cast<std::size_t>(k)];
+}
+
+const RawKernel& SegmentKernels::write(DType t) const {
+    const int k = suffix_index(t);
+    if (k == kNoKernel) throw TypeError(std::string(kWhat) + "no kernel for keys of dtype " + std::string(t.name()));
+    return write_[static_cast<std::size_t>(k)];
+}
+
+const SegmentKernels& segment_kernels() {
+    // Made once (a function-local static is thread-safe); compiling waits for the first launch on
+    // each device, and the kernel cache compiles the module once per process and arch.
+    static const SegmentKernels kernels(segments_module());
+    return kernels;
+}
+
+Segments segments_of_sorted_keys(const Array& keys, const Stream& stream) {
+    if (keys.valid() && keys.is_host()) {
+        check_keys(keys);
+        return segments_of_sorted_keys_on_host(keys);
+    }
+    return segments_of_sorted_keys(keys, stream, segment_kernels());
+}
+
+Segments segments_of_sorted_keys(const Array& keys, const Stream& stream, const SegmentKernels& kernels) {
+    check_keys(keys);
+    if (keys.is_host()) return segments_of_sorted_keys_on_host(keys);
+    const Device device = keys.device();
+    const Stream s = stream.for_device(device);
+    const std::int64_t n = keys.size();
+    Segments out;
+
+    if (n == 0) {  // no runs: offsets = [0], written without a kernel and without waiting
+        out.offsets = Array::empty({1}, DType::int64, device, s);
+        out.keys = Array::empty({0}, keys.dtype(), device, s);
+        KJIT_CU_CHECK(driver_on(device.ordinal())
+                          .cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(out.offsets.data()), 0, sizeof(std::int64_t),
+                                           s.handle()));
+        return out;
+    }
+
+    const std::int64_t blocks = (n + kSegmentTile - 1) / kSegmentTile;
+    if (blocks > INT_MAX)  // n > 2^42 keys: more than any GPU holds, but say so rather than wrap
+        throw Error(std::string(kWhat) + std::to_string(n) + " keys need " + std::to_string(blocks) +
+                    " blocks, more than a grid has (" + std::to_string(INT_MAX) + ")");
+    const auto grid = static_cast<unsigned>(blocks);
+    const std::int64_t stride = keys.strides()[0];
+    LaunchConfig config;
+    config.stream = s;
+
+    // block_offsets: per-block counts, then (scanned in place) each block's first rank, and the total.
+    const Array block_offsets = Array::empty({blocks + 1}, DType::int64, device, s);
+    kernels.count(keys.dtype())(grid, kSegmentThreads, {keys, stride, n, block_offsets}, config);
+    kernels.scan()(1, kSegmentScanThreads, {block_offsets, blocks}, config);
+
+    std::int64_t count = 0;
+    block_offsets.slice(0, {blocks, blocks + 1}).copy_to_host(&count, s);  // the one synchronisation
+    if (count < 1 || count > n)
+        throw Error(std::string(kWhat) + "the GPU counted " + std::to_string(count) + " runs in " + std::to_string(n) +
+                    " keys, which cannot be (a kernel failed without an error?)");
+    out.count = count;
+    out.offsets = Array::empty({count + 1}, DType::int64, device, s);
+    out.keys = Array::empty({count}, keys.dtype(), device, s);
+    kernels.write(keys.dtype())(grid, kSegmentThreads,
+                                {keys, stride, n, block_offsets, count, out.offsets, out.keys}, config);
+    return out;
+}
+
+}  // namespace kjit::detail

@@ -1,0 +1,155 @@
+#include "jit/kernels/precompile_jobs.hpp"
+
+#include <memory>
+#include <mutex>
+
+#include "jit/kernels/ops/arg_reduction.hpp"
+#include "jit/kernels/manifest_fields.hpp"
+#include "jit/kernels/elementwise/manifest.hpp"
+#include "jit/kernels/reduction/manifest.hpp"
+#include "jit/kernels/reduction/calls.hpp"
+#include "kjit/elementwise_kernel.hpp"
+#include "kjit/error.hpp"
+#include "kjit/raw_kernel.hpp"
+#include "runtime/detail/printable.hpp"
+
+namespace kjit::jit {
+namespace {
+
+// Calls f(group, index64) for every module a reduction's calls may load: one job each.
+template <class F>
+void for_each_reduction_group(F f) {
+    for (int g = 0; g < kReductionEntryGroups; ++g)
+        for (const bool wide : {false, true}) f(static_cast<ReductionEntryGroup>(g), wide);
+}
+
+// What the jobs of one binding of an elementwise kernel for one architecture found (each job
+// one variant's program): when the last of them is done and none failed, the kernel's plan note
+// for GPUs of that architecture is written (jit/kernels/plan_note.hpp), so that a process using the
+// folder as a read-only cache takes its first call straight to the programs.
+struct NoteOfJobs {
+    std::mutex mutex;
+    std::size_t left = 0;
+    bool failed = false;
+    std::vector<std::string> keys = std::vector<std::string>(kElementwiseEntries);
+    std::vector<std::string> aliases = std::vector<std::string>(kElementwiseEntries);
+};
+
+// One variant's job of `note`: compiles it, then writes the note if it is the last one. A note
+// that cannot be written is only a lost shortcut, never the job's failure.
+void compile_noted(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch, ElementwiseEntry entry,
+                   NoteOfJobs& note) {
+    CompiledModules c;
+    try {
+        c = compile_manifest_kernel(m, binding, arch, entry);
+    } catch (...) {
+        std::lock_guard lock(note.mutex);
+        note.failed = true;
+        --note.left;
+        throw;
+    }
+    std::unique_lock lock(note.mutex);
+    const auto e = static_cast<std::size_t>(entry);
+    note.keys[e] = c.key;
+    note.aliases[e] = c.alias;
+    if (--note.left != 0 || note.failed) return;
+    lock.unlock();  // the last job: no other touches the note now
+    try {
+        (void)note_elementwise_programs(m.kernel, binding, manifest_kernel_variant(m), arch, note.keys, note.aliases);
+    } catch (const std::exception&) {
+    }
+}
+
+// The jobs of one manifest entry; a malformed entry is a failure, not an exception. A job holds
+// the entry by shared pointer and its binding by index: copies of the entry's bindings in each of
+// its (bindings x variants x archs) jobs took 885 MB for 1,000 bindings.
+void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs,
+              std::vector<PrecompileJob>& jobs, std::vector<std::string>& failures) {
+    // The name is the manifest's text: printed in messages, so its control bytes are escaped.
+    const std::string given = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "kernel";
+    const std::string name = detail::printable(given);
+    const std::string where = "kernel " + std::to_string(index) + " ('" + name + "')";
+    try {
+        if (is_raw_manifest_entry(e)) {
+            // One module per architecture; it has no type bindings. Copies of a RawModule share
+            // their state.
+            const RawModule module = raw_module_from_manifest_entry(e);
+            for (const std::string& arch : archs)
+                jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
+            return;
+        }
+        if (e.is_object() && e.contains("kind") && e["kind"] == "builtin") {
+            // kjit's own kernels (argmin, argmax): found by name, compiled for each binding.
+            const ReductionKernel& k = builtin_kernel_named(given);
+            const auto bindings = std::make_shared<const std::vector<TypeBinding>>(manifest_bindings(e));
+            if (bindings->empty()) throw CacheError("a \"builtin\" entry needs \"types\"");
+            for (std::size_t i = 0; i < bindings->size(); ++i)
+                for (const std::string& arch : archs)
+                    for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {
+                        jobs.push_back({name + " (builtin, " + format_type_binding((*bindings)[i]) + ", " +
+                                            reduction_group_label(g, wide) + ") for " + arch,
+                                        [&k, bindings, i, arch, g, wide] {
+                                            (void)compile_reduction_group(k, (*bindings)[i], {}, arch, g, wide);
+                                        }});
+                    });
+            return;
+        }
+        if (is_reduction_manifest_entry(e)) {
+            ManifestReduction read = reduction_from_manifest_entry(e);
+            if (read.bindings.empty()) read.bindings.emplace_back();
+            const auto m = std::make_shared<const ManifestReduction>(std::move(read));
+            for (std::size_t i = 0; i < m->bindings.size(); ++i) {
+                const TypeBinding& b = m->bindings[i];
+                // Checked once here: a mistake is one failure, not one per strategy module.
+                try {
+                    m->kernel.check(b);
+                } catch (const std::exception& ex) {
+                    failures.push_back(detail::printable(name + " (reduction, " + format_type_binding(b) + "):\n" + ex.what(), true));
+                    continue;
+                }
+                for (const std::string& arch : archs)
+                    for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {
+                        jobs.push_back({name + " (reduction, " + format_type_binding(b) + ", " + reduction_group_label(g, wide) +
+                                            ") for " + arch,
+                                        [m, i, arch, g, wide] { compile_manifest_reduction(*m, m->bindings[i], arch, g, wide); }});
+                    });
+            }
+            return;
+        }
+        ManifestKernel read = kernel_from_manifest_entry(e);
+        if (read.bindings.empty()) read.bindings.emplace_back();
+        const auto m = std::make_shared<const ManifestKernel>(std::move(read));
+        const ModuleVariant variant = manifest_kernel_variant(*m);
+        for (std::size_t i = 0; i < m->bindings.size(); ++i) {
+            const TypeBinding& b = m->bindings[i];
+            // The variants this binding has (and the kernel checked once: a mistake is one failure).
+            std::vector<ElementwiseEntry> entries;
+            try {
+                entries = elementwise_entries(m->kernel, b, variant);
+            } catch (const std::exception& ex) {
+                failures.push_back(detail::printable(name + " (" + format_type_binding(b) + "):\n" + ex.what(), true));
+                continue;
+            }
+            for (const std::string& arch : archs) {
+                const auto note = std::make_shared<NoteOfJobs>();
+                note->left = entries.size();
+                for (const ElementwiseEntry entry : entries)
+                    jobs.push_back({name + " (" + format_type_binding(b) + ", " + elementwise_entry_label(entry) + ") for " + arch,
+                                    [m, i, arch, entry, note] { compile_noted(*m, m->bindings[i], arch, entry, *note); }});
+            }
+        }
+    } catch (const std::exception& ex) {
+        failures.push_back(detail::printable(where + ": " + ex.what(), true));
+    }
+}
+
+}  // namespace
+
+std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const std::vector<std::string>& archs,
+                                           std::vector<std::string>& failures) {
+    std::vector<PrecompileJob> jobs;
+    for (std::size_t n = 0; n < manifest["kernels"].size(); ++n) add_jobs(manifest["kernels"][n], n, archs, jobs, failures);
+    return jobs;
+}
+
+}  // namespace kjit::jit

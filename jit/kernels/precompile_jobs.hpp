@@ -1,0 +1,26 @@
+// The jobs of precompiling a manifest (jit/kernels/precompile.hpp): one per module to build, each a label
+// for messages and a function that compiles that module into the process's kernel cache.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kjit::jit {
+
+struct PrecompileJob {
+    std::string label;  // "axpb (T=float32, contiguous) for sm_90"
+    std::function<void()> compile;
+};
+
+// Every job of the manifest's "kernels" for `archs` (already checked). A malformed entry, or a
+// binding its kernel rejects, is one message in `failures` instead of jobs. The jobs of one entry
+// share it (kernel and bindings) rather than each holding a copy: an entry of thousands of
+// bindings would otherwise need memory quadratic in them.
+std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const std::vector<std::string>& archs,
+                                           std::vector<std::string>& failures);
+
+}  // namespace kjit::jit

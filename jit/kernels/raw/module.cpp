@@ -1,0 +1,156 @@
+// RawModule: the user's CUDA source as a cacheable program, loaded once per device.
+#include "jit/kernels/raw/module.hpp"
+#include "jit/frontend/source.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "kjit/error.hpp"
+#include "runtime/detail/driver.hpp"
+
+namespace kjit {
+namespace {
+
+constexpr const char* kDefaultLabel = "raw_module";
+
+bool is_c_identifier(std::string_view s) {
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    for (const char c : s)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    return true;
+}
+
+// The label as a file name for NVRTC's messages: "scale<float, 4>" -> "scale_float__4_.cu".
+std::string program_name(const std::string& label) {
+    std::string name = label;
+    for (char& c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) c = '_';
+    return name + ".cu";
+}
+
+// The manifest entry (DESIGN.md): what KJIT_CACHE_RECORD writes and `kjit precompile` reads back
+// (jit/kernels/elementwise/manifest.cpp) into an equal module, hence the same cache keys.
+std::string spec_json(const jit::RawModuleState& s) {
+    nlohmann::json e;
+    e["kind"] = "raw";
+    e["name"] = s.label;
+    e["source"] = s.source;
+    if (!s.options.nvrtc_options.empty()) e["options"] = s.options.nvrtc_options;
+    if (!s.options.name_expressions.empty()) e["name_expressions"] = s.options.name_expressions;
+    if (s.options.toolkit_headers) e["toolkit_headers"] = true;
+    return e.dump();
+}
+
+// The source plus what else changes the compiled bytes and is not an NVRTC option: the name
+// expressions (each instantiates a template) and the label (the program's name, in debug line
+// info, and the entry's metadata). NUL
+// separates the parts: it cannot occur in a source NVRTC reads.
+std::string key_source(const jit::RawModuleState& s) {
+    std::string k = s.source;
+    k.append(1, '\0').append("kjit-raw-module").append(1, '\0').append(s.label);
+    for (const std::string& e : s.options.name_expressions) k.append(1, '\0').append(e);
+    return k;
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+    if (names.empty()) return "none";
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "\"" : ", \"") + n + "\"";
+    return s;
+}
+
+}  // namespace
+
+namespace jit {
+
+compile::CachedProgram RawModuleState::program() const {
+    compile::CachedProgram p;
+    p.request.source = source;
+    p.request.program_name = program_name(label);
+    p.request.options = options.nvrtc_options;
+    p.request.name_expressions = options.name_expressions;
+    p.request.toolkit_headers = options.toolkit_headers;
+    p.key_source = key_source;
+    p.spec_json = [s = spec_json] { return s; };
+    p.kernel_name = label;
+    p.description = "raw module '" + label + "'";
+    return p;
+}
+
+const compile::LoadedProgram& RawModuleState::on_device(int ordinal) const {
+    return loaded.get(ordinal, [&] {
+        compile::CachedProgram p = program();
+        return std::make_unique<compile::LoadedProgram>(compile::load_program(p, ordinal));
+    });
+}
+
+CUfunction RawModuleState::function(const std::string& name, int ordinal) const {
+    const compile::LoadedProgram& loaded_here = on_device(ordinal);
+    std::string symbol = name;
+    for (const auto& [expression, lowered] : loaded_here.entry->meta.lowered_names)
+        if (expression == name) symbol = lowered;
+    detail::Driver& d = detail::driver_on(ordinal);
+    CUfunction f = nullptr;
+    const CUresult st = d.cuModuleGetFunction(&f, loaded_here.module->handle(), symbol.c_str());
+    if (st == CUDA_ERROR_NOT_FOUND)
+        throw Error("raw module '" + label + "' has no kernel '" + name +
+                    "': it is not an extern \"C\" __global__ function of the source (a kernel with C++ linkage has "
+                    "a mangled name: declare it extern \"C\", or add \"" + name +
+                    "\" to RawModuleOptions::name_expressions); the module's name expressions: " +
+                    quoted_list(options.name_expressions));
+    if (st != CUDA_SUCCESS)
+        throw CudaError(st, "cuModuleGetFunction(\"" + symbol + "\")", __FILE__, __LINE__);
+    return f;
+}
+
+}  // namespace jit
+
+RawModule::RawModule(std::string source, RawModuleOptions options) {
+    jit::frontend::refuse_nul_byte({"raw module source", source});
+    for (std::size_t k = 0; k < options.nvrtc_options.size(); ++k)
+        jit::frontend::refuse_nul_byte({"raw module NVRTC option " + std::to_string(k + 1), options.nvrtc_options[k]});
+    for (const std::string& e : options.name_expressions)
+        jit::frontend::refuse_nul_byte({"raw module name expression", e});
+    for (const std::string& e : options.name_expressions)
+        if (e.empty()) throw Error("raw module: an empty name expression");
+    auto s = std::make_shared<jit::RawModuleState>();
+    s->source = std::move(source);
+    s->options = std::move(options);
+    s->label = s->options.name.empty() ? kDefaultLabel : s->options.name;
+    s->spec_json = spec_json(*s);
+    s->key_source = key_source(*s);
+    state_ = std::move(s);
+}
+
+const std::string& RawModule::source() const noexcept { return state_->source; }
+const RawModuleOptions& RawModule::options() const noexcept { return state_->options; }
+const std::string& RawModule::name() const noexcept { return state_->label; }
+
+RawKernel RawModule::get_function(const std::string& name) const {
+    const std::vector<std::string>& expressions = state_->options.name_expressions;
+    const bool is_expression = std::find(expressions.begin(), expressions.end(), name) != expressions.end();
+    if (!is_expression && !is_c_identifier(name))
+        throw Error("raw module '" + state_->label + "' has no kernel '" + name +
+                    "': it is not one of the module's name expressions (" + quoted_list(expressions) +
+                    "; NVRTC matches them as written, spaces included) nor an extern \"C\" name; add it to "
+                    "RawModuleOptions::name_expressions");
+    return RawKernel(*this, name);
+}
+
+RawModuleBinary RawModule::compile(const std::string& arch) const {
+    jit::compile::CachedProgram p = state_->program();
+    const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p, arch);
+    RawModuleBinary b;
+    b.arch = found.entry->meta.arch;
+    b.cubin = found.entry->cubin;
+    b.ptx = found.entry->ptx;
+    b.log = found.log;
+    b.compile_ms = found.compile_ms;
+    b.lowered_names = found.entry->meta.lowered_names;
+    return b;
+}
+
+}  // namespace kjit

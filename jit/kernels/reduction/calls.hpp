@@ -1,0 +1,121 @@
+// What a ReductionKernel keeps between calls, as ElementwiseCalls does for elementwise kernels:
+// its parameter signature (parsed once) and, per device and argument dtypes, the plan of a call
+// (the loaded module and its entry points, the bound types, the argument struct's layout).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <cuda.h>
+
+#include "jit/kernels/elementwise/calls.hpp"
+#include "jit/host/host_backend.hpp"
+#include "jit/kernels/lazy_entry_points.hpp"
+#include "jit/compile/program_store.hpp"
+#include "jit/codegen/reduction.hpp"
+#include "kjit/reduction_kernel.hpp"
+
+namespace kjit::jit {
+
+// The strategies of templates/reduction.cuh as modules are compiled: each alone (with its
+// finishing kernel for columns_split), in a 32-bit or a 64-bit index variant.
+enum class ReductionEntryGroup { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block };
+inline constexpr int kReductionEntryGroups = 7;
+
+// The kernels of one group loaded on a device: `main`, and `finish` for columns_split.
+struct ReductionEntries {
+    CUfunction main = nullptr;
+    CUfunction finish = nullptr;
+};
+
+
+// A reduction's kernels on one device, each strategy's module compiled (or found in a cache) and
+// loaded the first time a call needs it: a call compiles one strategy, not sixteen entry points
+// (65-150 ms of NVRTC instead of 1.3 s). Also what the launcher needs to size workspaces and layouts.
+struct ReductionModule {
+    std::shared_ptr<LazyEntryPoints> loader;  // a group per strategy and index width
+    std::size_t reduce_itemsize = 0;
+    bool has_identity = false;
+    int array_inputs = 0;  // ReduceLayout's inputs = max(1, array_inputs)
+    int outputs = 0;
+    int vector_width = 1;
+    // The group's kernels, loaded on first use (thread-safe; later calls: one atomic load).
+    ReductionEntries entries(ReductionEntryGroup group, bool index64) const;
+};
+
+// The entry point names of a group ("NAME_columns_split32", "NAME_columns_finish32"...).
+std::vector<std::string> reduction_group_entries(const codegen::GeneratedReduction& g, ReductionEntryGroup group, bool index64);
+
+// The program of one group: `whole` (every entry point) with only the group's entry points.
+compile::CachedProgram reduction_group_program(const compile::CachedProgram& whole, const codegen::GeneratedReduction& g, ReductionEntryGroup group,
+                                      bool index64);
+
+// The entry point names of every group, one per strategy and index width (group * 2 + index64).
+std::vector<std::vector<std::string>> reduction_groups(const codegen::GeneratedReduction& g);
+
+// A loader of the groups of `whole` on device `ordinal` (jit/kernels/reduction/groups.cpp), which notes
+// what it loads in `note` when given one.
+std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(compile::CachedProgram whole, codegen::GeneratedReduction g, int ordinal,
+                                                             std::shared_ptr<PlanNote> note = nullptr);
+
+// The module of `kernel` for this binding and variant (inputs passed as scalars, array inputs
+// stored as another dtype), compiled or found in a cache, loaded on device `ordinal`.
+ReductionModule load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                               int ordinal);
+
+// The same, compiled for `arch` (or found in a cache) without loading: the module of every entry
+// point, as ReductionKernel::compile() gives it.
+ReductionBinary compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                  const std::string& arch);
+
+using CompiledGroups = CompiledModules;
+// What a precompile builds: the module of each group calls load (ReductionModule::entries), for
+// `arch`, compiled or found in a cache.
+CompiledGroups compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                        const std::string& arch);
+// One of them (precompile makes each its own job, so that they compile in parallel).
+CompiledGroups compile_reduction_group(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                       const std::string& arch, ReductionEntryGroup group, bool index64);
+// "full32", "columns_split64"...: a group's label in messages.
+std::string reduction_group_label(ReductionEntryGroup group, bool index64);
+
+// A reduction whose module kjit writes itself instead of generating it from the strings: the
+// partial results are a struct, not a dtype (argmin and argmax carry a value and an index).
+struct CustomReduction {
+    codegen::GeneratedReduction generated;
+    std::string reduce_type;        // what ReductionBinary::reduce_type says
+    std::size_t reduce_itemsize = 0;
+    bool has_identity = false;
+    std::string spec_json;          // the manifest entry the cache records ("kind": "builtin")
+};
+using CustomGenerator = std::function<CustomReduction(const TypeBinding&)>;
+
+struct ReductionKernelAccess {
+    // A kernel with these parameter lists whose module `generate` writes for each binding.
+    static ReductionKernel custom(std::string in_params, std::string out_params, std::string name, CustomGenerator generate);
+    // The kernel's generator; empty for kernels made from strings.
+    static const CustomGenerator& generator(const ReductionKernel& kernel);
+};
+
+// The kernel's pieces checked for a complete binding (what code generation starts from); the host
+// back end lowers them (jit/host/host_reduction.cpp).
+codegen::CheckedReduction check_reduction(const ReductionKernel& kernel, const TypeBinding& types);
+
+struct ReductionPlan {
+    ReductionModule module;         // on the host: only the facts (itemsize, identity, counts), no loader
+    host::ReductionCode host;       // a plan for host arrays: compiled by the host back end
+    frontend::BoundCall bound;
+    detail::ArgsLayout args;
+    std::vector<int> operand_param;  // the parameter of each array input, in order
+    int sm_count = 0;
+};
+
+using ReductionCalls = CallMemo<ReductionPlan>;
+
+// The implementation of ReductionKernel's calls: `outputs` null for launch(); `segment_offsets`
+// non-null for a segmented reduction (kjit/segmented.hpp) of 1-D inputs.
+void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets = nullptr);
+
+}  // namespace kjit::jit

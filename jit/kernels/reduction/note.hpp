@@ -1,0 +1,40 @@
+// Plan notes for reductions (jit/kernels/plan_note.hpp): what a ReductionKernel's module for one binding
+// depends on, and what its first call learns by checking the kernel and generating its code (the
+// facts the launcher uses, the entry point names of each strategy's group), so that a fresh
+// process's first call of a cached reduction loads it with no check and no code generation, as
+// an elementwise kernel's does. kjit::sum, prod, mean, min and max are such string reductions
+// (jit/kernels/ops/reductions.cpp) and are noted too; argmin and argmax have a generator of their own and
+// no notes.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jit/kernels/entry_groups.hpp"
+#include "jit/kernels/plan_note.hpp"
+#include "jit/kernels/reduction/calls.hpp"
+#include "kjit/reduction_kernel.hpp"
+
+namespace kjit::jit {
+
+// The strings the generated code of `kernel` for this binding and variant depends on: its
+// strings and options, the binding, the variant, and the settings that change the code
+// (KJIT_TUNE_RED_UNROLL, KJIT_TUNE_RED_WARP_TILES). `fields` views the kernel's strings and
+// this object's own: it must outlive them and not move.
+struct ReductionNoteFields {
+    std::string options, binding, scalar, storage;
+    std::vector<std::string_view> fields;
+
+    ReductionNoteFields(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant);
+    ReductionNoteFields(const ReductionNoteFields&) = delete;
+    ReductionNoteFields& operator=(const ReductionNoteFields&) = delete;
+};
+
+// A module's facts and its groups' entry names (one group per strategy and index width, as
+// make_reduction_group_loader numbers them) as a note holds them, and back: false when the
+// values are not exactly such a plan.
+PlanNote::Values reduction_note_values(const ReductionModule& m, const std::vector<std::vector<std::string>>& groups);
+bool reduction_from_note(const PlanNote::NotedValues& values, ReductionModule& m, EntryGroups& groups);
+
+}  // namespace kjit::jit
