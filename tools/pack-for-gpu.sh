@@ -8,7 +8,7 @@ build=${1:?usage: pack-for-gpu.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: pack-for-gpu.sh BUILD_DIR OUT_DIR}
 rm -rf "$out"
 mkdir -p "$out/tests"
-cp -a "$build"/kjit "$build"/libkjit.so* "$out/"
+cp -a "$build"/kjit "$build"/kjit-probe "$build"/libkjit.so* "$out/"
 cp -a "$build/tests/kjit_tests" "$out/tests/"
 if compgen -G "$build/examples/kjit_example_*" > /dev/null; then
   mkdir -p "$out/examples"

@@ -5,6 +5,8 @@
 // never copy; copies are explicit (to(), to_host(), copy_to_host()).
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,24 +28,24 @@ using Strides = std::vector<std::int64_t>;
 
 // Python's slice: start:stop:step, missing ends default by the sign of step, negative indices
 // count from the end, out-of-range ends are clamped.
-struct Slice {
+struct KJIT_API Slice {
     std::optional<std::int64_t> start;
     std::optional<std::int64_t> stop;
     std::int64_t step = 1;
 };
 
 // "(2, 3)" as NumPy prints shapes; "()" for a scalar.
-std::string shape_to_string(const Shape& shape);
+KJIT_API std::string shape_to_string(const Shape& shape);
 // Number of elements: the product of the extents (1 for a scalar shape).
-std::int64_t shape_size(const Shape& shape);
+KJIT_API std::int64_t shape_size(const Shape& shape);
 // C-order (row-major) strides, in elements.
-Strides c_strides(const Shape& shape);
+KJIT_API Strides c_strides(const Shape& shape);
 // Fortran-order (column-major) strides, in elements.
-Strides f_strides(const Shape& shape);
+KJIT_API Strides f_strides(const Shape& shape);
 // NumPy's broadcast of several shapes; throws ShapeError naming every shape when they disagree.
-Shape broadcast_shapes(const std::vector<Shape>& shapes);
+KJIT_API Shape broadcast_shapes(const std::vector<Shape>& shapes);
 
-class Array {
+class KJIT_API Array {
 public:
     // An array with no buffer; valid() is false.
     Array() = default;

@@ -7,6 +7,8 @@
 // at once, synchronise them before dropping the last reference, as with PyTorch's record_stream.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -16,7 +18,7 @@
 
 namespace kjit {
 
-class Buffer {
+class KJIT_API Buffer {
 public:
     enum class Kind { device_pool, host, host_pinned, borrowed };
 

@@ -11,13 +11,15 @@
 // compiles without storing).
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace kjit {
 
-struct CacheSettings {
+struct KJIT_API CacheSettings {
     std::string dir;                      // the writable folder; empty: none
     std::vector<std::string> read_only;   // searched after it, in order
     bool disk = true;                     // false: memory only
@@ -34,10 +36,10 @@ struct CacheSettings {
 
 // Replaces the process's cache settings (tools and tests; an application normally uses the
 // environment). Kernels already in memory stay there.
-void configure_cache(const CacheSettings& settings);
-CacheSettings cache_settings();
+KJIT_API void configure_cache(const CacheSettings& settings);
+KJIT_API CacheSettings cache_settings();
 
-struct CacheLayerStats {
+struct KJIT_API CacheLayerStats {
     std::string dir;
     bool writable = false;
     std::uint64_t hits = 0;
@@ -48,7 +50,7 @@ struct CacheLayerStats {
     std::uint64_t store_failures = 0;
 };
 
-struct CacheStats {
+struct KJIT_API CacheStats {
     std::uint64_t memory_hits = 0;
     std::uint64_t memory_misses = 0;
     std::vector<CacheLayerStats> layers;  // the writable folder first, then the read-only ones
@@ -60,6 +62,6 @@ struct CacheStats {
 };
 
 // Counters since the process started (or since configure_cache()).
-CacheStats cache_stats();
+KJIT_API CacheStats cache_stats();
 
 }  // namespace kjit

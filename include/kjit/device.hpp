@@ -1,13 +1,15 @@
 // Where arrays live and kernels run: a CUDA device (by ordinal) or the host CPU.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstddef>
 #include <string>
 #include <vector>
 
 namespace kjit {
 
-struct DeviceProperties {
+struct KJIT_API DeviceProperties {
     std::string name;
     int ordinal = 0;
     int cc_major = 0;
@@ -22,7 +24,7 @@ struct DeviceProperties {
     std::string arch() const;
 };
 
-class Device {
+class KJIT_API Device {
 public:
     enum class Kind { cpu, cuda };
 
@@ -61,9 +63,9 @@ private:
 };
 
 // Why Device::count() is 0, in words ("libcuda.so.1 not found: ..."), or empty if there are GPUs.
-std::string no_device_reason();
+KJIT_API std::string no_device_reason();
 
 // Driver version as CUDA numbers it (13000 for 13.0); throws NoDeviceError without a driver.
-int driver_version();
+KJIT_API int driver_version();
 
 }  // namespace kjit

@@ -2,6 +2,8 @@
 // C++ and CUDA spellings, parsing from NumPy and C names, and NumPy's promotion rules.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -18,7 +20,7 @@ enum class DTypeKind : char {
     complex = 'c',
 };
 
-class DType {
+class KJIT_API DType {
 public:
     enum Id : std::uint8_t {
         bool_,
@@ -75,11 +77,11 @@ private:
 
 // NumPy's rule for casting `from` to `to` without losing values ("safe" casting), extended to
 // bfloat16 as ml_dtypes does (8-bit integers fit in its 8-bit significand).
-bool can_cast_safely(DType from, DType to) noexcept;
+KJIT_API bool can_cast_safely(DType from, DType to) noexcept;
 
 // NumPy's result_type for two array dtypes: the smallest type both cast to safely.
 // float16 with bfloat16 gives float32; int64 with uint64 gives float64, as in NumPy.
-DType result_type(DType a, DType b) noexcept;
+KJIT_API DType result_type(DType a, DType b) noexcept;
 
 // Type placeholder ("T") to dtype.
 using TypeBinding = std::map<std::string, DType>;

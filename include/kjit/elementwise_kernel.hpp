@@ -22,6 +22,8 @@
 // indexed freely by the kernel, so kjit cannot judge their overlaps: that is the caller's part.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -41,11 +43,11 @@
 namespace kjit {
 
 // Parses "T=float32,U=int64" (spaces allowed). Throws TypeError naming the bad item.
-TypeBinding parse_type_binding(const std::string& text);
+KJIT_API TypeBinding parse_type_binding(const std::string& text);
 // "T=float32,U=int64": what parse_type_binding reads.
-std::string format_type_binding(const TypeBinding& types);
+KJIT_API std::string format_type_binding(const TypeBinding& types);
 
-struct KernelOptions {
+struct KJIT_API KernelOptions {
     // Raw CUDA placed before the kernel: helper functions it declares become callable from the
     // operation. An explicit opt-in: kjit does not check it.
     std::string preamble;
@@ -61,7 +63,7 @@ struct KernelOptions {
 };
 
 // What one compilation produced.
-struct KernelBinary {
+struct KJIT_API KernelBinary {
     std::string arch;                 // "sm_90", or "compute_90" when only PTX could be made
     std::vector<unsigned char> cubin;  // empty when PTX only
     std::string ptx;
@@ -73,7 +75,7 @@ struct KernelBinary {
 };
 
 // A compiled kernel's module loaded on one device, and its entry points.
-struct KernelModule {
+struct KJIT_API KernelModule {
     std::shared_ptr<void> module;     // keeps the CUmodule loaded
     // Contiguous arrays (vector loads) and any strides, 32- and 64-bit indices; rows whose last
     // dimension is contiguous or broadcast everywhere; 2-D with transposed inputs through shared
@@ -88,7 +90,7 @@ struct KernelModule {
     bool compiled_from_ptx = false;   // the driver compiled cached PTX for this GPU (and kjit cached the result)
 };
 
-struct CallOptions {
+struct KJIT_API CallOptions {
     // Where the kernel runs; none: the calling thread's current stream (kjit/stream.hpp).
     std::optional<Stream> stream;
     // The number of elements (`n`) when no argument is a non-raw array; -1: from the arrays.
@@ -103,7 +105,7 @@ struct CallOptions {
 };
 
 // What a call returns: its outputs, in order. Converts to an Array when there is exactly one.
-class Outputs {
+class KJIT_API Outputs {
 public:
     Outputs() = default;
     explicit Outputs(std::vector<Array> arrays) : arrays_(std::move(arrays)) {}
@@ -118,7 +120,7 @@ private:
     std::vector<Array> arrays_;
 };
 
-class ElementwiseKernel {
+class KJIT_API ElementwiseKernel {
 public:
     ElementwiseKernel(std::string in_params, std::string out_params, std::string operation,
                       std::string name = "kernel", KernelOptions options = {});

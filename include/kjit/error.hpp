@@ -2,6 +2,8 @@
 // clause covers them all; the subclasses say what kind of mistake it was and carry its details.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -11,7 +13,7 @@
 namespace kjit {
 
 // Base of every kjit exception.
-class Error : public std::runtime_error {
+class KJIT_API Error : public std::runtime_error {
 public:
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
@@ -19,7 +21,7 @@ public:
 // A place in a kernel string and what is wrong there: `where` names the string ("op", "in",
 // "out"...), line and column are 1-based, `snippet` is the source line with a caret under the
 // column.
-struct SourceLocation {
+struct KJIT_API SourceLocation {
     std::string where;
     int line = 0;
     int column = 0;
@@ -29,7 +31,7 @@ struct SourceLocation {
 };
 
 // A kernel string that does not parse.
-class ParseError : public Error {
+class KJIT_API ParseError : public Error {
 public:
     ParseError(std::string where, int line, int column, std::string message, std::string snippet,
                std::string hint = {});
@@ -48,7 +50,7 @@ private:
 // A well-formed kernel or call whose types do not fit (wrong dtype, write to an input...). A
 // mistake inside a kernel string has its place, and its text is formatted as a ParseError's;
 // location().line is 0 for the others (a call's arguments, a binding).
-class TypeError : public Error {
+class KJIT_API TypeError : public Error {
 public:
     using Error::Error;
     explicit TypeError(SourceLocation at);
@@ -59,13 +61,13 @@ private:
 };
 
 // Shapes that cannot be broadcast, reshaped or viewed as asked.
-class ShapeError : public Error {
+class KJIT_API ShapeError : public Error {
 public:
     using Error::Error;
 };
 
 // NVRTC rejected the generated source: the log and the generated lines around the error.
-class CompileError : public Error {
+class KJIT_API CompileError : public Error {
 public:
     CompileError(std::string message, std::string log, std::string source_excerpt);
     const std::string& log() const noexcept { return log_; }
@@ -77,7 +79,7 @@ private:
 };
 
 // A CUDA driver call failed. Keeps the raw status, the call's text and where it was made.
-class CudaError : public Error {
+class KJIT_API CudaError : public Error {
 public:
     CudaError(CUresult code, std::string call, std::string file, int line, std::string detail = {});
     CUresult code() const noexcept { return code_; }
@@ -89,7 +91,7 @@ private:
 };
 
 // An allocation that does not fit: names the size asked and the free memory at the time.
-class OutOfMemory : public CudaError {
+class KJIT_API OutOfMemory : public CudaError {
 public:
     OutOfMemory(CUresult code, std::string call, std::string file, int line, std::size_t requested,
                 std::size_t free_bytes, std::size_t total_bytes);
@@ -102,7 +104,7 @@ private:
 };
 
 // An NVRTC API call failed to run (as opposed to rejecting a program, which is CompileError).
-class NvrtcError : public Error {
+class KJIT_API NvrtcError : public Error {
 public:
     NvrtcError(int code, std::string call, std::string file, int line, std::string status_text);
     int code() const noexcept { return code_; }
@@ -112,19 +114,19 @@ private:
 };
 
 // No CUDA driver, no NVRTC, or no GPU: the message says which one is missing.
-class NoDeviceError : public Error {
+class KJIT_API NoDeviceError : public Error {
 public:
     using Error::Error;
 };
 
 // The kernel cache cannot be used as asked (bad directory, damaged manifest...).
-class CacheError : public Error {
+class KJIT_API CacheError : public Error {
 public:
     using Error::Error;
 };
 
 // A file kjit reads or writes (.npy, manifests) is missing, unreadable or malformed.
-class IoError : public Error {
+class KJIT_API IoError : public Error {
 public:
     using Error::Error;
 };

@@ -1,6 +1,8 @@
 // Events: points in a stream to wait on and to time between.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <memory>
 
 #include <cuda.h>
@@ -9,7 +11,7 @@
 
 namespace kjit {
 
-class Event {
+class KJIT_API Event {
 public:
     // A new event; timing events cost a little more to record, so they can be turned off.
     explicit Event(bool enable_timing = true);

@@ -3,6 +3,8 @@
 // Their bits match CUDA's __half and __nv_bfloat16, so arrays of them can be copied either way.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstdint>
 #include <cstring>
 
@@ -21,7 +23,7 @@ inline float bits_float(std::uint32_t u) noexcept {
 }
 }  // namespace detail
 
-struct half {
+struct KJIT_API half {
     std::uint16_t bits = 0;
 
     half() = default;
@@ -71,7 +73,7 @@ struct half {
     }
 };
 
-struct bfloat16 {
+struct KJIT_API bfloat16 {
     std::uint16_t bits = 0;
 
     bfloat16() = default;

@@ -1,6 +1,8 @@
 // What kjit finds on this machine: driver, devices, NVRTC, cache folders. `kjit info` prints it.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <string>
 #include <vector>
 
@@ -8,7 +10,7 @@
 
 namespace kjit {
 
-struct SystemInfo {
+struct KJIT_API SystemInfo {
     std::string kjit_version;
     bool driver_loaded = false;
     int driver_version = 0;         // CUDA numbering, 13000 = 13.0; 0 without a driver
@@ -26,12 +28,12 @@ struct SystemInfo {
 };
 
 // Gathers SystemInfo; never throws for a missing driver, GPU or NVRTC (they are reported in it).
-SystemInfo system_info();
+KJIT_API SystemInfo system_info();
 
 // The writable cache folder: $KJIT_CACHE_DIR, else $XDG_CACHE_HOME/kjit, else ~/.cache/kjit;
 // empty when none of them is set (no disk cache then: never a folder relative to the current one).
-std::string default_cache_dir();
+KJIT_API std::string default_cache_dir();
 // The read-only cache folders in $KJIT_CACHE_PATH, in search order.
-std::vector<std::string> cache_search_path();
+KJIT_API std::vector<std::string> cache_search_path();
 
 }  // namespace kjit

@@ -3,12 +3,14 @@
 // a KernelArg lives only for the call it is written in.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include "kjit/array.hpp"
 #include "kjit/scalar.hpp"
 
 namespace kjit {
 
-class KernelArg {
+class KJIT_API KernelArg {
 public:
     KernelArg(const Array& array) noexcept : array_(&array) {}  // NOLINT(google-explicit-constructor)
     KernelArg(const Scalar& scalar) noexcept : scalar_(scalar) {}  // NOLINT

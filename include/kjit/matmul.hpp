@@ -16,6 +16,8 @@
 // KJIT_SMALL_MATMUL_MAX=N changes the limit (0: always cuBLAS).
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <optional>
 
 #include "kjit/array.hpp"
@@ -23,7 +25,7 @@
 
 namespace kjit {
 
-struct MatmulOptions {
+struct KJIT_API MatmulOptions {
     std::optional<Stream> stream;     // none: the thread's current stream
     std::optional<bool> allow_tf32;   // none: KJIT_ALLOW_TF32=1 allows it, else exact float32
 };
@@ -31,6 +33,6 @@ struct MatmulOptions {
 // a @ b, written to `out` when given (its shape and dtype must be the result's; any layout). Throws
 // ShapeError naming both shapes, TypeError for dtypes cuBLAS does not multiply, kjit::Error for
 // host arrays or arrays on different devices, NoDeviceError without cuBLAS.
-Array matmul(const Array& a, const Array& b, const Array& out = Array(), const MatmulOptions& options = {});
+KJIT_API Array matmul(const Array& a, const Array& b, const Array& out = Array(), const MatmulOptions& options = {});
 
 }  // namespace kjit

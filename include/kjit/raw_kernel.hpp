@@ -25,6 +25,8 @@
 // the launch.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -45,7 +47,7 @@ struct RawKernelState;
 }  // namespace jit
 
 // A grid or block extent, as CUDA's dim3: `1024`, `{64, 64}`, `{8, 8, 4}`.
-struct Dim3 {
+struct KJIT_API Dim3 {
     unsigned x = 1, y = 1, z = 1;
     constexpr Dim3() noexcept = default;
     constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) noexcept  // NOLINT(google-explicit-constructor)
@@ -53,7 +55,7 @@ struct Dim3 {
 };
 
 // How a launch runs, besides grid and block: `{.shared_mem_bytes = 96 * 1024, .stream = s}`.
-struct LaunchConfig {
+struct KJIT_API LaunchConfig {
     // Dynamic shared memory per block (`extern __shared__`). More than the kernel may use by default
     // (48 KiB less its static shared memory) raises its limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_
     // SIZE_BYTES) up to what the device allows; beyond that, an Error saying both numbers.
@@ -66,7 +68,7 @@ struct LaunchConfig {
 // The most arguments one launch takes: they are packed into an array on the stack.
 inline constexpr std::size_t kMaxRawKernelArgs = 64;
 
-struct RawModuleOptions {
+struct KJIT_API RawModuleOptions {
     // Extra NVRTC options ("-lineinfo", "--use_fast_math", "-DTILE=32"...), after kjit's own.
     std::vector<std::string> nvrtc_options;
     // C++ names of kernels to find by name, as written in get_function(): template instantiations
@@ -82,7 +84,7 @@ struct RawModuleOptions {
 };
 
 // What one compilation of a module produced.
-struct RawModuleBinary {
+struct KJIT_API RawModuleBinary {
     std::string arch;                  // "sm_90", or "compute_90" when only PTX could be made
     std::vector<unsigned char> cubin;  // empty when PTX only
     std::string ptx;
@@ -93,7 +95,7 @@ struct RawModuleBinary {
 };
 
 // What the driver says about a kernel loaded on a device.
-struct RawKernelAttributes {
+struct KJIT_API RawKernelAttributes {
     std::string arch;                        // what the loaded cubin was built for
     bool compiled_from_ptx = false;          // the driver compiled cached PTX for this GPU
     int max_threads_per_block = 0;
@@ -109,7 +111,7 @@ struct RawKernelAttributes {
 class RawKernel;
 
 // A CUDA program holding any number of kernels.
-class RawModule {
+class KJIT_API RawModule {
 public:
     explicit RawModule(std::string source, RawModuleOptions options = {});
 
@@ -135,7 +137,7 @@ private:
 };
 
 // One kernel of a module.
-class RawKernel {
+class KJIT_API RawKernel {
 public:
     // A module of `source` holding the kernel `name`, an extern "C" name or a C++ name expression
     // (added to options.name_expressions when it is not there), so that a kernel the source lacks

@@ -29,6 +29,8 @@
 // their parameter's type, array inputs NumPy casts safely are converted as loaded).
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -43,7 +45,7 @@ namespace jit {
 struct ReductionKernelAccess;  // kjit's own reductions whose partial results are not a dtype (argmax)
 }
 
-struct ReductionOptions {
+struct KJIT_API ReductionOptions {
     // Raw CUDA placed before the kernel: helper functions it declares become callable from every
     // expression. An explicit opt-in: kjit does not check it.
     std::string preamble;
@@ -57,7 +59,7 @@ struct ReductionOptions {
 // What one compilation of a reduction produced: the module and its entry points. Every entry
 // point takes (args, layout[, workspace]) as templates/reduction.cuh describes; each comes in a
 // 32-bit index variant (every offset and count below 2^31) and a 64-bit one.
-struct ReductionBinary {
+struct KJIT_API ReductionBinary {
     std::string arch;                  // "sm_90", or "compute_90" when only PTX could be made
     std::vector<unsigned char> cubin;  // empty when PTX only
     std::string ptx;
@@ -91,7 +93,7 @@ struct ReductionBinary {
     }
 };
 
-struct ReduceOptions {
+struct KJIT_API ReduceOptions {
     // The axes reduced, NumPy's way (negative ones count from the end); none: every axis; an
     // empty list: none (each output is post(map(one element))).
     std::optional<std::vector<int>> axis;
@@ -101,7 +103,7 @@ struct ReduceOptions {
     std::optional<Stream> stream;
 };
 
-class ReductionKernel {
+class KJIT_API ReductionKernel {
 public:
     ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
                     std::string post_map_expr, std::string identity, std::string name = "reduce",

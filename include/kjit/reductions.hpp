@@ -14,22 +14,24 @@
 // `out`, when given, must have the result's shape and dtype exactly.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include "kjit/array.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 namespace kjit {
 
-Array sum(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
-Array prod(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
-Array min(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
-Array max(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
-Array mean(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array sum(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array prod(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array min(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array max(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array mean(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 // options.axis: none or one axis (ShapeError otherwise).
-Array argmin(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
-Array argmax(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array argmin(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array argmax(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 
 // The dtype each function gives for input dtype `t` (TypeError where it does not apply).
-DType sum_dtype(DType t);
-DType mean_dtype(DType t);
+KJIT_API DType sum_dtype(DType t);
+KJIT_API DType mean_dtype(DType t);
 
 }  // namespace kjit

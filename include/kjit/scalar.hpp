@@ -6,6 +6,8 @@
 // kernel would), rounding to 16-bit floats to nearest-even.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <complex>
 #include <cstdint>
 #include <string>
@@ -16,7 +18,7 @@
 
 namespace kjit {
 
-class Scalar {
+class KJIT_API Scalar {
 public:
     Scalar() noexcept : Scalar(std::int32_t{0}) {}
     Scalar(bool v) noexcept;  // NOLINT(google-explicit-constructor): numbers convert implicitly on purpose

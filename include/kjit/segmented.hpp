@@ -14,6 +14,8 @@
 // row of the same length (templates/reduction.cuh), so results are deterministic.
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -35,12 +37,12 @@ inline Outputs segmented_reduce(const ReductionKernel& kernel, std::initializer_
 // (int64, count + 1 elements) is what segmented_reduce takes; `keys` holds each group's key.
 // Keys: a 1-D device array of bool, an integer dtype, float32 or float64 (floats compare with ==:
 // every NaN is a group of its own). Synchronises once, to learn the number of groups.
-struct KeyGroups {
+struct KJIT_API KeyGroups {
     Array keys;
     Array offsets;
     std::int64_t count = 0;
 };
-KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream = {});
+KJIT_API KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream = {});
 
 // A reduction per group of sorted keys: the table of readings with a date column, reduced per day.
 //
@@ -49,11 +51,11 @@ KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream = {}
 //
 // The inputs are 1-D, as long as `keys`. To reduce the same groups several times (min, max and
 // mean), call group_sorted_keys once and segmented_reduce with its offsets.
-struct ReducedByKey {
+struct KJIT_API ReducedByKey {
     Array keys;
     Outputs values;
 };
-ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
+KJIT_API ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
                            std::optional<Stream> stream = {});
 inline ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::initializer_list<KernelArg> args,
                                   std::optional<Stream> stream = {}) {

@@ -7,6 +7,8 @@
 // kjit; the caller keeps it alive while kjit work on it is in flight).
 #pragma once
 
+#include "kjit/export.hpp"
+
 #include <memory>
 
 #include <cuda.h>
@@ -15,7 +17,7 @@
 
 namespace kjit {
 
-class Stream {
+class KJIT_API Stream {
 public:
     // The legacy default stream of the current device.
     Stream() noexcept = default;
@@ -53,7 +55,7 @@ private:
 };
 
 // Makes `stream` the calling thread's current stream for the guard's lifetime.
-class CurrentStreamGuard {
+class KJIT_API CurrentStreamGuard {
 public:
     explicit CurrentStreamGuard(const Stream& stream);
     ~CurrentStreamGuard();

@@ -45,7 +45,7 @@ nlohmann::json to_json(const Record& r, const std::string& device) {
 void add_bench_command(CLI::App& app, int& exit_status) {
     auto* cmd = app.add_subcommand("bench", "Time kjit on the benchmark cases (GPU needed): JSON lines");
     static std::string json_path, only;
-    static bool list = false, run_probe = false, run_probe_phases = false, crossover = false;
+    static bool list = false, crossover = false;
     static std::string crossover_csv = "crossover.csv";
     static int crossover_max_exponent = 9;
     cmd->add_option("--json", json_path, "Also append the records to this file");
@@ -56,13 +56,7 @@ void add_bench_command(CLI::App& app, int& exit_status) {
     cmd->add_option("--csv", crossover_csv, "With --crossover: the CSV file (default crossover.csv)");
     cmd->add_option("--max-exp", crossover_max_exponent, "With --crossover: the largest size is 10^N (3-9, default 9)")
         ->check(CLI::Range(3, 9));
-    cmd->add_flag("--probe", run_probe, "Internal: one fresh-process first call, prints milliseconds")->group("");
-    cmd->add_flag("--probe-phases", run_probe_phases, "Internal: the same in steps")->group("");
     cmd->callback([&exit_status] {
-        if (run_probe || run_probe_phases) {
-            exit_status = run_probe ? bench::probe() : bench::probe_phases();
-            return;
-        }
         if (crossover) {
             exit_status = run_crossover(crossover_csv, crossover_max_exponent);
             return;

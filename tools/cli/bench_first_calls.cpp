@@ -1,13 +1,11 @@
 // `kjit bench`: first calls (issues 4 and 5): a new kernel's, a new reduction's, and a fresh
-// process's with the kernel on disk (this program started again with --probe / --probe-phases).
+// process's with the kernel on disk (kjit-probe, beside this program, started again and again).
 #include <algorithm>
-#include <array>
 #include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <utility>
 
@@ -16,6 +14,18 @@
 #include "tools/cli/bench_support.hpp"
 
 namespace kjit::cli::bench {
+
+namespace {
+// 'text' for the shell (the paths here hold no quote).
+std::string quoted(const std::string& text) {
+    std::string q;
+    q.reserve(text.size() + 2);
+    q.push_back('\'');
+    q.append(text);
+    q.push_back('\'');
+    return q;
+}
+}  // namespace
 
 void add_first_call_cases(Cases& c, const std::string& self) {
     c.emplace_back("ew_first_new", [=](const Stream& s) {
@@ -113,7 +123,7 @@ void add_first_call_cases(Cases& c, const std::string& self) {
         return rec;
     });
     c.emplace_back("ew_first_disk", [=](const Stream&) {
-        // Fresh processes (this program, --probe) whose kernel is on disk: the first call's time after
+        // Fresh processes (kjit-probe) whose kernel is on disk: the first call's time after
         // CUDA has started, as the probe measures it.
         Record r;
         r.name = "ew_first_disk";
@@ -121,7 +131,7 @@ void add_first_call_cases(Cases& c, const std::string& self) {
         r.n = 1000;
         std::vector<double> ms, faults;
         for (int k = 0; k < 6; ++k) {
-            const std::string cmd = "'" + self + "' bench --probe";
+            const std::string cmd = quoted(probe_program(self));
             FILE* p = popen(cmd.c_str(), "r");
             if (!p) throw Error("cannot run " + cmd);
             double v[2] = {};
@@ -132,32 +142,18 @@ void add_first_call_cases(Cases& c, const std::string& self) {
                 faults.push_back(v[1]);
             }
         }
-        if (ms.empty()) throw Error("the probe printed nothing");
-        // The same, cut in steps (a kernel of its own, so the first run fills the cache).
-        std::vector<std::array<double, 4>> steps;
-        for (int k = 0; k < 4; ++k) {
-            const std::string cmd = "'" + self + "' bench --probe-phases";
-            FILE* p = popen(cmd.c_str(), "r");
-            if (!p) throw Error("cannot run " + cmd);
-            std::array<double, 4> v{};
-            const bool got = std::fscanf(p, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]) == 4;
-            pclose(p);
-            if (got && k > 0) steps.push_back(v);
-        }
+        if (ms.empty()) throw Error("the probe printed nothing: " + probe_program(self));
         std::sort(ms.begin(), ms.end());
         r.ms = ms[ms.size() / 2];
         std::ostringstream note;
         note << "median of " << ms.size() << " fresh processes, kernel on disk; min " << ms.front() << " max " << ms.back()
              << " ms; CUDA's own start excluded; page faults in the call (median) " << median(faults);
-        for (const auto& v : steps)
-            note << "; in steps: check " << v[0] << ", compile() from disk " << v[1] << ", load() " << v[2] << ", call " << v[3]
-                 << " ms";
         r.note = note.str();
         return r;
     });
     c.emplace_back("ew_first_readonly", [=](const Stream&) {
         // A shipped cache: the probe's kernel precompiled (`kjit precompile`, which notes its plan)
-        // into a temporary folder, then fresh processes (--probe) that use it as their only cache
+        // into a temporary folder, then fresh processes (kjit-probe) that use it as their only cache
         // layer, read-only, with no writable folder and no NVRTC: the first call goes through the
         // plan note's alias keys.
         char made[] = "/tmp/kjit-bench-readonly-XXXXXX";
@@ -199,115 +195,24 @@ void add_first_call_cases(Cases& c, const std::string& self) {
     });
 }
 
+std::string probe_program(const std::string& self) {
+    const std::size_t slash = self.rfind('/');
+    return (slash == std::string::npos ? std::string() : self.substr(0, slash + 1)) + "kjit-probe";
+}
+
 ReadonlyProbe readonly_probe_commands(const std::string& self, const std::string& dir, const std::string& arch) {
-    const std::string q = "'" + self + "'";
+    const std::string probe = quoted(probe_program(self));
     ReadonlyProbe c;
     // A probe with a cache of its own records the kernel as it calls it (binding and variant).
-    c.record = "KJIT_CACHE_DIR='" + dir + "/record' KJIT_CACHE_RECORD='" + dir + "/manifest.json' " + q +
-               " bench --probe >/dev/null 2>>'" + dir + "/probe.err'";
-    c.precompile = q + " precompile '" + dir + "/manifest.json' --arch " + arch + " --cache-dir '" + dir + "/shipped' >/dev/null 2>>'" +
-                   dir + "/probe.err'";
+    c.record = "KJIT_CACHE_DIR='" + dir + "/record' KJIT_CACHE_RECORD='" + dir + "/manifest.json' " + probe +
+               " >/dev/null 2>>'" + dir + "/probe.err'";
+    c.precompile = "'" + self + "' precompile '" + dir + "/manifest.json' --arch " + arch + " --cache-dir '" + dir +
+                   "/shipped' >/dev/null 2>>'" + dir + "/probe.err'";
     // No writable folder (none of the variables that name one), the shipped folder read-only, and
     // an NVRTC that is not there.
     c.probe = "env -u KJIT_CACHE_DIR -u XDG_CACHE_HOME -u HOME -u KJIT_CACHE_RECORD KJIT_CACHE_PATH='" + dir +
-              "/shipped' KJIT_NVRTC_LIBRARY=/nonexistent " + q + " bench --probe 2>>'" + dir + "/probe.err'";
+              "/shipped' KJIT_NVRTC_LIBRARY=/nonexistent " + probe + " 2>>'" + dir + "/probe.err'";
     return c;
-}
-
-namespace {
-long minor_page_faults() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_minflt;
-}
-}  // namespace
-
-// --probe: start CUDA, then time the first call of a kernel (on disk after the first probe).
-// Prints its milliseconds and the minor page faults it took (first-touched code and memory, about
-// 2 us each on the H200 host: 15-20% of that call there), then the milliseconds that making the
-// context took (Device::set_current: the driver's start), then those of the setup between the
-// two (the input array made and copied).
-int probe() {
-    const auto t_context = Clock::now();
-    Device::set_current(0);
-    const auto t_setup = Clock::now();
-    const double context_ms = std::chrono::duration<double, std::milli>(t_setup - t_context).count();
-    const Stream s = Stream::legacy_default(Device::cuda(0));
-    std::vector<float> host(1000, 1.5f);
-    // KJIT_PROBE_LEAN_SETUP=1 (a measurement): the input only allocated, neither copied nor
-    // waited for, so that the call comes as soon after the context as kjit allows.
-    const bool lean = [] {
-        const char* e = std::getenv("KJIT_PROBE_LEAN_SETUP");
-        return e != nullptr && e[0] == '1';
-    }();
-    const Array x = lean ? Array::empty({1000}, DType::float32, Device::cuda(0), s)
-                         : Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
-    if (!lean) s.synchronize();
-    const double setup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_setup).count();
-    // The first call of a kernel (its object made, the call, the sync): milliseconds and faults.
-    auto first_call = [&](const char* operation, const char* name) {
-        const long faults = minor_page_faults();
-        const auto t0 = Clock::now();
-        const ElementwiseKernel k("T x, T a, T b", "T y", operation, name);
-        (void)k({x, 2.0f, 1.0f}, {s, -1});
-        s.synchronize();
-        return std::pair{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), minor_page_faults() - faults};
-    };
-    // KJIT_PROBE_REDUCTION=1 (a measurement): the first call is a user reduction's (a sum of
-    // squares of x, to a 0-d output) instead, through its plan note as an elementwise kernel's.
-    if (const char* e = std::getenv("KJIT_PROBE_REDUCTION"); e != nullptr && e[0] == '1') {
-        const long faults = minor_page_faults();
-        const auto t0 = Clock::now();
-        const ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "probe_sumsq");
-        (void)sumsq({x}, ReduceOptions{std::nullopt, false, s});
-        s.synchronize();
-        const double red_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        std::printf("%.4f %ld %.3f %.4f\n", red_ms, minor_page_faults() - faults, context_ms, setup_ms);
-        return 0;
-    }
-    const auto [ms, faults] = first_call("y = a * x + b", "probe_axpb");
-    // KJIT_PROBE_SECOND=1 (a measurement): then the first call of another kernel on disk, whose
-    // code paths the first call has run already: what the first call pays for running cold code.
-    if (const char* e = std::getenv("KJIT_PROBE_SECOND"); e != nullptr && e[0] == '1') {
-        const auto [ms2, faults2] = first_call("y = a * x - b", "probe_axmb");
-        std::printf("%.4f %ld %.4f %ld %.3f %.4f\n", ms, faults, ms2, faults2, context_ms, setup_ms);
-        return 0;
-    }
-    std::printf("%.4f %ld %.3f %.4f\n", ms, faults, context_ms, setup_ms);
-    return 0;
-}
-
-// --probe-phases: the same first call cut in steps, each the first of its kind in the process:
-// the front end (check), the small variant's program served from disk, its module loaded,
-// then the call.
-int probe_phases() {
-    Device::set_current(0);
-    const Stream s = Stream::legacy_default(Device::cuda(0));
-    std::vector<float> host(1000, 1.5f);
-    const Array x = Array::from_host(host.data(), DType::float32, {1000}, Device::cuda(0), s);
-    s.synchronize();
-    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "probe_phases");
-    const TypeBinding types{{"T", DType::float32}};
-    auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
-    // As a call binds (x, 2, 1, y): a and b passed by value, no input stored in another dtype.
-    const kjit::jit::ModuleVariant scalars{{false, true, true, false}, std::vector<std::optional<DType>>(4)};
-    auto t = Clock::now();
-    axpb.check(types);
-    const double check = ms_since(t);
-    // What the call below needs, as it gets it: the small variant's program (from disk), then
-    // loaded on the device.
-    t = Clock::now();
-    (void)jit::compile_elementwise_entry(axpb, types, scalars, "", jit::ElementwiseEntry::small32);
-    const double compile = ms_since(t);
-    t = Clock::now();
-    (void)jit::elementwise_variants(axpb, types, scalars, 0).function(jit::ElementwiseEntry::small32);
-    const double load = ms_since(t);
-    t = Clock::now();
-    (void)axpb({x, 2.0f, 1.0f}, {s, -1});
-    s.synchronize();
-    const double call = ms_since(t);
-    std::printf("%.4f %.4f %.4f %.4f\n", check, compile, load, call);
-    return 0;
 }
 
 }  // namespace kjit::cli::bench

@@ -57,17 +57,15 @@ void add_elementwise_cases(Cases& c);
 void add_first_call_cases(Cases& c, const std::string& self);
 // The shell commands of ew_first_readonly, for this program `self` and the temporary folder `dir`:
 // record the probe's kernel, precompile it for `arch` into <dir>/shipped, and a fresh probe that
-// uses that folder as its only, read-only layer, without NVRTC (prints what --probe prints).
+// uses that folder as its only, read-only layer, without NVRTC (prints what kjit-probe prints).
 struct ReadonlyProbe {
     std::string record, precompile, probe;
 };
 ReadonlyProbe readonly_probe_commands(const std::string& self, const std::string& dir, const std::string& arch);
+// kjit-probe (tools/bench/first_call_probe.cpp), which the build puts beside this program: a
+// program linked to libkjit.so, as applications are, unlike this one.
+std::string probe_program(const std::string& self);
 void add_reduction_cases(Cases& c);
 void add_matmul_cases(Cases& c, std::vector<Record>& extra);
-
-// `kjit bench --probe` and `--probe-phases`: a fresh process's first call of a cached kernel,
-// whole and in steps; print milliseconds, return the exit status.
-int probe();
-int probe_phases();
 
 }  // namespace kjit::cli::bench
