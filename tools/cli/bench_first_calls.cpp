@@ -46,10 +46,10 @@ void add_first_call_cases(Cases& c, const std::string& self) {
             const ElementwiseKernel b = fresh(3 * k + 1);
             const TypeBinding types{{"T", DType::float32}};
             t = Clock::now();
-            (void)jit::compile_elementwise_entry(b, types, {}, "", jit::ElementwiseEntry::small32);
+            (void)jit::kernels::compile_elementwise_entry(b, types, {}, "", jit::kernels::ElementwiseEntry::small32);
             compile.push_back(ms_since(t));
             t = Clock::now();
-            (void)jit::elementwise_variants(b, types, {}, 0).function(jit::ElementwiseEntry::small32);
+            (void)jit::kernels::elementwise_variants(b, types, {}, 0).function(jit::kernels::ElementwiseEntry::small32);
             load.push_back(ms_since(t));
             t = Clock::now();
             (void)b({x}, {s, -1});
@@ -290,17 +290,17 @@ int probe_phases() {
     const TypeBinding types{{"T", DType::float32}};
     auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
     // As a call binds (x, 2, 1, y): a and b passed by value, no input stored in another dtype.
-    const kjit::jit::ModuleVariant scalars{{false, true, true, false}, std::vector<std::optional<DType>>(4)};
+    const kjit::jit::kernels::ModuleVariant scalars{{false, true, true, false}, std::vector<std::optional<DType>>(4)};
     auto t = Clock::now();
     axpb.check(types);
     const double check = ms_since(t);
     // What the call below needs, as it gets it: the small variant's program (from disk), then
     // loaded on the device.
     t = Clock::now();
-    (void)jit::compile_elementwise_entry(axpb, types, scalars, "", jit::ElementwiseEntry::small32);
+    (void)jit::kernels::compile_elementwise_entry(axpb, types, scalars, "", jit::kernels::ElementwiseEntry::small32);
     const double compile = ms_since(t);
     t = Clock::now();
-    (void)jit::elementwise_variants(axpb, types, scalars, 0).function(jit::ElementwiseEntry::small32);
+    (void)jit::kernels::elementwise_variants(axpb, types, scalars, 0).function(jit::kernels::ElementwiseEntry::small32);
     const double load = ms_since(t);
     t = Clock::now();
     (void)axpb({x, 2.0f, 1.0f}, {s, -1});
