@@ -28,7 +28,7 @@ TEST_CASE("the built-in reductions compile for every dtype", "[reduction][nvrtc]
         for (const DType t : kjit::test::all_dtypes()) work.emplace_back(op, t);
     const std::vector<std::string> errors = kjit::test::run_on_all_cores(work.size(), [&](std::size_t k) -> std::string {
         try {
-            const kjit::ReductionBinary b = kjit::jit::builtin_reduction(work[k].first, work[k].second).compile({}, "sm_90");
+            const kjit::ReductionBinary b = kjit::jit::kernels::builtin_reduction(work[k].first, work[k].second).compile({}, "sm_90");
             return b.cubin.empty() ? "no cubin" : "";
         } catch (const std::exception& e) {
             return e.what();
@@ -43,7 +43,7 @@ TEST_CASE("the built-in reductions compile for every dtype", "[reduction][nvrtc]
     CHECK(kjit::sum_dtype(DType::bool_) == DType::int64);
     CHECK(kjit::sum_dtype(DType::float16) == DType::float16);
     CHECK(kjit::mean_dtype(DType::int32) == DType::float64);
-    CHECK_THROWS_WITH(kjit::jit::builtin_reduction("median", DType::float32), Contains("no built-in reduction 'median'"));
+    CHECK_THROWS_WITH(kjit::jit::kernels::builtin_reduction("median", DType::float32), Contains("no built-in reduction 'median'"));
 }
 
 namespace {
@@ -76,7 +76,7 @@ TEST_CASE("sum, prod, min, max and mean follow NumPy for every dtype", "[gpu][re
         for (const DType t : kjit::test::all_dtypes()) kernels.emplace_back(op, t);
     const std::vector<std::string> failed = kjit::test::run_on_all_cores(kernels.size(), [&](std::size_t k) -> std::string {
         try {
-            (void)kjit::jit::builtin_reduction(kernels[k].first, kernels[k].second).compile({});
+            (void)kjit::jit::kernels::builtin_reduction(kernels[k].first, kernels[k].second).compile({});
             return "";
         } catch (const std::exception& e) {
             return e.what();
@@ -224,7 +224,7 @@ TEST_CASE("argmin and argmax compile for every real dtype and refuse complex", "
         if (!t.is_complex()) work.emplace_back(true, t), work.emplace_back(false, t);
     const std::vector<std::string> errors = kjit::test::run_on_all_cores(work.size(), [&](std::size_t k) -> std::string {
         try {
-            const kjit::ReductionBinary b = kjit::jit::arg_reduction_kernel(work[k].first).compile({{"T", work[k].second}}, "sm_90");
+            const kjit::ReductionBinary b = kjit::jit::kernels::arg_reduction_kernel(work[k].first).compile({{"T", work[k].second}}, "sm_90");
             return b.cubin.empty() ? "no cubin" : b.reduce_itemsize == 16 ? "" : "reduce_itemsize";
         } catch (const std::exception& e) {
             return e.what();
@@ -234,15 +234,15 @@ TEST_CASE("argmin and argmax compile for every real dtype and refuse complex", "
         INFO((work[k].first ? "argmax of " : "argmin of ") << work[k].second.name());
         CHECK(errors[k] == "");
     }
-    CHECK_THROWS_WITH(kjit::jit::arg_reduction_kernel(true).compile({{"T", DType::complex64}}, "sm_90"),
+    CHECK_THROWS_WITH(kjit::jit::kernels::arg_reduction_kernel(true).compile({{"T", DType::complex64}}, "sm_90"),
                       Contains("argmax of complex64"));
     // Manifest entries of "kind": "builtin" precompile by name.
     const nlohmann::json manifest = {
         {"kernels",
          {{{"kind", "builtin"}, {"name", "kjit_argmax"}, {"types", {{{"T", "float32"}}, {{"T", "int16"}}}}},
           {{"kind", "builtin"}, {"name", "kjit_median"}, {"types", {{{"T", "float32"}}}}}}}};
-    const kjit::jit::PrecompileResult r = kjit::jit::precompile(manifest, {"sm_90"}, 2);
-    CHECK(r.jobs == 2 * 2 * kjit::jit::kReductionEntryGroups);  // a module per strategy and index width
+    const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(manifest, {"sm_90"}, 2);
+    CHECK(r.jobs == 2 * 2 * kjit::jit::kernels::kReductionEntryGroups);  // a module per strategy and index width
     REQUIRE(r.failures.size() == 1);
     CHECK_THAT(r.failures[0], Contains("no built-in kernel 'kjit_median'"));
 }
@@ -256,7 +256,7 @@ TEST_CASE("argmin and argmax find the first extreme (or first NaN) along an axis
         if (!t.is_complex()) kernels.emplace_back(true, t), kernels.emplace_back(false, t);
     for (const std::string& f : kjit::test::run_on_all_cores(kernels.size(), [&](std::size_t k) -> std::string {
              try {
-                 (void)kjit::jit::arg_reduction_kernel(kernels[k].first).compile({{"T", kernels[k].second}});
+                 (void)kjit::jit::kernels::arg_reduction_kernel(kernels[k].first).compile({{"T", kernels[k].second}});
                  return "";
              } catch (const std::exception& e) {
                  return e.what();

@@ -4,7 +4,7 @@
 #include "jit/kernels/entry_groups.hpp"
 #include "kjit/error.hpp"
 
-using kjit::jit::EntryGroups;
+using kjit::jit::kernels::EntryGroups;
 
 TEST_CASE("entry point groups keep each group's names in order, NUL-terminated, within the limits", "[entry_groups]") {
     EntryGroups g(3);

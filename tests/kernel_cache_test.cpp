@@ -227,7 +227,7 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
 
     // 2. A build machine precompiles it for two architectures; a second run compiles nothing.
     kjit::configure_cache(cache_in(work.path() / "shipped"));
-    const auto first = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
+    const auto first = kjit::jit::kernels::precompile(recorded, {"sm_80", "sm_90"}, 2);
     CHECK(first.failures.empty());
     // A job per variant calls load (jit/kernels/elementwise/calls.hpp): contiguous, strided, rows, tiled.
     CHECK(first.jobs >= 3 * 2 * 4);
@@ -235,7 +235,7 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     CHECK(first.stored == first.jobs);
     CHECK(first.not_stored == 0);
     kjit::configure_cache(cache_in(work.path() / "shipped"));
-    const auto second = kjit::jit::precompile(recorded, {"sm_80", "sm_90"}, 2);
+    const auto second = kjit::jit::kernels::precompile(recorded, {"sm_80", "sm_90"}, 2);
     CHECK(second.compiled == 0);
     CHECK(second.stored == 0);
     // Issue 30: into a folder that is refused (others may write to it), every build is compiled
@@ -244,7 +244,7 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
     fs::create_directory(refused);
     fs::permissions(refused, fs::perms::all);
     kjit::configure_cache(cache_in(refused));
-    const auto unstored = kjit::jit::precompile(recorded, {"sm_90"}, 2);
+    const auto unstored = kjit::jit::kernels::precompile(recorded, {"sm_90"}, 2);
     CHECK(unstored.failures.empty());
     CHECK(unstored.compiled == unstored.jobs);
     CHECK(unstored.stored == 0);
@@ -260,9 +260,9 @@ TEST_CASE("record, precompile, then a process without NVRTC finds every kernel",
         INFO(arch);
         for (const auto& [kernel, binding] : {std::pair{&axpb, kjit::TypeBinding{{"T", DType::float64}}},
                                               std::pair{&scale, kjit::TypeBinding{{"T", DType::int16}}}})
-            for (const kjit::jit::ElementwiseEntry e : kjit::jit::elementwise_entries(*kernel, binding, {})) {
-                INFO(kernel->name() << " " << kjit::jit::elementwise_entry_label(e));
-                const kjit::jit::CompiledModules c = kjit::jit::compile_elementwise_entry(*kernel, binding, {}, arch, e);
+            for (const kjit::jit::kernels::ElementwiseEntry e : kjit::jit::kernels::elementwise_entries(*kernel, binding, {})) {
+                INFO(kernel->name() << " " << kjit::jit::kernels::elementwise_entry_label(e));
+                const kjit::jit::kernels::CompiledModules c = kjit::jit::kernels::compile_elementwise_entry(*kernel, binding, {}, arch, e);
                 CHECK(c.arch == arch);
                 CHECK(c.compile_ms == 0);
             }
@@ -284,21 +284,21 @@ TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and p
     const kjit::test::TempDir work;
     const auto manifest = work.path() / "manifest.json";
     const kjit::ElementwiseKernel axpb("T x, T a", "T y", "y = a * x", "axpb_variant");
-    kjit::jit::ModuleVariant v;
+    kjit::jit::kernels::ModuleVariant v;
     v.scalar = {false, true, false};
     v.storage = {DType(DType::int16), std::nullopt, std::nullopt};
     const kjit::TypeBinding f32{{"T", DType::float32}};
     kjit::CacheSettings app = cache_in(work.path() / "app-cache");
     app.record = manifest.string();
     kjit::configure_cache(app);
-    const kjit::KernelBinary made = kjit::jit::compile_elementwise(axpb, f32, v, "sm_90");
+    const kjit::KernelBinary made = kjit::jit::kernels::compile_elementwise(axpb, f32, v, "sm_90");
     const nlohmann::json recorded = kjit::cache::read_manifest(manifest);
     REQUIRE(recorded["kernels"].size() == 1);
     CHECK(recorded["kernels"][0]["scalars"] == nlohmann::json::array({"a"}));
     CHECK(recorded["kernels"][0]["storage"] == nlohmann::json({{"x", "int16"}}));
 
     kjit::configure_cache(cache_in(work.path() / "shipped"));
-    const auto built = kjit::jit::precompile(recorded, {"sm_90"}, 1);
+    const auto built = kjit::jit::kernels::precompile(recorded, {"sm_90"}, 1);
     CHECK(built.failures.empty());
     CHECK(built.compiled == built.jobs);  // one job per variant of that module
 
@@ -307,21 +307,21 @@ TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and p
     shipped.read_only = {(work.path() / "shipped").string()};
     kjit::configure_cache(shipped);
     const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
-    for (const kjit::jit::ElementwiseEntry e : kjit::jit::elementwise_entries(axpb, f32, v)) {
-        INFO(kjit::jit::elementwise_entry_label(e));
-        CHECK(kjit::jit::compile_elementwise_entry(axpb, f32, v, "sm_90", e).compile_ms == 0);
+    for (const kjit::jit::kernels::ElementwiseEntry e : kjit::jit::kernels::elementwise_entries(axpb, f32, v)) {
+        INFO(kjit::jit::kernels::elementwise_entry_label(e));
+        CHECK(kjit::jit::kernels::compile_elementwise_entry(axpb, f32, v, "sm_90", e).compile_ms == 0);
     }
     CHECK(kjit::cache_stats().compiles == 0);
     CHECK_THAT(made.source, Contains("int16"));
     // The plain binding was never recorded, so it is not there.
-    CHECK_THROWS_AS(kjit::jit::compile_elementwise_entry(axpb, f32, {}, "sm_90", kjit::jit::ElementwiseEntry::contiguous32),
+    CHECK_THROWS_AS(kjit::jit::kernels::compile_elementwise_entry(axpb, f32, {}, "sm_90", kjit::jit::kernels::ElementwiseEntry::contiguous32),
                     kjit::NoDeviceError);
 
     // A manifest naming a parameter the kernel does not have fails clearly.
     nlohmann::json bad = recorded;
     bad["kernels"][0]["scalars"] = nlohmann::json::array({"b"});
     kjit::configure_cache(cache_in(work.path() / "other"));
-    const auto failed = kjit::jit::precompile(bad, {"sm_90"}, 1);
+    const auto failed = kjit::jit::kernels::precompile(bad, {"sm_90"}, 1);
     REQUIRE(failed.failures.size() == 1);
 }
 

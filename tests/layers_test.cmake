@@ -85,6 +85,13 @@ endforeach()
 # generation or the front end.
 forbid_includes(jit/compile "compile: from jit/, only jit/compile/" "^\"jit/(frontend|codegen|kernels|host)/")
 
+# libkjit_host.so sees libkjit through the front end, the code generator's reduction pieces and the
+# back-end interface (jit/host/host_backend.hpp) only: it never compiles CUDA, loads modules or
+# launches.
+only_includes(jit/host/llvm "libkjit_host: only jit/frontend/, jit/codegen/, jit/host/host_backend.hpp, jit/host/llvm/, kjit/, runtime/detail/{call_layout,kernel_args}.hpp, templates/, LLVM and standard headers"
+  "^\"jit/(frontend|codegen|host/llvm)/[a-z_0-9]+\\.hpp\"$" "^\"jit/host/host_backend\\.hpp\"$" "^\"kjit/[a-z_0-9]+\\.hpp\"$"
+  "^\"runtime/detail/(call_layout|kernel_args)\\.hpp\"$" "^\"templates/[a-z_0-9]+\\.cuh\"$" "^<llvm/" "^<math\\.h>$" "${standard}")
+
 # The runtime and the cache are below jit/: no function pointers registered upwards, no includes.
 foreach(folder runtime cache)
   forbid_includes(${folder} "${folder}/ includes nothing from jit/" "^\"jit/")

@@ -39,7 +39,7 @@ std::size_t allocations_per_binding(std::size_t bindings) {
     std::size_t jobs = 0, allocations = 0;
     {
         const kjit::test::CountAllocations count;
-        jobs = kjit::jit::precompile_jobs(manifest, {"sm_90"}, failures).size();
+        jobs = kjit::jit::kernels::precompile_jobs(manifest, {"sm_90"}, failures).size();
         allocations = count.count();
     }
     REQUIRE(failures.empty());
@@ -74,11 +74,11 @@ TEST_CASE("precompile with fewer threads than asked runs every job on those it h
     const json manifest = {{"kernels", json::array({entry_with_bindings("threads", 6)})}};
     for (const int allowed : {0, 1, 3}) {
         INFO(allowed << " threads besides the calling one");
-        const kjit::jit::ScopedThreadStartLimit limit(allowed);
+        const kjit::jit::kernels::ScopedThreadStartLimit limit(allowed);
         std::mutex mutex;
         std::set<std::thread::id> workers;
         std::size_t steps = 0, last = 0;
-        const kjit::jit::PrecompileResult r = kjit::jit::precompile(manifest, {"sm_90"}, 16, [&](std::size_t done, std::size_t) {
+        const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(manifest, {"sm_90"}, 16, [&](std::size_t done, std::size_t) {
             const std::lock_guard lock(mutex);
             workers.insert(std::this_thread::get_id());
             ++steps;
@@ -96,21 +96,21 @@ TEST_CASE("precompile with fewer threads than asked runs every job on those it h
 TEST_CASE("run_on_threads joins every thread it started and rethrows what the work threw", "[manifest]") {
     std::string why;
     {
-        const kjit::jit::ScopedThreadStartLimit limit(2);
+        const kjit::jit::kernels::ScopedThreadStartLimit limit(2);
         std::atomic<int> calls{0};
-        CHECK(kjit::jit::run_on_threads(8, [&] { ++calls; }, &why) == 3);
+        CHECK(kjit::jit::kernels::run_on_threads(8, [&] { ++calls; }, &why) == 3);
         CHECK(calls == 3);
         CHECK_FALSE(why.empty());
     }
     why.clear();
     std::atomic<int> calls{0};
-    CHECK(kjit::jit::run_on_threads(4, [&] { ++calls; }, &why) == 4);
+    CHECK(kjit::jit::kernels::run_on_threads(4, [&] { ++calls; }, &why) == 4);
     CHECK(calls == 4);
     CHECK(why.empty());
     // The work throwing on the calling thread and on the others: the threads are joined (a
     // joinable std::thread destroyed would terminate the process) and one exception comes back.
     std::atomic<int> finished{0};
-    CHECK_THROWS_WITH(kjit::jit::run_on_threads(4,
+    CHECK_THROWS_WITH(kjit::jit::kernels::run_on_threads(4,
                                                 [&] {
                                                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
                                                     ++finished;
@@ -124,7 +124,7 @@ TEST_CASE("an architecture that cannot be compiled for is one failure, not one p
     const kjit::test::TempDir dir;
     const NoNvrtcCache cache(dir);
     const json manifest = {{"kernels", json::array({entry_with_bindings("a", 3), entry_with_bindings("b", 2)})}};
-    const kjit::jit::PrecompileResult bad = kjit::jit::precompile(manifest, {"sm_9x", "compute_90a"}, 2);
+    const kjit::jit::kernels::PrecompileResult bad = kjit::jit::kernels::precompile(manifest, {"sm_9x", "compute_90a"}, 2);
     CHECK(bad.jobs == 0);
     REQUIRE(bad.failures.size() == 2);
     CHECK_THAT(bad.failures[0], Contains("'sm_9x'") && Contains("nothing is compiled for it"));
@@ -133,7 +133,7 @@ TEST_CASE("an architecture that cannot be compiled for is one failure, not one p
     // Beside a good one: its jobs run, and the bad one is still reported once.
     json with_arch = manifest;
     with_arch["arch"] = {"sm_90", "sm_9x"};
-    const kjit::jit::PrecompileResult mixed = kjit::jit::precompile(with_arch, {}, 2);
+    const kjit::jit::kernels::PrecompileResult mixed = kjit::jit::kernels::precompile(with_arch, {}, 2);
     CHECK(mixed.jobs > 0);
     std::size_t naming_it = 0;
     for (const std::string& f : mixed.failures) naming_it += f.find("sm_9x") != std::string::npos;
@@ -146,7 +146,7 @@ TEST_CASE("an architecture older than NVRTC supports is one failure", "[manifest
     const kjit::test::TempDir dir;
     kjit::configure_cache(kjit::test::cache_in(dir.path()));
     const json manifest = {{"kernels", json::array({entry_with_bindings("old", 3)})}};
-    const kjit::jit::PrecompileResult r = kjit::jit::precompile(manifest, {"sm_20"}, 2);
+    const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(manifest, {"sm_20"}, 2);
     CHECK(r.jobs == 0);
     REQUIRE(r.failures.size() == 1);
     CHECK_THAT(r.failures[0], Contains("sm_20"));
@@ -160,8 +160,8 @@ TEST_CASE("precompile's failures show a manifest's control bytes escaped", "[man
     json malformed = entry_with_bindings("bad\x1b[31m", 1);
     malformed.erase("op");
     const json manifest = {{"kernels", json::array({wrong, malformed})}};
-    const kjit::jit::PrecompileResult r = kjit::jit::precompile(manifest, {"sm_90\x1b[2J"}, 1);
-    const kjit::jit::PrecompileResult named = kjit::jit::precompile(manifest, {"sm_90"}, 1);
+    const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(manifest, {"sm_90\x1b[2J"}, 1);
+    const kjit::jit::kernels::PrecompileResult named = kjit::jit::kernels::precompile(manifest, {"sm_90"}, 1);
     std::vector<std::string> all = r.failures;
     all.insert(all.end(), named.failures.begin(), named.failures.end());
     REQUIRE(all.size() >= 3);

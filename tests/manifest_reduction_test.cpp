@@ -14,7 +14,7 @@
 
 using kjit::test::ProcessCacheGuard;
 using kjit::DType;
-using kjit::jit::reduction_from_manifest_entry;
+using kjit::jit::kernels::reduction_from_manifest_entry;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
@@ -33,7 +33,7 @@ TEST_CASE("a reduction entry reads every field", "[manifest]") {
     e["reduce_type"] = "float64";
     e["preamble"] = "__device__ float twice(float v) { return 2 * v; }";
     e["options"] = json::array({"-lineinfo"});
-    const kjit::jit::ManifestReduction m = reduction_from_manifest_entry(e);
+    const kjit::jit::kernels::ManifestReduction m = reduction_from_manifest_entry(e);
     CHECK(m.kernel.name() == "l2");
     CHECK(m.kernel.in_params() == "T x");
     CHECK(m.kernel.out_params() == "T y");
@@ -46,13 +46,13 @@ TEST_CASE("a reduction entry reads every field", "[manifest]") {
     CHECK(m.kernel.options().nvrtc_options == std::vector<std::string>{"-lineinfo"});
     REQUIRE(m.bindings.size() == 2);
     CHECK(m.bindings[1].at("T") == DType::float64);
-    CHECK(kjit::jit::is_reduction_manifest_entry(e));
-    CHECK_FALSE(kjit::jit::is_reduction_manifest_entry(json{{"kind", "elementwise"}}));
+    CHECK(kjit::jit::kernels::is_reduction_manifest_entry(e));
+    CHECK_FALSE(kjit::jit::kernels::is_reduction_manifest_entry(json{{"kind", "elementwise"}}));
 }
 
 TEST_CASE("a reduction entry's optional fields default as the constructor's do", "[manifest]") {
     const json e = {{"kind", "reduction"}, {"map", "x"}, {"reduce", "a + b"}, {"post", "y = a"}};
-    const kjit::jit::ManifestReduction m = reduction_from_manifest_entry(e);
+    const kjit::jit::kernels::ManifestReduction m = reduction_from_manifest_entry(e);
     CHECK(m.kernel.name() == "reduce");
     CHECK(m.kernel.identity().empty());  // none: reducing nothing is an error at call time
     CHECK(m.kernel.options().reduce_type.empty());
@@ -67,7 +67,7 @@ TEST_CASE("a reduction entry's \"scalars\" and \"storage\" are read", "[manifest
     e["in"] = "T x, T s";
     e["scalars"] = json::array({"s"});
     e["storage"] = {{"x", "int16"}};
-    const kjit::jit::ManifestReduction m = reduction_from_manifest_entry(e);
+    const kjit::jit::kernels::ManifestReduction m = reduction_from_manifest_entry(e);
     CHECK(m.scalars == std::vector<std::string>{"s"});
     CHECK(m.storage.at("x") == DType::int16);
 }
@@ -106,8 +106,8 @@ TEST_CASE("a malformed reduction entry is a CacheError naming the field", "[mani
     refused(with("storage", json{{"x", "int99"}}), "'int99' (for 'x') is not a dtype");
     refused(with("kind", "elementwise"), "not a reduction entry");
     // The elementwise reader (kjit compile --spec) says what a reduction entry is.
-    CHECK_THROWS_WITH(kjit::jit::kernel_from_manifest_entry(l2_entry()), Contains("reduction entry"));
-    CHECK_THROWS_AS(kjit::jit::kernel_from_manifest_entry(l2_entry()), kjit::CacheError);
+    CHECK_THROWS_WITH(kjit::jit::kernels::kernel_from_manifest_entry(l2_entry()), Contains("reduction entry"));
+    CHECK_THROWS_AS(kjit::jit::kernels::kernel_from_manifest_entry(l2_entry()), kjit::CacheError);
 }
 
 TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
@@ -121,7 +121,7 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     const kjit::ReductionKernel top("T x", "T y", "x", "max(a, b)", "y = a", "", "top_rec");
     // A call that passed `s` as a scalar and int16 data for `x` makes another module.
     const kjit::ReductionKernel scaled("T x, T s", "T y", "x * s", "a + b", "y = a", "0", "scaled_rec");
-    kjit::jit::ModuleVariant variant;
+    kjit::jit::kernels::ModuleVariant variant;
     variant.scalar = {false, true, false};
     variant.storage = {DType(DType::int16), std::nullopt, std::nullopt};
 
@@ -133,16 +133,16 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     const kjit::ReductionBinary made = l2.compile({{"T", DType::float32}}, "sm_90");
     l2.compile({{"T", DType::float64}}, "sm_90");
     top.compile({{"T", DType::int32}}, "sm_90");
-    const kjit::ReductionBinary made_variant = kjit::jit::compile_reduction(scaled, {{"T", DType::float32}}, variant, "sm_90");
+    const kjit::ReductionBinary made_variant = kjit::jit::kernels::compile_reduction(scaled, {{"T", DType::float32}}, variant, "sm_90");
     CHECK_THAT(made_variant.source, Contains("s passed as a scalar") && Contains("x stored as int16"));
     const json recorded = kjit::cache::read_manifest(manifest);
     REQUIRE(recorded["kernels"].size() == 3);
-    const kjit::jit::ManifestReduction variant_back = reduction_from_manifest_entry(recorded["kernels"][2]);
+    const kjit::jit::kernels::ManifestReduction variant_back = reduction_from_manifest_entry(recorded["kernels"][2]);
     CHECK(variant_back.scalars == std::vector<std::string>{"s"});
     CHECK(variant_back.storage.at("x") == DType::int16);
 
     // Each entry reads back as the kernel that wrote it.
-    const kjit::jit::ManifestReduction back = reduction_from_manifest_entry(recorded["kernels"][0]);
+    const kjit::jit::kernels::ManifestReduction back = reduction_from_manifest_entry(recorded["kernels"][0]);
     CHECK(back.kernel.name() == "l2_rec");
     CHECK(back.kernel.map_expr() == l2.map_expr());
     CHECK(back.kernel.post_map_expr() == l2.post_map_expr());
@@ -150,7 +150,7 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     CHECK(back.kernel.options().reduce_type == "float64");
     CHECK(back.kernel.options().nvrtc_options == options.nvrtc_options);
     CHECK(back.bindings.size() == 2);
-    const kjit::jit::ManifestReduction top_back = reduction_from_manifest_entry(recorded["kernels"][1]);
+    const kjit::jit::kernels::ManifestReduction top_back = reduction_from_manifest_entry(recorded["kernels"][1]);
     CHECK(top_back.kernel.identity().empty());
     CHECK(top_back.kernel.reduce_expr() == "max(a, b)");
 
@@ -158,10 +158,10 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     kjit::CacheSettings shipped_dir;
     shipped_dir.dir = (work.path() / "shipped").string();
     kjit::configure_cache(shipped_dir);
-    const auto built = kjit::jit::precompile(recorded, {"sm_90"}, 2);
+    const auto built = kjit::jit::kernels::precompile(recorded, {"sm_90"}, 2);
     CHECK(built.failures.empty());
     // A job per module calls load: one per strategy and index width (14) of each binding.
-    CHECK(built.jobs == 4 * 2 * kjit::jit::kReductionEntryGroups);
+    CHECK(built.jobs == 4 * 2 * kjit::jit::kernels::kReductionEntryGroups);
     CHECK(built.compiled == built.jobs);
 
     kjit::CacheSettings shipped;
@@ -169,10 +169,10 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     shipped.read_only = {(work.path() / "shipped").string()};
     kjit::configure_cache(shipped);
     const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
-    CHECK(kjit::jit::compile_reduction_groups(l2, {{"T", DType::float32}}, {}, "sm_90").compile_ms == 0);
-    CHECK(kjit::jit::compile_reduction_groups(l2, {{"T", DType::float64}}, {}, "sm_90").compile_ms == 0);
-    CHECK(kjit::jit::compile_reduction_groups(top, {{"T", DType::int32}}, {}, "sm_90").compile_ms == 0);
-    CHECK(kjit::jit::compile_reduction_groups(scaled, {{"T", DType::float32}}, variant, "sm_90").compile_ms == 0);
+    CHECK(kjit::jit::kernels::compile_reduction_groups(l2, {{"T", DType::float32}}, {}, "sm_90").compile_ms == 0);
+    CHECK(kjit::jit::kernels::compile_reduction_groups(l2, {{"T", DType::float64}}, {}, "sm_90").compile_ms == 0);
+    CHECK(kjit::jit::kernels::compile_reduction_groups(top, {{"T", DType::int32}}, {}, "sm_90").compile_ms == 0);
+    CHECK(kjit::jit::kernels::compile_reduction_groups(scaled, {{"T", DType::float32}}, variant, "sm_90").compile_ms == 0);
     CHECK(kjit::cache_stats().compiles == 0);
     // The module of every entry point (ReductionKernel::compile, `kjit compile`) is not what calls
     // load, and precompile does not build it.
@@ -191,7 +191,7 @@ TEST_CASE("precompile reports a malformed or wrong reduction entry as a failure"
     json wrong = l2_entry();
     wrong["map"] = "sqr(x)";
     const json manifest = {{"kernels", json::array({bad, wrong})}};
-    const auto result = kjit::jit::precompile(manifest, {"sm_90"}, 1);
+    const auto result = kjit::jit::kernels::precompile(manifest, {"sm_90"}, 1);
     REQUIRE(result.failures.size() == 3);  // the malformed entry once, the wrong one per binding
     CHECK_THAT(result.failures[0], Contains("kernel 0 ('l2')") && Contains("missing \"reduce\""));
     CHECK_THAT(result.failures[1], Contains("unknown function 'sqr'"));

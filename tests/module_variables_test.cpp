@@ -51,7 +51,7 @@ TEST_CASE("generated modules hold no device variables", "[codegen][nvrtc]") {
     }
     {
         INFO("argmax");
-        const kjit::ReductionBinary b = kjit::jit::arg_reduction_kernel(true).compile({{"T", DType::float32}}, "sm_90");
+        const kjit::ReductionBinary b = kjit::jit::kernels::arg_reduction_kernel(true).compile({{"T", DType::float32}}, "sm_90");
         CHECK_FALSE(has_device_variables(b.cubin));
     }
     {

@@ -145,7 +145,7 @@ TEST_CASE("a manifest whose preamble holds a NUL byte fails to precompile instea
     configure_cache(cache_in(dir.path()));
     nlohmann::json m = {{"kernels", {{{"kind", "elementwise"}, {"name", "k"}, {"in", "T x"}, {"out", "T y"}, {"op", "y = x"},
                                       {"types", {{{"T", "float32"}}}}, {"preamble", std::string("int a;\0 junk", 12)}}}}};
-    const jit::PrecompileResult r = jit::precompile(m, {"sm_90"}, 1);
+    const jit::kernels::PrecompileResult r = jit::kernels::precompile(m, {"sm_90"}, 1);
     CHECK(r.compiled == 0);
     REQUIRE(r.failures.size() == 1);
     CHECK_THAT(r.failures[0], Contains("preamble:1:7") && Contains("NUL"));

@@ -59,18 +59,18 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("a plan note's text round-trips, and any other text reads as no note", "[plan_note]") {
-    const kjit::jit::NoteKeying keying{"LD_LIBRARY_PATH=/opt/x\npath=/opt/x/libnvrtc.so.13\nsize=12\n", "nvrtc-13.0+bid:ab",
+    const kjit::jit::kernels::NoteKeying keying{"LD_LIBRARY_PATH=/opt/x\npath=/opt/x/libnvrtc.so.13\nsize=12\n", "nvrtc-13.0+bid:ab",
                                        "sm_90"};
-    const kjit::jit::PlanNote::NotedValues values{{"vector_width", "4"}, {"entry.small32", "k_small32"}};
+    const kjit::jit::kernels::PlanNote::NotedValues values{{"vector_width", "4"}, {"entry.small32", "k_small32"}};
     const std::vector<std::string> keys{"", kKeyA, "", kKeyB};
     const std::vector<std::string> aliases{"", kKeyB, "", kKeyA};
-    const std::string text = kjit::jit::format_plan_note(keying, values, keys, aliases);
+    const std::string text = kjit::jit::kernels::format_plan_note(keying, values, keys, aliases);
     CHECK_THAT(text, Contains("\npath=/opt/x/libnvrtc.so.13\n") && Contains("\ntarget=sm_90\n") &&
                          Contains("\nalias.1=" + kKeyB + "\n"));
-    kjit::jit::NoteKeying kk;
-    kjit::jit::PlanNote::NotedValues v;
+    kjit::jit::kernels::NoteKeying kk;
+    kjit::jit::kernels::PlanNote::NotedValues v;
     std::vector<std::string> k, a;
-    REQUIRE(kjit::jit::parse_plan_note(text, 4, kk, v, k, a));
+    REQUIRE(kjit::jit::kernels::parse_plan_note(text, 4, kk, v, k, a));
     CHECK(kk.nvrtc_lines == keying.nvrtc_lines);
     CHECK(kk.nvrtc_version == keying.nvrtc_version);
     CHECK(kk.target == keying.target);
@@ -80,17 +80,17 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
 
     // Version 3's last line named a group whose entry the note carried: no longer a note. Nor is
     // version 4's text, which had no alias lines (a note of another format reads as no note).
-    CHECK_FALSE(kjit::jit::parse_plan_note(text + "entry=3\n", 4, kk, v, k, a));
-    CHECK_FALSE(kjit::jit::parse_plan_note("kjit-plan-note 4" + text.substr(16, text.find("alias.") - 16), 4, kk, v, k, a));
+    CHECK_FALSE(kjit::jit::kernels::parse_plan_note(text + "entry=3\n", 4, kk, v, k, a));
+    CHECK_FALSE(kjit::jit::kernels::parse_plan_note("kjit-plan-note 4" + text.substr(16, text.find("alias.") - 16), 4, kk, v, k, a));
 
     // Values or a keying that cannot be written on one line make no note at all.
-    CHECK(kjit::jit::format_plan_note(keying, {{"a", "x\ny"}}, {}, {}).empty());
-    CHECK(kjit::jit::format_plan_note(keying, {{"a=b", "x"}}, {}, {}).empty());
-    CHECK(kjit::jit::format_plan_note({"", "v", "sm_90"}, values, keys, aliases).empty());
-    CHECK(kjit::jit::format_plan_note({"path=/x", "v", "sm_90"}, values, keys, aliases).empty());  // no line end
-    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v\n1", "sm_90"}, values, keys, aliases).empty());
-    CHECK(kjit::jit::format_plan_note({"path=/x\n", "v", ""}, values, keys, aliases).empty());
-    CHECK(kjit::jit::format_plan_note({"version_key=1\n", "v", "sm_90"}, values, keys, aliases).empty());
+    CHECK(kjit::jit::kernels::format_plan_note(keying, {{"a", "x\ny"}}, {}, {}).empty());
+    CHECK(kjit::jit::kernels::format_plan_note(keying, {{"a=b", "x"}}, {}, {}).empty());
+    CHECK(kjit::jit::kernels::format_plan_note({"", "v", "sm_90"}, values, keys, aliases).empty());
+    CHECK(kjit::jit::kernels::format_plan_note({"path=/x", "v", "sm_90"}, values, keys, aliases).empty());  // no line end
+    CHECK(kjit::jit::kernels::format_plan_note({"path=/x\n", "v\n1", "sm_90"}, values, keys, aliases).empty());
+    CHECK(kjit::jit::kernels::format_plan_note({"path=/x\n", "v", ""}, values, keys, aliases).empty());
+    CHECK(kjit::jit::kernels::format_plan_note({"version_key=1\n", "v", "sm_90"}, values, keys, aliases).empty());
 
     const std::size_t target_at = text.find("target=");
     const std::size_t version_at = text.find("version_key=");
@@ -110,17 +110,17 @@ TEST_CASE("a plan note's text round-trips, and any other text reads as no note",
                                   text + "alias.1=" + kKeyA + "\n", text + "alias.4=" + kKeyA + "\n",
                                   text + "alias.0=" + kKeyA.substr(1) + "\n", text + "alias.=" + kKeyA + "\n"}) {
         INFO(bad);
-        CHECK_FALSE(kjit::jit::parse_plan_note(bad, 4, kk, v, k, a));
+        CHECK_FALSE(kjit::jit::kernels::parse_plan_note(bad, 4, kk, v, k, a));
     }
     // A changed byte or a cut: never a crash, and what does read is a well-formed note (damage
     // itself is the note file's checksum's to catch, cache/disk_store.hpp).
     auto well_formed = [&](const std::string& s) {
-        if (!kjit::jit::parse_plan_note(s, 4, kk, v, k, a)) return;
-        kjit::jit::NoteKeying kk2;
-        kjit::jit::PlanNote::NotedValues v2;
+        if (!kjit::jit::kernels::parse_plan_note(s, 4, kk, v, k, a)) return;
+        kjit::jit::kernels::NoteKeying kk2;
+        kjit::jit::kernels::PlanNote::NotedValues v2;
         std::vector<std::string> k2, a2;
-        const std::string again = kjit::jit::format_plan_note(kk, v, k, a);  // viewed by kk2 and v2
-        CHECK(kjit::jit::parse_plan_note(again, 4, kk2, v2, k2, a2));
+        const std::string again = kjit::jit::kernels::format_plan_note(kk, v, k, a);  // viewed by kk2 and v2
+        CHECK(kjit::jit::kernels::parse_plan_note(again, 4, kk2, v2, k2, a2));
         CHECK(kk2.nvrtc_lines == kk.nvrtc_lines);
         CHECK(kk2.nvrtc_version == kk.nvrtc_version);
         CHECK(kk2.target == kk.target);
@@ -419,7 +419,7 @@ TEST_CASE("kjit precompile notes plans: a read-only cache's first call without N
     }
     const fs::path shipped = work.path() / "shipped";
     kjit::configure_cache(cache_in(shipped));
-    const kjit::jit::PrecompileResult r = kjit::jit::precompile(kjit::cache::read_manifest(manifest), {"sm_90", "compute_90"}, 2);
+    const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(kjit::cache::read_manifest(manifest), {"sm_90", "compute_90"}, 2);
     CHECK(r.failures.empty());
     // One note per kernel and architecture that a GPU reports as its own (not PTX only).
     REQUIRE(files_ending(shipped, ".note").size() == 2);
@@ -612,7 +612,7 @@ TEST_CASE("a user reduction's first call through its plan note loads it without 
 }
 
 TEST_CASE("a reduction's plan note values read back only when they are exactly a plan", "[plan_note]") {
-    kjit::jit::ReductionModule m;
+    kjit::jit::kernels::ReductionModule m;
     m.reduce_itemsize = 8;
     m.has_identity = true;
     m.array_inputs = 1;
@@ -624,14 +624,14 @@ TEST_CASE("a reduction's plan note values read back only when they are exactly a
                               &g.columns64, &g.columns_split32, &g.columns_split64, &g.columns_finish32, &g.columns_finish64,
                               &g.segments_warp32, &g.segments_warp64, &g.segments_block32, &g.segments_block64})
         *name = "k_" + std::to_string(k++);
-    const std::vector<std::vector<std::string>> groups = kjit::jit::reduction_groups(g);
-    const kjit::jit::PlanNote::Values values = kjit::jit::reduction_note_values(m, groups);
-    const auto read = [](const kjit::jit::PlanNote::Values& v, kjit::jit::ReductionModule& out, kjit::jit::EntryGroups& names) {
-        const kjit::jit::PlanNote::NotedValues views(v.begin(), v.end());
-        return kjit::jit::reduction_from_note(views, out, names);
+    const std::vector<std::vector<std::string>> groups = kjit::jit::kernels::reduction_groups(g);
+    const kjit::jit::kernels::PlanNote::Values values = kjit::jit::kernels::reduction_note_values(m, groups);
+    const auto read = [](const kjit::jit::kernels::PlanNote::Values& v, kjit::jit::kernels::ReductionModule& out, kjit::jit::kernels::EntryGroups& names) {
+        const kjit::jit::kernels::PlanNote::NotedValues views(v.begin(), v.end());
+        return kjit::jit::kernels::reduction_from_note(views, out, names);
     };
-    kjit::jit::ReductionModule back;
-    kjit::jit::EntryGroups names;
+    kjit::jit::kernels::ReductionModule back;
+    kjit::jit::kernels::EntryGroups names;
     REQUIRE(read(values, back, names));
     CHECK(back.reduce_itemsize == 8);
     CHECK(back.has_identity);
@@ -639,7 +639,7 @@ TEST_CASE("a reduction's plan note values read back only when they are exactly a
     REQUIRE(names.size() == groups.size());
     for (std::size_t s = 0; s < groups.size(); ++s) CHECK(names.names(s) == groups[s]);
 
-    kjit::jit::PlanNote::Values extra = values, missing = values, wrong = values;
+    kjit::jit::kernels::PlanNote::Values extra = values, missing = values, wrong = values;
     extra.emplace_back("entry.full32.1", "k_more");
     missing.pop_back();
     for (auto& [n, v] : wrong)

@@ -342,13 +342,13 @@ TEST_CASE("raw modules are recorded in the manifest and precompiled from it", "[
         {{"kind", "raw"}, {"name", "scan"}, {"source", "extern \"C\" __global__ void k(int* x) { x[0] = 3; }"}});
     m["kernels"].push_back({{"kind", "raw"}, {"name", "bad"}, {"source", 42}});
     kjit::configure_cache(cache_in(work.path() / "shipped"));
-    const kjit::jit::PrecompileResult first = kjit::jit::precompile(m, {"sm_80", "sm_90"}, 2);
+    const kjit::jit::kernels::PrecompileResult first = kjit::jit::kernels::precompile(m, {"sm_80", "sm_90"}, 2);
     CHECK(first.jobs == 6);
     CHECK(first.compiled == 6);
     REQUIRE(first.failures.size() == 1);
     CHECK_THAT(first.failures[0], Contains("'bad'") && Contains("\"source\" must be a string"));
     kjit::configure_cache(cache_in(work.path() / "shipped"));
-    CHECK(kjit::jit::precompile(m, {"sm_80", "sm_90"}, 2).compiled == 0);
+    CHECK(kjit::jit::kernels::precompile(m, {"sm_80", "sm_90"}, 2).compiled == 0);
 
     // 3. The application ships it and has no NVRTC: every module is found, with its lowered names.
     kjit::CacheSettings shipped = cache_in(work.path() / "empty");
@@ -367,7 +367,7 @@ TEST_CASE("raw modules are recorded in the manifest and precompiled from it", "[
 }
 
 TEST_CASE("raw manifest entries: what is read, and what is refused", "[raw]") {
-    using kjit::jit::raw_module_from_manifest_entry;
+    using kjit::jit::kernels::raw_module_from_manifest_entry;
     const nlohmann::json full = {{"kind", "raw"},
                                  {"name", "m"},
                                  {"source", "src"},
@@ -394,7 +394,7 @@ TEST_CASE("raw manifest entries: what is read, and what is refused", "[raw]") {
     refused({{"kind", "raw"}, {"source", "s"}, {"name_expressions", {""}}}, "empty name expression");
     refused({{"kind", "elementwise"}, {"op", "y = x"}}, "not a raw entry");
     // The elementwise reader (kjit compile --spec) says what a raw entry is.
-    CHECK_THROWS_WITH(kjit::jit::kernel_from_manifest_entry({{"kind", "raw"}, {"source", "s"}}),
+    CHECK_THROWS_WITH(kjit::jit::kernels::kernel_from_manifest_entry({{"kind", "raw"}, {"source", "s"}}),
                       Contains("raw CUDA entry"));
 }
 

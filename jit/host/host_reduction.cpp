@@ -30,7 +30,7 @@ ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const Bou
     if (!kernel.options().preamble.empty())
         throw Error("reduction '" + kernel.name() + "' cannot run on host arrays: its preamble is raw CUDA, which only the GPU compiles");
     HostBackend& backend = host_backend();
-    const codegen::CheckedReduction checked = check_reduction(kernel, bound.types);
+    const codegen::CheckedReduction checked = kernels::check_reduction(kernel, bound.types);
     ReductionRequest request;
     request.name = kernel.name();
     request.reduction = &checked;

@@ -2,7 +2,7 @@
 
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 using namespace frontend;
 
@@ -55,4 +55,4 @@ detail::OperandView operand_view(const Array& a) {
     return {static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()};
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

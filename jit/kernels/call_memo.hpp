@@ -24,7 +24,7 @@
 #include "runtime/detail/call_layout.hpp"
 #include "runtime/detail/kernel_args.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 constexpr int kMaxCallParams = 64;
 
@@ -149,4 +149,4 @@ private:
     std::unordered_map<CallKey, std::unique_ptr<Plan>, CallKeyHash> plans_;
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

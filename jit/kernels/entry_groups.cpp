@@ -2,7 +2,7 @@
 
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 EntryGroups::EntryGroups(std::size_t groups) : groups_(groups) {
     if (groups > kMaxGroups) throw Error("entry point groups: " + std::to_string(groups) + " groups, at most 16");
@@ -27,4 +27,4 @@ std::vector<std::string> EntryGroups::names(std::size_t g) const {
     return out;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 class EntryGroups {
 public:
@@ -40,4 +40,4 @@ private:
     std::size_t groups_ = 0;
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -2,7 +2,7 @@
 
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 compile::CachedProgram program_with_entries(const compile::CachedProgram& whole, const codegen::EntryLines& lines, const std::vector<std::string>& keep) {
     compile::CachedProgram p = whole;
@@ -53,4 +53,4 @@ const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::gr
     return functions_[g];
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

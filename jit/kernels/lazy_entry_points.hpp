@@ -19,7 +19,7 @@
 #include "jit/kernels/plan_note.hpp"
 #include "jit/compile/program_store.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // The program of the entry points `keep` of `whole`, whose source ends with `lines`. Its source
 // is its cache key, so each group is its own cache entry.
@@ -65,4 +65,4 @@ private:
     std::array<std::shared_ptr<kjit::detail::LoadedModule>, kMaxGroups> modules_{};
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -13,7 +13,7 @@
 #include "jit/kernels/call_memo.hpp"
 #include "kjit/array.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 class MadeArrays {
 public:
@@ -45,4 +45,4 @@ private:
     alignas(Array) unsigned char storage_[kSlots][sizeof(Array)];
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -3,7 +3,7 @@
 #include "jit/frontend/params.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 using namespace frontend;
 
@@ -104,4 +104,4 @@ nlohmann::json write_manifest_entry(const char* kind, const std::string& name, c
     return e;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -12,7 +12,7 @@
 #include "jit/kernels/elementwise/calls.hpp"
 #include "kjit/elementwise_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // The string at `key`; empty when absent and not required.
 std::string manifest_text(const nlohmann::json& entry, const char* key, bool required);
@@ -39,4 +39,4 @@ nlohmann::json write_manifest_entry(const char* kind, const std::string& name, c
                                     const std::string& preamble, const std::vector<std::string>& options,
                                     const TypeBinding& types, const ModuleVariant& variant);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -11,7 +11,7 @@
 #include "kjit/error.hpp"
 #include "runtime/detail/driver.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 template <class T>
 class PerDevice {
@@ -47,4 +47,4 @@ private:
     mutable std::mutex mutex_;
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -14,7 +14,7 @@
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 namespace {
 
 constexpr std::string_view kHeader = "kjit-plan-note 5\n";
@@ -250,4 +250,4 @@ bool write_plan_note(std::span<const std::string_view> source_fields, const std:
     return !name.empty() && !text.empty() && cache::process_cache()->write_note(name, text);
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -44,7 +44,7 @@ namespace kjit::jit::compile {
 struct CachedProgram;  // jit/compile/program_store.hpp
 }  // namespace kjit::jit::compile
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // What a note's programs were keyed under: NVRTC's identity lines (nvrtc_identity_lines), its
 // version key and the target ("sm_90"). Views: of the note's text when read, of the process's
@@ -134,4 +134,4 @@ const std::string_view* find_value(const PlanNote::NotedValues& values, std::str
 // not exactly a number, or outside [low, high].
 bool find_number(const PlanNote::NotedValues& values, std::string_view name, int& out, int low, int high);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -14,7 +14,7 @@
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/printable.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 namespace {
 
 // The architectures that can be compiled for; each one that cannot is one failure here, not one
@@ -93,4 +93,4 @@ PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::str
     return result;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 struct PrecompileResult {
     std::size_t jobs = 0;                  // modules: kernel x binding x arch (x strategy for reductions)
@@ -27,4 +27,4 @@ struct PrecompileResult {
 PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
                             const std::function<void(std::size_t done, std::size_t total)>& on_step = {});
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

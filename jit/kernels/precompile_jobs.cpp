@@ -13,7 +13,7 @@
 #include "kjit/raw_kernel.hpp"
 #include "runtime/detail/printable.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 namespace {
 
 // Calls f(group, index64) for every module a reduction's calls may load: one job each.
@@ -152,4 +152,4 @@ std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const
     return jobs;
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 struct PrecompileJob {
     std::string label;  // "axpb (T=float32, contiguous) for sm_90"
@@ -23,4 +23,4 @@ struct PrecompileJob {
 std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const std::vector<std::string>& archs,
                                            std::vector<std::string>& failures);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

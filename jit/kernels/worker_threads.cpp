@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 namespace {
 
 // ScopedThreadStartLimit's limit; -1: none.
@@ -66,4 +66,4 @@ int run_on_threads(int threads, const std::function<void()>& work, std::string* 
 ScopedThreadStartLimit::ScopedThreadStartLimit(int allowed) : previous_(g_start_limit.exchange(allowed)) {}
 ScopedThreadStartLimit::~ScopedThreadStartLimit() { g_start_limit.store(previous_); }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

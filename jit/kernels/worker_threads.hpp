@@ -5,7 +5,7 @@
 #include <string>
 #include <functional>
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // Calls `work` once on each of up to `threads` threads, the calling thread being one of them;
 // `work` takes jobs from a shared counter until none is left, so any number of threads finishes
@@ -30,4 +30,4 @@ private:
     int previous_;
 };
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -25,8 +25,8 @@ public:
     BareLaunch(const ElementwiseKernel& axpb, const Array& x, const Array& y, const Stream& s)
         : driver_(detail::driver_on(0)), y_(y) {
         const TypeBinding types{{"T", DType::float32}};
-        function_ = jit::elementwise_variants(axpb, types, jit::ModuleVariant{{false, true, true, false}, {}}, 0)
-                        .function(jit::ElementwiseEntry::small32);
+        function_ = jit::kernels::elementwise_variants(axpb, types, jit::kernels::ModuleVariant{{false, true, true, false}, {}}, 0)
+                        .function(jit::kernels::ElementwiseEntry::small32);
         using detail::ArgField;
         const detail::ArgsLayout l = detail::args_layout({ArgField::pointer, ArgField::value, ArgField::value, ArgField::pointer},
                                                          std::vector<DType>(4, DType::float32));

@@ -56,10 +56,10 @@ void add_first_call_cases(Cases& c, const std::string& self) {
             const ElementwiseKernel b = fresh(3 * k + 1);
             const TypeBinding types{{"T", DType::float32}};
             t = Clock::now();
-            (void)jit::compile_elementwise_entry(b, types, {}, "", jit::ElementwiseEntry::small32);
+            (void)jit::kernels::compile_elementwise_entry(b, types, {}, "", jit::kernels::ElementwiseEntry::small32);
             compile.push_back(ms_since(t));
             t = Clock::now();
-            (void)jit::elementwise_variants(b, types, {}, 0).function(jit::ElementwiseEntry::small32);
+            (void)jit::kernels::elementwise_variants(b, types, {}, 0).function(jit::kernels::ElementwiseEntry::small32);
             load.push_back(ms_since(t));
             t = Clock::now();
             (void)b({x}, {s, -1});

@@ -57,7 +57,7 @@ int precompile(const std::string& manifest_path, const std::string& arch_flag, c
     settings.record.clear();  // precompiling must not write the manifest it reads
     configure_cache(settings);
     Progress progress;
-    const jit::PrecompileResult r = jit::precompile(manifest, split_archs(arch_flag), jobs_n,
+    const jit::kernels::PrecompileResult r = jit::kernels::precompile(manifest, split_archs(arch_flag), jobs_n,
                                                     [&](std::size_t done, std::size_t total) { progress.show(done, total); });
     for (const std::string& f : r.failures) fmt::print(stderr, "kjit precompile: failed: {}\n", f);
     const std::size_t failed_jobs = std::min(r.jobs, r.failures.size());

@@ -49,9 +49,9 @@ bool compile_only(const std::vector<int>& scenarios) {
     auto ew = [&](const ElementwiseKernel& kernel) {
         return [&kernel, &f64] {
             // The programs calls load: one per variant (a call compiles only the one it launches).
-            jit::CompiledModules all;
-            for (const jit::ElementwiseEntry e : jit::elementwise_entries(kernel, f64, {})) {
-                const jit::CompiledModules c = jit::compile_elementwise_entry(kernel, f64, {}, "", e);
+            jit::kernels::CompiledModules all;
+            for (const jit::kernels::ElementwiseEntry e : jit::kernels::elementwise_entries(kernel, f64, {})) {
+                const jit::kernels::CompiledModules c = jit::kernels::compile_elementwise_entry(kernel, f64, {}, "", e);
                 all.arch = c.arch;
                 all.compile_ms += c.compile_ms;
             }
@@ -61,7 +61,7 @@ bool compile_only(const std::vector<int>& scenarios) {
     auto red = [&](const ReductionKernel& kernel) {
         return [&kernel, &f64] {
             // The modules calls load: one per strategy (a call compiles only the one it launches).
-            const jit::CompiledGroups c = jit::compile_reduction_groups(kernel, f64, {}, "");
+            const jit::kernels::CompiledGroups c = jit::kernels::compile_reduction_groups(kernel, f64, {}, "");
             return std::pair{c.arch, c.compile_ms};
         };
     };

@@ -33,11 +33,11 @@ KernelRequest load_spec(const std::string& path) {
         throw IoError("spec '" + path + "' is not valid JSON: " + e.what());
     }
     try {
-        if (jit::is_reduction_manifest_entry(entry)) {
-            jit::ManifestReduction m = jit::reduction_from_manifest_entry(entry);
+        if (jit::kernels::is_reduction_manifest_entry(entry)) {
+            jit::kernels::ManifestReduction m = jit::kernels::reduction_from_manifest_entry(entry);
             return KernelRequest{std::move(m.kernel), std::move(m.bindings)};
         }
-        jit::ManifestKernel m = jit::kernel_from_manifest_entry(entry);
+        jit::kernels::ManifestKernel m = jit::kernels::kernel_from_manifest_entry(entry);
         return KernelRequest{std::move(m.kernel), std::move(m.bindings)};
     } catch (const CacheError& e) {
         throw Error("spec '" + path + "': " + e.what());

@@ -13,7 +13,7 @@
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/driver.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 using namespace frontend;
 
@@ -372,4 +372,4 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
     }
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

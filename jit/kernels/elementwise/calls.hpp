@@ -17,7 +17,7 @@
 #include "runtime/detail/call_layout.hpp"
 #include "runtime/detail/kernel_args.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // Which module a call needs beyond the type binding: parameters passed as scalars, array inputs
 // stored as another dtype.
@@ -103,4 +103,4 @@ using ElementwiseCalls = CallMemo<CallPlan>;
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
                       const CallOptions& options, std::vector<Array>* outputs);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

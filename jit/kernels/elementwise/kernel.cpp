@@ -29,7 +29,7 @@ struct ElementwiseKernel::Spec {
     std::string in, out, op, name;
     KernelOptions options;
     // Bindings already launched, built on the first call (jit/kernels/elementwise/calls.hpp).
-    std::shared_ptr<jit::ElementwiseCalls> calls = std::make_shared<jit::ElementwiseCalls>();
+    std::shared_ptr<jit::kernels::ElementwiseCalls> calls = std::make_shared<jit::kernels::ElementwiseCalls>();
 };
 
 namespace {
@@ -135,8 +135,8 @@ namespace {
 
 // The manifest entry for this kernel and one binding: what KJIT_CACHE_RECORD writes and
 // `kjit precompile` reads back.
-std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
-    nlohmann::json e = jit::write_manifest_entry("elementwise", k.name(), k.in_params(), k.out_params(), k.options().preamble,
+std::string spec_json(const ElementwiseKernel& k, const TypeBinding& types, const jit::kernels::ModuleVariant& variant) {
+    nlohmann::json e = jit::kernels::write_manifest_entry("elementwise", k.name(), k.in_params(), k.out_params(), k.options().preamble,
                                                  k.options().nvrtc_options, types, variant);
     e["op"] = k.operation();
     if (!k.options().loop_prep.empty()) e["loop_prep"] = k.options().loop_prep;
@@ -157,7 +157,7 @@ struct Prepared {
 };
 
 // `small_only`: the small variant's own program (jit/codegen/elementwise.hpp), else the whole module.
-Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant = {},
+Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit::kernels::ModuleVariant& variant = {},
                  bool small_only = false) {
     const Checked c = parse_and_check(k.in_params(), k.out_params(), k.operation(), k.name(), k.options(), types, true);
     jit::codegen::ElementwiseModuleSpec m{k.name(), k.in_params(), k.out_params(), k.options().preamble, variant.scalar, variant.storage,
@@ -183,10 +183,10 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
 }  // namespace
 
 KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::string& arch) const {
-    return jit::compile_elementwise(*this, types, {}, arch);
+    return jit::kernels::compile_elementwise(*this, types, {}, arch);
 }
 
-KernelBinary jit::compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+KernelBinary jit::kernels::compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                       const std::string& arch) {
     Prepared p = prepare(kernel, types, variant);
     const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p.program, arch);
@@ -215,20 +215,20 @@ Outputs::operator Array() const {
 
 Outputs ElementwiseKernel::operator()(std::span<const KernelArg> args, const CallOptions& options) const {
     std::vector<Array> outputs;
-    jit::call_elementwise(*this, *spec_->calls, args, options, &outputs);
+    jit::kernels::call_elementwise(*this, *spec_->calls, args, options, &outputs);
     return Outputs(std::move(outputs));
 }
 
 void ElementwiseKernel::launch(std::span<const KernelArg> args, const CallOptions& options) const {
-    jit::call_elementwise(*this, *spec_->calls, args, options, nullptr);
+    jit::kernels::call_elementwise(*this, *spec_->calls, args, options, nullptr);
 }
 
 KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) const {
     if (!device.is_cuda()) throw Error("ElementwiseKernel::load needs a CUDA device, not " + device.to_string());
-    return jit::load_elementwise(*this, types, {}, device.ordinal());
+    return jit::kernels::load_elementwise(*this, types, {}, device.ordinal());
 }
 
-KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+KernelModule jit::kernels::load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                    int ordinal) {
     Prepared p = prepare(kernel, types, variant);
     const jit::compile::LoadedProgram loaded = jit::compile::load_program(p.program, ordinal);
@@ -251,15 +251,15 @@ KernelModule jit::load_elementwise(const ElementwiseKernel& kernel, const TypeBi
 }
 
 namespace {
-std::string entry_name(const jit::codegen::GeneratedModule& g, jit::ElementwiseEntry e) {
+std::string entry_name(const jit::codegen::GeneratedModule& g, jit::kernels::ElementwiseEntry e) {
     switch (e) {
-        case jit::ElementwiseEntry::contiguous32: return g.contiguous32;
-        case jit::ElementwiseEntry::contiguous64: return g.contiguous64;
-        case jit::ElementwiseEntry::strided32: return g.strided32;
-        case jit::ElementwiseEntry::strided64: return g.strided64;
-        case jit::ElementwiseEntry::rows32: return g.rows32;
-        case jit::ElementwiseEntry::tiled32: return g.tiled32;
-        case jit::ElementwiseEntry::small32: return g.small32;
+        case jit::kernels::ElementwiseEntry::contiguous32: return g.contiguous32;
+        case jit::kernels::ElementwiseEntry::contiguous64: return g.contiguous64;
+        case jit::kernels::ElementwiseEntry::strided32: return g.strided32;
+        case jit::kernels::ElementwiseEntry::strided64: return g.strided64;
+        case jit::kernels::ElementwiseEntry::rows32: return g.rows32;
+        case jit::kernels::ElementwiseEntry::tiled32: return g.tiled32;
+        case jit::kernels::ElementwiseEntry::small32: return g.small32;
     }
     return {};
 }
@@ -274,17 +274,17 @@ struct VariantPrograms {
     std::function<jit::compile::CachedProgram(std::size_t)> program_of;
 };
 
-VariantPrograms variant_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const jit::ModuleVariant& variant) {
-    VariantPrograms v{prepare(kernel, types, variant, true), std::vector<std::vector<std::string>>(jit::kElementwiseEntries), {}};
-    for (int e = 0; e < jit::kElementwiseEntries; ++e) {
-        const std::string name = entry_name(v.small.generated, static_cast<jit::ElementwiseEntry>(e));
+VariantPrograms variant_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const jit::kernels::ModuleVariant& variant) {
+    VariantPrograms v{prepare(kernel, types, variant, true), std::vector<std::vector<std::string>>(jit::kernels::kElementwiseEntries), {}};
+    for (int e = 0; e < jit::kernels::kElementwiseEntries; ++e) {
+        const std::string name = entry_name(v.small.generated, static_cast<jit::kernels::ElementwiseEntry>(e));
         if (!name.empty()) v.groups[static_cast<std::size_t>(e)] = {name};
     }
     auto whole = std::make_shared<std::optional<Prepared>>();
     v.program_of = [small_program = v.small.program, whole, groups = v.groups, kernel, types, variant](std::size_t g) {
-        if (static_cast<jit::ElementwiseEntry>(g) == jit::ElementwiseEntry::small32) return small_program;
+        if (static_cast<jit::kernels::ElementwiseEntry>(g) == jit::kernels::ElementwiseEntry::small32) return small_program;
         if (!*whole) *whole = prepare(kernel, types, variant);
-        return jit::program_with_entries((*whole)->program, (*whole)->generated.entry_lines, groups[g]);
+        return jit::kernels::program_with_entries((*whole)->program, (*whole)->generated.entry_lines, groups[g]);
     };
     return v;
 }
@@ -301,7 +301,7 @@ struct NoteFields {
     std::string options, binding, scalar, storage;
     std::vector<std::string_view> fields;
 
-    NoteFields(const ElementwiseKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant)
+    NoteFields(const ElementwiseKernel& k, const TypeBinding& types, const jit::kernels::ModuleVariant& variant)
         : options(std::to_string(k.options().nvrtc_options.size())),
           binding(format_type_binding(types)),
           scalar(variant.scalar_field()),
@@ -321,34 +321,34 @@ struct NoteFields {
 };
 
 // The variants' launch shape and entry names as a plan note holds them, and back.
-jit::PlanNote::Values note_values(const jit::ElementwiseVariants& v, const std::vector<std::vector<std::string>>& groups) {
-    jit::PlanNote::Values values{{"vector_width", std::to_string(v.vector_width)},
+jit::kernels::PlanNote::Values note_values(const jit::kernels::ElementwiseVariants& v, const std::vector<std::vector<std::string>>& groups) {
+    jit::kernels::PlanNote::Values values{{"vector_width", std::to_string(v.vector_width)},
                                  {"unroll", std::to_string(v.unroll)},
                                  {"tile", std::to_string(v.tile)},
                                  {"rows", v.has_rows ? "1" : "0"},
                                  {"tiled", v.has_tiled ? "1" : "0"},
                                  {"uses_index", v.uses_index ? "1" : "0"}};
-    for (int e = 0; e < jit::kElementwiseEntries; ++e)
+    for (int e = 0; e < jit::kernels::kElementwiseEntries; ++e)
         if (!groups[static_cast<std::size_t>(e)].empty())
-            values.emplace_back("entry." + std::string(jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e))),
+            values.emplace_back("entry." + std::string(jit::kernels::elementwise_entry_label(static_cast<jit::kernels::ElementwiseEntry>(e))),
                                 groups[static_cast<std::size_t>(e)][0]);
     return values;
 }
 
-bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariants& v, jit::EntryGroups& groups) {
+bool from_note(const jit::kernels::PlanNote::NotedValues& values, jit::kernels::ElementwiseVariants& v, jit::kernels::EntryGroups& groups) {
     int rows = 0, tiled = 0, uses_index = 0;
-    if (!jit::find_number(values, "vector_width", v.vector_width, 1, 16) || !jit::find_number(values, "unroll", v.unroll, 1, 64) ||
-        !jit::find_number(values, "tile", v.tile, 1, 1024) || !jit::find_number(values, "rows", rows, 0, 1) ||
-        !jit::find_number(values, "tiled", tiled, 0, 1) || !jit::find_number(values, "uses_index", uses_index, 0, 1))
+    if (!jit::kernels::find_number(values, "vector_width", v.vector_width, 1, 16) || !jit::kernels::find_number(values, "unroll", v.unroll, 1, 64) ||
+        !jit::kernels::find_number(values, "tile", v.tile, 1, 1024) || !jit::kernels::find_number(values, "rows", rows, 0, 1) ||
+        !jit::kernels::find_number(values, "tiled", tiled, 0, 1) || !jit::kernels::find_number(values, "uses_index", uses_index, 0, 1))
         return false;
     v.has_rows = rows == 1;
     v.has_tiled = tiled == 1;
     v.uses_index = uses_index == 1;
-    groups = jit::EntryGroups(jit::kElementwiseEntries);
+    groups = jit::kernels::EntryGroups(jit::kernels::kElementwiseEntries);
     std::size_t entries = 0;
-    for (int e = 0; e < jit::kElementwiseEntries; ++e) {
+    for (int e = 0; e < jit::kernels::kElementwiseEntries; ++e) {
         const std::string_view* name =
-            jit::find_value(values, jit::elementwise_entry_label(static_cast<jit::ElementwiseEntry>(e)), "entry.");
+            jit::kernels::find_value(values, jit::kernels::elementwise_entry_label(static_cast<jit::kernels::ElementwiseEntry>(e)), "entry.");
         if (name == nullptr) continue;
         if (name->empty() || name->find('\0') != std::string_view::npos) return false;
         groups.add(static_cast<std::size_t>(e), *name);
@@ -356,7 +356,7 @@ bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariant
     }
     // Every variant a call may pick must be there: the small, contiguous and strided ones always,
     // rows and tiled when said so; and nothing else in the note.
-    using E = jit::ElementwiseEntry;
+    using E = jit::kernels::ElementwiseEntry;
     for (const E e : {E::small32, E::contiguous32, E::contiguous64, E::strided32, E::strided64})
         if (groups.empty(static_cast<std::size_t>(e))) return false;
     if (v.has_rows == groups.empty(static_cast<std::size_t>(E::rows32))) return false;
@@ -365,7 +365,7 @@ bool from_note(const jit::PlanNote::NotedValues& values, jit::ElementwiseVariant
 }
 
 // The launch shape the generated code has, as a call plans with it.
-void take_plan(const VariantPrograms& p, jit::ElementwiseVariants& v) {
+void take_plan(const VariantPrograms& p, jit::kernels::ElementwiseVariants& v) {
     v.vector_width = p.small.generated.vector_width;
     v.unroll = p.small.generated.unroll;
     v.tile = p.small.generated.tile;
@@ -376,13 +376,13 @@ void take_plan(const VariantPrograms& p, jit::ElementwiseVariants& v) {
 
 }  // namespace
 
-std::string jit::ModuleVariant::scalar_field() const {
+std::string jit::kernels::ModuleVariant::scalar_field() const {
     std::string s;
     for (const bool b : scalar) s += b ? '1' : '0';
     return s;
 }
 
-std::string jit::ModuleVariant::storage_field() const {
+std::string jit::kernels::ModuleVariant::storage_field() const {
     std::string s;
     for (const auto& d : storage) {
         s += d ? d->name() : "-";
@@ -391,7 +391,7 @@ std::string jit::ModuleVariant::storage_field() const {
     return s;
 }
 
-jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
+jit::kernels::ElementwiseVariants jit::kernels::elementwise_variants(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                    const ModuleVariant& variant, int ordinal) {
     // One copy of what the lambdas below need, shared: each std::function then holds a pointer
     // (no copy of the binding's map or the variant's vectors each, no heap block each).
@@ -429,7 +429,7 @@ jit::ElementwiseVariants jit::elementwise_variants(const ElementwiseKernel& kern
     return v;
 }
 
-std::vector<jit::ElementwiseEntry> jit::elementwise_entries(const ElementwiseKernel& kernel, const TypeBinding& types,
+std::vector<jit::kernels::ElementwiseEntry> jit::kernels::elementwise_entries(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                              const ModuleVariant& variant) {
     const Prepared p = prepare(kernel, types, variant);
     std::vector<ElementwiseEntry> out;
@@ -438,12 +438,12 @@ std::vector<jit::ElementwiseEntry> jit::elementwise_entries(const ElementwiseKer
     return out;
 }
 
-const char* jit::elementwise_entry_label(ElementwiseEntry entry) {
+const char* jit::kernels::elementwise_entry_label(ElementwiseEntry entry) {
     static const char* const labels[] = {"contiguous32", "contiguous64", "strided32", "strided64", "rows32", "tiled32", "small32"};
     return labels[static_cast<int>(entry)];
 }
 
-jit::CompiledModules jit::compile_elementwise_entry(const ElementwiseKernel& kernel, const TypeBinding& types,
+jit::kernels::CompiledModules jit::kernels::compile_elementwise_entry(const ElementwiseKernel& kernel, const TypeBinding& types,
                                                     const ModuleVariant& variant, const std::string& arch, ElementwiseEntry entry) {
     const VariantPrograms p = variant_programs(kernel, types, variant);
     if (p.groups[static_cast<std::size_t>(entry)].empty()) return {};
@@ -452,7 +452,7 @@ jit::CompiledModules jit::compile_elementwise_entry(const ElementwiseKernel& ker
     return {found.entry->meta.arch, found.compile_ms, found.entry->key, compile::alias_key(program)};
 }
 
-bool jit::note_elementwise_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+bool jit::kernels::note_elementwise_programs(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                     const std::string& arch, const std::vector<std::string>& keys,
                                     const std::vector<std::string>& aliases) {
     const VariantPrograms p = variant_programs(kernel, types, variant);

@@ -6,7 +6,7 @@
 
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
     if (!e.is_object()) throw CacheError("a manifest entry must be a JSON object");
@@ -63,4 +63,4 @@ RawModule raw_module_from_manifest_entry(const nlohmann::json& e) {
     }
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

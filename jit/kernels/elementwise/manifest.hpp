@@ -14,7 +14,7 @@
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/raw_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 struct ManifestKernel {
     ElementwiseKernel kernel;
@@ -44,4 +44,4 @@ ModuleVariant manifest_kernel_variant(const ManifestKernel& m);
 CompiledModules compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch,
                                         ElementwiseEntry entry);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

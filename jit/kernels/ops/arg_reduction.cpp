@@ -11,7 +11,7 @@
 #include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 namespace {
 
 // The smallest (largest) value of t as CUDA code: the identity of argmax (argmin), which any element
@@ -94,4 +94,4 @@ const ReductionKernel& builtin_kernel_named(const std::string& name) {
     throw CacheError("no built-in kernel '" + name + "' (kjit has kjit_argmin and kjit_argmax)");
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

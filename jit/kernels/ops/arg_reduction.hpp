@@ -4,7 +4,7 @@
 
 #include "kjit/reduction_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // The kernel "T x" -> "int64 y" of argmax (max = true) or argmin, for every real dtype T. Built
 // once per process; its manifest entries have "kind": "builtin" and its name ("kjit_argmax").
@@ -14,4 +14,4 @@ const ReductionKernel& arg_reduction_kernel(bool max);
 // manifest entries of "kind": "builtin"; throws CacheError for another name.
 const ReductionKernel& builtin_kernel_named(const std::string& name);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

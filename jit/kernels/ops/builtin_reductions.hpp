@@ -6,9 +6,9 @@
 
 #include "kjit/reduction_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // Throws kjit::Error for an unknown op.
 const ReductionKernel& builtin_reduction(std::string_view op, DType t);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

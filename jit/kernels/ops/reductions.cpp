@@ -136,7 +136,7 @@ DType sum_dtype(DType t) {
 
 DType mean_dtype(DType t) { return t.is_bool() || t.is_integer() ? DType::float64 : t; }
 
-const ReductionKernel& jit::builtin_reduction(std::string_view op, DType t) {
+const ReductionKernel& jit::kernels::builtin_reduction(std::string_view op, DType t) {
     for (int k = 0; k < static_cast<int>(Op::count); ++k)
         if (op == kOpNames[k]) return kernel_for(static_cast<Op>(k), t);
     throw Error("no built-in reduction '" + std::string(op) + "'");
@@ -157,7 +157,7 @@ Array arg_reduce(bool max, const Array& x, const ReduceOptions& options, const A
         throw ShapeError(std::string("kjit::") + what + " takes one axis or none (the flattened array), not " +
                          std::to_string(options.axis->size()));
     refuse_empty(what, x, options);
-    const ReductionKernel& k = jit::arg_reduction_kernel(max);
+    const ReductionKernel& k = jit::kernels::arg_reduction_kernel(max);
     if (out.valid()) {
         k.launch({x, out}, options);
         return out;

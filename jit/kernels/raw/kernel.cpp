@@ -30,9 +30,9 @@ int function_attribute(detail::Driver& d, CUfunction_attribute attribute, CUfunc
     return value;
 }
 
-std::unique_ptr<jit::RawFunction> load_function(const jit::RawModuleState& module, const std::string& name,
+std::unique_ptr<jit::kernels::RawFunction> load_function(const jit::RawModuleState& module, const std::string& name,
                                                 int ordinal) {
-    auto f = std::make_unique<jit::RawFunction>();
+    auto f = std::make_unique<jit::kernels::RawFunction>();
     const jit::compile::LoadedProgram& loaded = module.on_device(ordinal);
     f->module = loaded.module;
     f->function = module.function(name, ordinal);
@@ -67,8 +67,8 @@ std::unique_ptr<jit::RawFunction> load_function(const jit::RawModuleState& modul
 
 namespace jit {
 
-const RawFunction& RawKernelState::on_device(int ordinal) const {
-    if (const RawFunction* f = functions.find(ordinal)) return *f;
+const kernels::RawFunction& RawKernelState::on_device(int ordinal) const {
+    if (const kernels::RawFunction* f = functions.find(ordinal)) return *f;
     return functions.get(ordinal, [&] { return load_function(*module_state, name, ordinal); });
 }
 
@@ -88,7 +88,7 @@ const RawModule& RawKernel::module() const noexcept { return state_->module; }
 RawKernelAttributes RawKernel::attributes(Device device) const {
     if (!device.is_cuda()) throw Error("raw kernel '" + state_->name + "': attributes are for a CUDA device, not " +
                                        device.to_string());
-    const jit::RawFunction& f = state_->on_device(device.ordinal());
+    const jit::kernels::RawFunction& f = state_->on_device(device.ordinal());
     detail::Driver& d = detail::driver_on(f.ordinal);
     auto get = [&](CUfunction_attribute a) { return function_attribute(d, a, f.function); };
     RawKernelAttributes a;

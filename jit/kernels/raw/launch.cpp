@@ -36,7 +36,7 @@ void check_array(const Array& a, std::size_t position, int ordinal, const std::s
 
 // What the driver copies for each argument must be what the kernel declares: a Scalar of another
 // size would be read as garbage, or run into the next parameter.
-void check_parameters(const jit::RawFunction& f, std::span<const KernelArg> args, const std::string& kernel) {
+void check_parameters(const jit::kernels::RawFunction& f, std::span<const KernelArg> args, const std::string& kernel) {
     if (args.size() != static_cast<std::size_t>(f.param_count)) {
         const std::string takes = f.param_count > static_cast<int>(kMaxRawKernelArgs)
                                       ? "more than " + std::to_string(kMaxRawKernelArgs) + " arguments (kjit's limit)"
@@ -63,7 +63,7 @@ void check_parameters(const jit::RawFunction& f, std::span<const KernelArg> args
 // for the process: equal modules share a CUfunction (the module registry loads a cache key once
 // per device), so two kernel objects must not race to set its limit, one lowering the other's.
 // Under the lock the limit only grows.
-void raise_dynamic_shared(const jit::RawFunction& f, std::size_t bytes, const std::string& kernel) {
+void raise_dynamic_shared(const jit::kernels::RawFunction& f, std::size_t bytes, const std::string& kernel) {
     static std::mutex mutex;
     std::lock_guard lock(mutex);
     detail::Driver& d = detail::driver_on(f.ordinal);
@@ -86,7 +86,7 @@ void raise_dynamic_shared(const jit::RawFunction& f, std::size_t bytes, const st
     f.dynamic_shared_limit.store(static_cast<std::size_t>(current), std::memory_order_release);
 }
 
-[[noreturn]] void fail_launch(CUresult status, const jit::RawFunction& f, const std::string& kernel, Dim3 grid,
+[[noreturn]] void fail_launch(CUresult status, const jit::kernels::RawFunction& f, const std::string& kernel, Dim3 grid,
                               Dim3 block, std::size_t shared) {
     std::string detail;
     int max_threads = 0;
@@ -125,7 +125,7 @@ void RawKernel::launch(Dim3 grid, Dim3 block, std::span<const KernelArg> args, c
         }
     }
 
-    const jit::RawFunction& f = s.on_device(ordinal);
+    const jit::kernels::RawFunction& f = s.on_device(ordinal);
     if (f.param_count >= 0) check_parameters(f, args, s.name);
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no work: what a grid sized by n = 0 means
     if (config.shared_mem_bytes > f.dynamic_shared_limit.load(std::memory_order_acquire))

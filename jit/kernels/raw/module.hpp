@@ -14,6 +14,8 @@
 #include "jit/compile/program_store.hpp"
 #include "kjit/raw_kernel.hpp"
 
+// RawModuleState and RawKernelState are named by kjit/raw_kernel.hpp (RawModule's and RawKernel's
+// state), so they are in kjit::jit, beside kjit::jit::kernels.
 namespace kjit::jit {
 
 struct RawModuleState {
@@ -22,7 +24,7 @@ struct RawModuleState {
     std::string label;       // options.name, or the default
     std::string spec_json;   // the manifest entry (DESIGN.md, "kind": "raw")
     std::string key_source;  // what cache keys hash as the source (see raw_module.cpp)
-    PerDevice<compile::LoadedProgram> loaded;
+    kernels::PerDevice<compile::LoadedProgram> loaded;
 
     // The program to look up or compile (a fresh copy: the lookup fills in its target).
     compile::CachedProgram program() const;
@@ -32,6 +34,10 @@ struct RawModuleState {
     // Throws Error naming the name expressions when the module has no such kernel.
     CUfunction function(const std::string& name, int ordinal) const;
 };
+
+}  // namespace kjit::jit
+
+namespace kjit::jit::kernels {
 
 // A kernel loaded on one device, with what a launch checks against.
 struct RawFunction {
@@ -48,6 +54,10 @@ struct RawFunction {
     mutable std::atomic<std::size_t> dynamic_shared_limit{0};
 };
 
+}  // namespace kjit::jit::kernels
+
+namespace kjit::jit {
+
 struct RawKernelState {
     RawKernelState(RawModule module_, std::shared_ptr<const RawModuleState> module_state_, std::string name_)
         : module(std::move(module_)), module_state(std::move(module_state_)), name(std::move(name_)) {}
@@ -55,11 +65,11 @@ struct RawKernelState {
     RawModule module;
     std::shared_ptr<const RawModuleState> module_state;  // module's own
     std::string name;
-    PerDevice<RawFunction> functions;
+    kernels::PerDevice<kernels::RawFunction> functions;
 
     // The kernel loaded on device `ordinal` (the module compiled or found in a cache, and loaded,
     // on first use there).
-    const RawFunction& on_device(int ordinal) const;
+    const kernels::RawFunction& on_device(int ordinal) const;
 };
 
 }  // namespace kjit::jit

@@ -20,7 +20,7 @@
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/reduce_layout.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 using namespace frontend;
 
@@ -450,4 +450,4 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     finish();
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

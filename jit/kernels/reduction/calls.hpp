@@ -16,7 +16,7 @@
 #include "jit/codegen/reduction.hpp"
 #include "kjit/reduction_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // The strategies of templates/reduction.cuh as modules are compiled: each alone (with its
 // finishing kernel for columns_split), in a 32-bit or a 64-bit index variant.
@@ -91,12 +91,20 @@ struct CustomReduction {
 };
 using CustomGenerator = std::function<CustomReduction(const TypeBinding&)>;
 
+}  // namespace kjit::jit::kernels
+
+// Named by kjit/reduction_kernel.hpp (a friend of ReductionKernel), so in kjit::jit.
+namespace kjit::jit {
 struct ReductionKernelAccess {
     // A kernel with these parameter lists whose module `generate` writes for each binding.
-    static ReductionKernel custom(std::string in_params, std::string out_params, std::string name, CustomGenerator generate);
+    static ReductionKernel custom(std::string in_params, std::string out_params, std::string name,
+                                  kernels::CustomGenerator generate);
     // The kernel's generator; empty for kernels made from strings.
-    static const CustomGenerator& generator(const ReductionKernel& kernel);
+    static const kernels::CustomGenerator& generator(const ReductionKernel& kernel);
 };
+}  // namespace kjit::jit
+
+namespace kjit::jit::kernels {
 
 // The kernel's pieces checked for a complete binding (what code generation starts from); the host
 // back end lowers them (jit/host/host_reduction.cpp).
@@ -118,4 +126,4 @@ using ReductionCalls = CallMemo<ReductionPlan>;
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
                     const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets = nullptr);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -4,7 +4,7 @@
 #include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 std::vector<std::string> reduction_group_entries(const codegen::GeneratedReduction& g, ReductionEntryGroup group, bool index64) {
     auto pick = [index64](const std::string& narrow, const std::string& wide) { return index64 ? wide : narrow; };
@@ -58,4 +58,4 @@ ReductionEntries ReductionModule::entries(ReductionEntryGroup group, bool index6
     return {f[0], f[1]};
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

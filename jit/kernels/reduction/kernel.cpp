@@ -25,9 +25,9 @@ struct ReductionKernel::Spec {
     std::string in, out, map, reduce, post, identity, name;
     ReductionOptions options;
     // Bindings already called, built on the first call (jit/kernels/reduction/calls.hpp).
-    std::shared_ptr<jit::ReductionCalls> calls = std::make_shared<jit::ReductionCalls>();
+    std::shared_ptr<jit::kernels::ReductionCalls> calls = std::make_shared<jit::kernels::ReductionCalls>();
     // Set for kjit's own reductions that write their module themselves (argmin, argmax).
-    jit::CustomGenerator custom;
+    jit::kernels::CustomGenerator custom;
 };
 
 namespace {
@@ -305,14 +305,14 @@ jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBindi
     return c;
 }
 
-jit::codegen::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::ModuleVariant& variant = {}) {
+jit::codegen::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::kernels::ModuleVariant& variant = {}) {
     return jit::codegen::ReductionModuleSpec{k.name(),          k.in_params(), k.out_params(),      k.map_expr(),   k.reduce_expr(),
                                     k.post_map_expr(), k.identity(),  k.options().preamble, variant.scalar, variant.storage};
 }
 
 // The manifest entry for this kernel and one binding (DESIGN.md's format).
-std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const jit::ModuleVariant& variant) {
-    nlohmann::json e = jit::write_manifest_entry("reduction", k.name(), k.in_params(), k.out_params(), k.options().preamble,
+std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const jit::kernels::ModuleVariant& variant) {
+    nlohmann::json e = jit::kernels::write_manifest_entry("reduction", k.name(), k.in_params(), k.out_params(), k.options().preamble,
                                                  k.options().nvrtc_options, types, variant);
     e["map"] = k.map_expr();
     e["reduce"] = k.reduce_expr();
@@ -332,15 +332,15 @@ struct Prepared {
     bool has_identity = false;
 };
 
-Prepared prepare(const ReductionKernel& k, const jit::CustomGenerator& custom, const TypeBinding& types,
-                 const jit::ModuleVariant& variant) {
+Prepared prepare(const ReductionKernel& k, const jit::kernels::CustomGenerator& custom, const TypeBinding& types,
+                 const jit::kernels::ModuleVariant& variant) {
     Prepared p;
     if (custom) {
         for (const bool sc : variant.scalar)
             if (sc) throw TypeError("reduction '" + k.name() + "' takes arrays, not scalars");
         for (const auto& st : variant.storage)
             if (st) throw TypeError("reduction '" + k.name() + "' takes arrays of its own types only");
-        jit::CustomReduction c = custom(types);
+        jit::kernels::CustomReduction c = custom(types);
         p.generated = std::move(c.generated);
         p.reduce_type = std::move(c.reduce_type);
         p.reduce_itemsize = c.reduce_itemsize;
@@ -396,7 +396,7 @@ void ReductionKernel::check(const TypeBinding& types) const {
 }
 
 ReductionKernel jit::ReductionKernelAccess::custom(std::string in_params, std::string out_params, std::string name,
-                                                   CustomGenerator generate) {
+                                                   jit::kernels::CustomGenerator generate) {
     auto spec = std::make_shared<ReductionKernel::Spec>();
     spec->in = std::move(in_params);
     spec->out = std::move(out_params);
@@ -405,7 +405,7 @@ ReductionKernel jit::ReductionKernelAccess::custom(std::string in_params, std::s
     return ReductionKernel(std::shared_ptr<const ReductionKernel::Spec>(std::move(spec)));
 }
 
-const jit::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
+const jit::kernels::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
 
 std::vector<std::string> ReductionKernel::placeholders() const {
     const std::vector<jit::frontend::Param> params =
@@ -425,10 +425,10 @@ std::string ReductionKernel::source(const TypeBinding& types) const {
 }
 
 ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::string& arch) const {
-    return jit::compile_reduction(*this, types, {}, arch);
+    return jit::kernels::compile_reduction(*this, types, {}, arch);
 }
 
-ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+ReductionBinary jit::kernels::compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                        const std::string& arch) {
     Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
     const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p.program, arch);
@@ -465,11 +465,11 @@ ReductionBinary jit::compile_reduction(const ReductionKernel& kernel, const Type
     return b;
 }
 
-jit::codegen::CheckedReduction jit::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {
+jit::codegen::CheckedReduction jit::kernels::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {
     return analyze(kernel, types, true);
 }
 
-jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                          int ordinal) {
     const CustomGenerator& custom = ReductionKernelAccess::generator(kernel);
     std::shared_ptr<PlanNote> note;
@@ -507,7 +507,7 @@ jit::ReductionModule jit::load_reduction(const ReductionKernel& kernel, const Ty
     return m;
 }
 
-jit::CompiledGroups jit::compile_reduction_group(const ReductionKernel& kernel, const TypeBinding& types,
+jit::kernels::CompiledGroups jit::kernels::compile_reduction_group(const ReductionKernel& kernel, const TypeBinding& types,
                                                  const ModuleVariant& variant, const std::string& arch,
                                                  ReductionEntryGroup group, bool index64) {
     const Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
@@ -516,7 +516,7 @@ jit::CompiledGroups jit::compile_reduction_group(const ReductionKernel& kernel, 
     return {found.entry->meta.arch, found.compile_ms, found.entry->key, compile::alias_key(program)};
 }
 
-jit::CompiledGroups jit::compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types,
+jit::kernels::CompiledGroups jit::kernels::compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types,
                                                   const ModuleVariant& variant, const std::string& arch) {
     CompiledGroups all;
     for (int g = 0; g < kReductionEntryGroups; ++g)
@@ -530,19 +530,19 @@ jit::CompiledGroups jit::compile_reduction_groups(const ReductionKernel& kernel,
 
 Outputs ReductionKernel::operator()(std::span<const KernelArg> args, const ReduceOptions& options) const {
     std::vector<Array> outputs;
-    jit::call_reduction(*this, *spec_->calls, args, options, &outputs);
+    jit::kernels::call_reduction(*this, *spec_->calls, args, options, &outputs);
     return Outputs(std::move(outputs));
 }
 
 void ReductionKernel::launch(std::span<const KernelArg> args, const ReduceOptions& options) const {
-    jit::call_reduction(*this, *spec_->calls, args, options, nullptr);
+    jit::kernels::call_reduction(*this, *spec_->calls, args, options, nullptr);
 }
 
 Outputs ReductionKernel::reduce_segments(std::span<const KernelArg> args, const Array& offsets, std::optional<Stream> stream) const {
     std::vector<Array> outputs;
     ReduceOptions options;
     options.stream = std::move(stream);
-    jit::call_reduction(*this, *spec_->calls, args, options, &outputs, &offsets);
+    jit::kernels::call_reduction(*this, *spec_->calls, args, options, &outputs, &offsets);
     return Outputs(std::move(outputs));
 }
 

@@ -4,7 +4,7 @@
 #include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 bool is_reduction_manifest_entry(const nlohmann::json& e) {
     return e.is_object() && e.contains("kind") && e["kind"] == "reduction";
@@ -36,4 +36,4 @@ void compile_manifest_reduction(const ManifestReduction& m, const TypeBinding& b
     (void)compile_reduction_group(m.kernel, binding, v, arch, group, index64);
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -12,7 +12,7 @@
 #include "jit/kernels/reduction/calls.hpp"
 #include "kjit/reduction_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 struct ManifestReduction {
     ReductionKernel kernel;
@@ -37,4 +37,4 @@ ManifestReduction reduction_from_manifest_entry(const nlohmann::json& entry);
 void compile_manifest_reduction(const ManifestReduction& m, const TypeBinding& binding, const std::string& arch,
                                 ReductionEntryGroup group, bool index64);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

@@ -4,7 +4,7 @@
 
 #include "kjit/elementwise_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 namespace {
 
 // The note's name of group slot s's k-th entry: "full32.0", "columns_split64.1"...
@@ -70,4 +70,4 @@ bool reduction_from_note(const PlanNote::NotedValues& values, ReductionModule& m
     return entries + kFacts == values.size();
 }
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

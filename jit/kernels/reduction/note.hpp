@@ -16,7 +16,7 @@
 #include "jit/kernels/reduction/calls.hpp"
 #include "kjit/reduction_kernel.hpp"
 
-namespace kjit::jit {
+namespace kjit::jit::kernels {
 
 // The strings the generated code of `kernel` for this binding and variant depends on: its
 // strings and options, the binding, the variant, and the settings that change the code
@@ -37,4 +37,4 @@ struct ReductionNoteFields {
 PlanNote::Values reduction_note_values(const ReductionModule& m, const std::vector<std::vector<std::string>>& groups);
 bool reduction_from_note(const PlanNote::NotedValues& values, ReductionModule& m, EntryGroups& groups);
 
-}  // namespace kjit::jit
+}  // namespace kjit::jit::kernels

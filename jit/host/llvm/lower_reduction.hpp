@@ -10,9 +10,9 @@
 
 #include "jit/host/host_backend.hpp"
 
-namespace kjit::jit::host {
+namespace kjit::jit::host::llvm {
 
 // Adds `prefix`_fold, _combine, _post and (with an identity) _identity to `m`.
-void lower_reduction(llvm::Module& m, const ReductionRequest& request, const std::string& prefix);
+void lower_reduction(::llvm::Module& m, const ReductionRequest& request, const std::string& prefix);
 
-}  // namespace kjit::jit::host
+}  // namespace kjit::jit::host::llvm

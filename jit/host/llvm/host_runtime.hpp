@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace kjit::jit::host {
+namespace kjit::jit::host::llvm {
 
 struct RuntimeSymbol {
     const char* name;
@@ -16,4 +16,4 @@ struct RuntimeSymbol {
 // Every helper, by the name generated code declares it with.
 const std::vector<RuntimeSymbol>& runtime_symbols();
 
-}  // namespace kjit::jit::host
+}  // namespace kjit::jit::host::llvm

@@ -11,8 +11,8 @@
 
 #include "jit/host/host_backend.hpp"
 
-namespace kjit::jit::host {
+namespace kjit::jit::host::llvm {
 
-llvm::Function* lower_elementwise(llvm::Module& m, const ElementwiseRequest& request, bool contiguous, const std::string& symbol);
+::llvm::Function* lower_elementwise(::llvm::Module& m, const ElementwiseRequest& request, bool contiguous, const std::string& symbol);
 
-}  // namespace kjit::jit::host
+}  // namespace kjit::jit::host::llvm

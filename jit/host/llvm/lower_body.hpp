@@ -15,44 +15,44 @@
 #include "jit/frontend/ast.hpp"
 #include "jit/frontend/type_checker.hpp"
 
-namespace kjit::jit::host {
+namespace kjit::jit::host::llvm {
 
 // A value in registers: bool is i1, integers iN, float16/bfloat16 their 16 bits as i16, floats
 // float/double; a complex number is its real part in `v` and imaginary part in `im`.
 struct Val {
-    llvm::Value* v = nullptr;
-    llvm::Value* im = nullptr;
+    ::llvm::Value* v = nullptr;
+    ::llvm::Value* im = nullptr;
     DType type;
 };
 
 class BodyLowering {
 public:
-    BodyLowering(llvm::IRBuilder<>& b, llvm::Module& m, const frontend::CheckedKernel& kernel, llvm::BasicBlock* entry);
+    BodyLowering(::llvm::IRBuilder<>& b, ::llvm::Module& m, const frontend::CheckedKernel& kernel, ::llvm::BasicBlock* entry);
 
     // The per-element environment, set by the caller before each lowering of the body.
     std::vector<Val> param_values;            // inputs passed as elements or scalars, by parameter
-    std::vector<llvm::Value*> param_slots;    // outputs: a slot holding the element, by parameter
-    std::vector<llvm::Value*> raw_fields;     // raw parameters: their RawField in the arguments, by parameter
-    llvm::Value* index_i = nullptr;           // i64
-    llvm::Value* size_n = nullptr;            // i64
+    std::vector<::llvm::Value*> param_slots;    // outputs: a slot holding the element, by parameter
+    std::vector<::llvm::Value*> raw_fields;     // raw parameters: their RawField in the arguments, by parameter
+    ::llvm::Value* index_i = nullptr;           // i64
+    ::llvm::Value* size_n = nullptr;            // i64
 
     // A slot in the entry block for a value of type t (memory layout: bool as i8, complex as two parts).
-    llvm::Value* slot(DType t, int count = 1);
+    ::llvm::Value* slot(DType t, int count = 1);
     void make_locals();                       // slots for every local of the kernel
     void statements(const frontend::Body& body);
 
-    Val load(llvm::Value* ptr, DType t);      // from memory laid out as the dtype
-    void store(llvm::Value* ptr, const Val& v);
+    Val load(::llvm::Value* ptr, DType t);      // from memory laid out as the dtype
+    void store(::llvm::Value* ptr, const Val& v);
     Val convert(const Val& v, DType to);
     Val zero(DType t);
 
 private:
     struct Loop {
-        llvm::BasicBlock* continue_to;
-        llvm::BasicBlock* break_to;
+        ::llvm::BasicBlock* continue_to;
+        ::llvm::BasicBlock* break_to;
     };
     struct LValue {
-        llvm::Value* ptr;
+        ::llvm::Value* ptr;
         DType type;
     };
 
@@ -66,28 +66,28 @@ private:
     Val conditional(const frontend::ConditionalExpr& c);
     Val call(const frontend::CallExpr& c);
     Val constant(const frontend::NamedConstant& k);
-    Val member(const frontend::MemberExpr& m, llvm::Value* index);  // x.size(), x.ndim, x.shape()[index], x.strides()[index]
-    llvm::Value* raw_element(const frontend::IndexExpr& ix);        // the address of a raw parameter's element
-    llvm::Value* to_bool(const Val& v);
+    Val member(const frontend::MemberExpr& m, ::llvm::Value* index);  // x.size(), x.ndim, x.shape()[index], x.strides()[index]
+    ::llvm::Value* raw_element(const frontend::IndexExpr& ix);        // the address of a raw parameter's element
+    ::llvm::Value* to_bool(const Val& v);
     // a op b, both already of type t; comparisons give bool.
     Val apply(frontend::BinaryOp op, const Val& a, const Val& b, DType t);
     Val int_divide(frontend::BinaryOp op, const Val& a, const Val& b, DType t);
     Val complex_helper(const char* name, DType t, const Val& a, const Val* b);
     // `pure`: reads no memory (lets loops hoist and vectorise around it).
-    llvm::Value* call_named(const std::string& name, llvm::Type* ret, const std::vector<llvm::Value*>& args, bool pure = true);
-    llvm::Value* intrinsic(unsigned id, const std::vector<llvm::Value*>& args);
-    llvm::Value* half_to_float(const Val& v);
-    Val float_to_half(llvm::Value* f, DType t);
-    llvm::Type* reg(DType t);
-    llvm::Type* part(DType t);  // a complex type's part, or the type itself
+    ::llvm::Value* call_named(const std::string& name, ::llvm::Type* ret, const std::vector<::llvm::Value*>& args, bool pure = true);
+    ::llvm::Value* intrinsic(unsigned id, const std::vector<::llvm::Value*>& args);
+    ::llvm::Value* half_to_float(const Val& v);
+    Val float_to_half(::llvm::Value* f, DType t);
+    ::llvm::Type* reg(DType t);
+    ::llvm::Type* part(DType t);  // a complex type's part, or the type itself
     void ensure_open_block();
 
-    llvm::IRBuilder<>& b_;
-    llvm::Module& m_;
+    ::llvm::IRBuilder<>& b_;
+    ::llvm::Module& m_;
     const frontend::CheckedKernel& kernel_;
-    llvm::BasicBlock* entry_;
-    std::vector<llvm::Value*> locals_;
+    ::llvm::BasicBlock* entry_;
+    std::vector<::llvm::Value*> locals_;
     std::vector<Loop> loops_;
 };
 
-}  // namespace kjit::jit::host
+}  // namespace kjit::jit::host::llvm

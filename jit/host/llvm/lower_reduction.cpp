@@ -1,24 +1,24 @@
-#include "jit/host/lower_reduction.hpp"
+#include "jit/host/llvm/lower_reduction.hpp"
 
 #include <functional>
 
 #include <llvm/IR/IRBuilder.h>
 
-#include "jit/host/lower_body.hpp"
+#include "jit/host/llvm/lower_body.hpp"
 
-namespace kjit::jit::host {
+namespace kjit::jit::host::llvm {
 
 using namespace frontend;
 
 namespace {
 
-using llvm::Value;
+using ::llvm::Value;
 
 // A piece whose body assigns `_kjit_r` (map, reduce, identity): its lowering and the slot of the result.
 struct ExpressionPiece {
     BodyLowering body;
     Value* result;
-    ExpressionPiece(llvm::IRBuilder<>& b, llvm::Module& m, const codegen::ReductionPiece& piece, llvm::BasicBlock* entry, DType r)
+    ExpressionPiece(::llvm::IRBuilder<>& b, ::llvm::Module& m, const codegen::ReductionPiece& piece, ::llvm::BasicBlock* entry, DType r)
         : body(b, m, piece.kernel, entry) {
         body.make_locals();
         result = body.slot(r);
@@ -26,30 +26,30 @@ struct ExpressionPiece {
     }
 };
 
-llvm::Function* start_function(llvm::Module& m, const std::string& symbol, std::vector<llvm::Type*> params) {
-    llvm::LLVMContext& c = m.getContext();
-    auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(c), params, false);
-    llvm::Function* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol, m);
+::llvm::Function* start_function(::llvm::Module& m, const std::string& symbol, std::vector<::llvm::Type*> params) {
+    ::llvm::LLVMContext& c = m.getContext();
+    auto* type = ::llvm::FunctionType::get(::llvm::Type::getVoidTy(c), params, false);
+    ::llvm::Function* fn = ::llvm::Function::Create(type, ::llvm::Function::ExternalLinkage, symbol, m);
     fn->setDoesNotThrow();
-    llvm::BasicBlock::Create(c, "entry", fn);
+    ::llvm::BasicBlock::Create(c, "entry", fn);
     return fn;
 }
 
-Val select(llvm::IRBuilder<>& b, Value* condition, const Val& yes, const Val& no) {
+Val select(::llvm::IRBuilder<>& b, Value* condition, const Val& yes, const Val& no) {
     Val v{b.CreateSelect(condition, yes.v, no.v), nullptr, yes.type};
     if (yes.im != nullptr) v.im = b.CreateSelect(condition, yes.im, no.im);
     return v;
 }
 
 // A counted loop [from, to) of i64, `each(e)` emitted in its body.
-void counted(llvm::IRBuilder<>& b, llvm::Function* fn, Value* from, Value* to, const std::function<void(Value*)>& each) {
-    llvm::LLVMContext& c = fn->getContext();
-    llvm::BasicBlock* before = b.GetInsertBlock();
-    auto* loop = llvm::BasicBlock::Create(c, "loop", fn);
-    auto* exit = llvm::BasicBlock::Create(c, "loop.exit", fn);
+void counted(::llvm::IRBuilder<>& b, ::llvm::Function* fn, Value* from, Value* to, const std::function<void(Value*)>& each) {
+    ::llvm::LLVMContext& c = fn->getContext();
+    ::llvm::BasicBlock* before = b.GetInsertBlock();
+    auto* loop = ::llvm::BasicBlock::Create(c, "loop", fn);
+    auto* exit = ::llvm::BasicBlock::Create(c, "loop.exit", fn);
     b.CreateCondBr(b.CreateICmpSLT(from, to), loop, exit);
     b.SetInsertPoint(loop);
-    llvm::PHINode* e = b.CreatePHI(b.getInt64Ty(), 2);
+    ::llvm::PHINode* e = b.CreatePHI(b.getInt64Ty(), 2);
     e->addIncoming(from, before);
     each(e);
     Value* next = b.CreateAdd(e, b.getInt64(1));
@@ -60,7 +60,7 @@ void counted(llvm::IRBuilder<>& b, llvm::Function* fn, Value* from, Value* to, c
 
 class ReductionLowering {
 public:
-    ReductionLowering(llvm::Module& m, const ReductionRequest& r) : m_(m), r_(r), c_(*r.reduction), b_(m.getContext()), rt_(*c_.reduce_type) {}
+    ReductionLowering(::llvm::Module& m, const ReductionRequest& r) : m_(m), r_(r), c_(*r.reduction), b_(m.getContext()), rt_(*c_.reduce_type) {}
 
     void fold(const std::string& symbol);
     void fold_columns(const std::string& symbol);
@@ -104,18 +104,18 @@ private:
         red.body.store(value, next);
     }
 
-    llvm::Module& m_;
+    ::llvm::Module& m_;
     const ReductionRequest& r_;
     const codegen::CheckedReduction& c_;
-    llvm::IRBuilder<> b_;
+    ::llvm::IRBuilder<> b_;
     DType rt_;
 };
 
 std::vector<ReductionLowering::Operand> ReductionLowering::bind_inputs(ExpressionPiece& map, Value* args, Value* in_off,
                                                                       Value* in_stride, Value* in_step,
                                                                       std::vector<Value*>* steps) {
-    llvm::Type* ptr = b_.getPtrTy();
-    llvm::Type* i64 = b_.getInt64Ty();
+    ::llvm::Type* ptr = b_.getPtrTy();
+    ::llvm::Type* i64 = b_.getInt64Ty();
     std::vector<Operand> operands;
     const CheckedKernel& mk = c_.map.kernel;
     for (std::size_t p = 0; p + 1 < mk.params.size(); ++p) {
@@ -138,9 +138,9 @@ std::vector<ReductionLowering::Operand> ReductionLowering::bind_inputs(Expressio
 }
 
 void ReductionLowering::fold(const std::string& symbol) {
-    llvm::Type* ptr = b_.getPtrTy();
-    llvm::Type* i64 = b_.getInt64Ty();
-    llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, i64, i64, i64, ptr, ptr});
+    ::llvm::Type* ptr = b_.getPtrTy();
+    ::llvm::Type* i64 = b_.getInt64Ty();
+    ::llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, i64, i64, i64, ptr, ptr});
     Value* args = fn->getArg(0);
     Value* in_off = fn->getArg(1);
     Value* in_stride = fn->getArg(2);
@@ -149,7 +149,7 @@ void ReductionLowering::fold(const std::string& symbol) {
     Value* n = fn->getArg(5);
     Value* acc = fn->getArg(6);
     Value* ok = fn->getArg(7);
-    llvm::BasicBlock* entry = &fn->getEntryBlock();
+    ::llvm::BasicBlock* entry = &fn->getEntryBlock();
     b_.SetInsertPoint(entry);
     ExpressionPiece map(b_, m_, c_.map, entry, rt_);
     ExpressionPiece red(b_, m_, c_.reduce, entry, rt_);
@@ -181,9 +181,9 @@ void ReductionLowering::fold(const std::string& symbol) {
     for (const Operand& o : operands) unit = b_.CreateAnd(unit, b_.CreateICmpEQ(o.stride, b_.getInt64(1)));
 
     // Main loop, round q: element q * lanes + l into lane l. Stride 1 (vector loads) or any.
-    auto* unit_block = llvm::BasicBlock::Create(m_.getContext(), "unit", fn);
-    auto* strided_block = llvm::BasicBlock::Create(m_.getContext(), "strided", fn);
-    auto* joined = llvm::BasicBlock::Create(m_.getContext(), "lanes.done", fn);
+    auto* unit_block = ::llvm::BasicBlock::Create(m_.getContext(), "unit", fn);
+    auto* strided_block = ::llvm::BasicBlock::Create(m_.getContext(), "strided", fn);
+    auto* joined = ::llvm::BasicBlock::Create(m_.getContext(), "lanes.done", fn);
     b_.CreateCondBr(unit, unit_block, strided_block);
     for (const bool unit_stride : {true, false}) {
         b_.SetInsertPoint(unit_stride ? unit_block : strided_block);
@@ -214,10 +214,10 @@ void ReductionLowering::fold(const std::string& symbol) {
 }
 
 void ReductionLowering::fold_columns(const std::string& symbol) {
-    llvm::Type* ptr = b_.getPtrTy();
-    llvm::Type* i64 = b_.getInt64Ty();
-    llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr, ptr});
-    for (unsigned a : {8u, 9u}) fn->addParamAttr(a, llvm::Attribute::NoAlias);  // the lanes are the caller's scratch
+    ::llvm::Type* ptr = b_.getPtrTy();
+    ::llvm::Type* i64 = b_.getInt64Ty();
+    ::llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr, ptr});
+    for (unsigned a : {8u, 9u}) fn->addParamAttr(a, ::llvm::Attribute::NoAlias);  // the lanes are the caller's scratch
     Value* args = fn->getArg(0);
     Value* in_off = fn->getArg(1);
     Value* in_stride = fn->getArg(2);
@@ -228,7 +228,7 @@ void ReductionLowering::fold_columns(const std::string& symbol) {
     Value* n = fn->getArg(7);
     Value* acc = fn->getArg(8);
     Value* ok = fn->getArg(9);
-    llvm::BasicBlock* entry = &fn->getEntryBlock();
+    ::llvm::BasicBlock* entry = &fn->getEntryBlock();
     b_.SetInsertPoint(entry);
     ExpressionPiece map(b_, m_, c_.map, entry, rt_);
     ExpressionPiece red(b_, m_, c_.reduce, entry, rt_);
@@ -241,9 +241,9 @@ void ReductionLowering::fold_columns(const std::string& symbol) {
     // loop over w walks both the lanes and, with unit steps, the inputs contiguously: it vectorises).
     Value* unit = b_.getTrue();
     for (Value* st : step) unit = b_.CreateAnd(unit, b_.CreateICmpEQ(st, b_.getInt64(1)));
-    auto* unit_block = llvm::BasicBlock::Create(m_.getContext(), "unit", fn);
-    auto* any_block = llvm::BasicBlock::Create(m_.getContext(), "any", fn);
-    auto* done = llvm::BasicBlock::Create(m_.getContext(), "done", fn);
+    auto* unit_block = ::llvm::BasicBlock::Create(m_.getContext(), "unit", fn);
+    auto* any_block = ::llvm::BasicBlock::Create(m_.getContext(), "any", fn);
+    auto* done = ::llvm::BasicBlock::Create(m_.getContext(), "done", fn);
     b_.CreateCondBr(unit, unit_block, any_block);
     for (const bool unit_step : {true, false}) {
         b_.SetInsertPoint(unit_step ? unit_block : any_block);
@@ -272,9 +272,9 @@ void ReductionLowering::fold_columns(const std::string& symbol) {
 }
 
 void ReductionLowering::combine(const std::string& symbol) {
-    llvm::Type* ptr = b_.getPtrTy();
-    llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, ptr});
-    llvm::BasicBlock* entry = &fn->getEntryBlock();
+    ::llvm::Type* ptr = b_.getPtrTy();
+    ::llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, ptr});
+    ::llvm::BasicBlock* entry = &fn->getEntryBlock();
     b_.SetInsertPoint(entry);
     ExpressionPiece red(b_, m_, c_.reduce, entry, rt_);
     Value* a = fn->getArg(0);
@@ -285,8 +285,8 @@ void ReductionLowering::combine(const std::string& symbol) {
     } else {
         // Nothing to take when b holds nothing.
         Value* b_has = b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), fn->getArg(3)), b_.getInt8(0));
-        auto* yes = llvm::BasicBlock::Create(m_.getContext(), "take", fn);
-        auto* done = llvm::BasicBlock::Create(m_.getContext(), "done", fn);
+        auto* yes = ::llvm::BasicBlock::Create(m_.getContext(), "take", fn);
+        auto* done = ::llvm::BasicBlock::Create(m_.getContext(), "done", fn);
         b_.CreateCondBr(b_has, yes, done);
         b_.SetInsertPoint(yes);
         take(red, a, a_ok, x);
@@ -297,8 +297,8 @@ void ReductionLowering::combine(const std::string& symbol) {
 }
 
 void ReductionLowering::identity(const std::string& symbol) {
-    llvm::Function* fn = start_function(m_, symbol, {b_.getPtrTy()});
-    llvm::BasicBlock* entry = &fn->getEntryBlock();
+    ::llvm::Function* fn = start_function(m_, symbol, {b_.getPtrTy()});
+    ::llvm::BasicBlock* entry = &fn->getEntryBlock();
     b_.SetInsertPoint(entry);
     ExpressionPiece id(b_, m_, c_.identity, entry, rt_);
     id.body.statements(c_.identity.body);
@@ -307,12 +307,12 @@ void ReductionLowering::identity(const std::string& symbol) {
 }
 
 void ReductionLowering::post(const std::string& symbol) {
-    llvm::Type* ptr = b_.getPtrTy();
-    llvm::Type* i64 = b_.getInt64Ty();
-    llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, i64, i64});
+    ::llvm::Type* ptr = b_.getPtrTy();
+    ::llvm::Type* i64 = b_.getInt64Ty();
+    ::llvm::Function* fn = start_function(m_, symbol, {ptr, ptr, ptr, i64, i64});
     Value* args = fn->getArg(0);
     Value* out_off = fn->getArg(1);
-    llvm::BasicBlock* entry = &fn->getEntryBlock();
+    ::llvm::BasicBlock* entry = &fn->getEntryBlock();
     b_.SetInsertPoint(entry);
     const CheckedKernel& pk = c_.post.kernel;
     BodyLowering body(b_, m_, pk, entry);
@@ -333,14 +333,14 @@ void ReductionLowering::post(const std::string& symbol) {
     }
     body.statements(c_.post.body);
     if (b_.GetInsertBlock()->getTerminator() != nullptr)  // only after a stray break: unreachable
-        b_.SetInsertPoint(llvm::BasicBlock::Create(m_.getContext(), "dead", fn));
+        b_.SetInsertPoint(::llvm::BasicBlock::Create(m_.getContext(), "dead", fn));
     for (std::size_t q = 1; q < pk.params.size(); ++q) body.store(address[q], body.load(body.param_slots[q], *pk.param_types[q]));
     b_.CreateRetVoid();
 }
 
 }  // namespace
 
-void lower_reduction(llvm::Module& m, const ReductionRequest& request, const std::string& prefix) {
+void lower_reduction(::llvm::Module& m, const ReductionRequest& request, const std::string& prefix) {
     ReductionLowering lowering(m, request);
     lowering.fold(prefix + "_fold");
     lowering.fold_columns(prefix + "_fold_columns");
@@ -349,4 +349,4 @@ void lower_reduction(llvm::Module& m, const ReductionRequest& request, const std
     lowering.post(prefix + "_post");
 }
 
-}  // namespace kjit::jit::host
+}  // namespace kjit::jit::host::llvm

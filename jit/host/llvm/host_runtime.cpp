@@ -1,4 +1,4 @@
-#include "jit/host/host_runtime.hpp"
+#include "jit/host/llvm/host_runtime.hpp"
 
 #include <math.h>
 
@@ -12,7 +12,7 @@
 #include "runtime/detail/kernel_args.hpp"
 #include "templates/complex.cuh"
 
-namespace kjit::jit::host {
+namespace kjit::jit::host::llvm {
 namespace {
 
 // --- float16 and bfloat16 ---
@@ -199,4 +199,4 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
     return symbols;
 }
 
-}  // namespace kjit::jit::host
+}  // namespace kjit::jit::host::llvm
