@@ -9,7 +9,7 @@
 int main() {
     const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb");
     if (kjit::Device::count() == 0) {
-        const kjit::KernelBinary bin = axpb.compile({{"T", kjit::DType::float32}});
+        const kjit::Binary bin = axpb.compile({{"T", kjit::DType::float32}});
         std::printf("no GPU (%s); compiled axpb for %s instead\n", kjit::no_device_reason().c_str(), bin.arch.c_str());
         return 0;
     }

@@ -14,13 +14,13 @@ int main() {
     const kjit::ReductionKernel day_min("T x", "T y", "x", "b < a ? b : a", "y = a", "1e300", "day_min");
     const kjit::ReductionKernel day_max("T x", "T y", "x", "b > a ? b : a", "y = a", "-1e300", "day_max");
     const kjit::ReductionKernel day_mean("T x", "T y", "x", "a + b", "y = a / n", "0", "day_mean");
-    kjit::ReductionOptions in_double;
+    kjit::KernelOptions in_double;
     in_double.reduce_type = "float64";
     const kjit::ReductionKernel rms("T x", "T y", "(double)x * x", "a + b", "y = sqrt(a / n)", "0", "rms", in_double);
     if (kjit::Device::count() == 0) {
         for (const kjit::ReductionKernel* k : {&day_min, &day_max, &day_mean})
             (void)k->compile({{"T", kjit::DType::float64}});
-        const kjit::ReductionBinary bin = rms.compile({{"T", kjit::DType::float32}});
+        const kjit::Binary bin = rms.compile({{"T", kjit::DType::float32}});
         std::printf("no GPU (%s); compiled the reductions for %s instead\n", kjit::no_device_reason().c_str(), bin.arch.c_str());
         return 0;
     }

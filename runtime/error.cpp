@@ -49,10 +49,10 @@ CompileError::CompileError(std::string message, std::string log, std::string sou
       log_(std::move(log)),
       source_excerpt_(std::move(source_excerpt)) {}
 
-CudaError::CudaError(CUresult code, std::string call, std::string file, int line, std::string detail)
-    : Error(cuda_error_text(code, call, file, line, detail)), code_(code), call_(std::move(call)) {}
+CudaError::CudaError(int code, std::string call, std::string file, int line, std::string detail)
+    : Error(cuda_error_text(static_cast<CUresult>(code), call, file, line, detail)), code_(code), call_(std::move(call)) {}
 
-OutOfMemory::OutOfMemory(CUresult code, std::string call, std::string file, int line, std::size_t requested,
+OutOfMemory::OutOfMemory(int code, std::string call, std::string file, int line, std::size_t requested,
                          std::size_t free_bytes, std::size_t total_bytes)
     : CudaError(code, std::move(call), std::move(file), line, oom_detail(requested, free_bytes, total_bytes)),
       requested_(requested),

@@ -28,7 +28,7 @@ TEST_CASE("the built-in reductions compile for every dtype", "[reduction][nvrtc]
         for (const DType t : kjit::test::all_dtypes()) work.emplace_back(op, t);
     const std::vector<std::string> errors = kjit::test::run_on_all_cores(work.size(), [&](std::size_t k) -> std::string {
         try {
-            const kjit::ReductionBinary b = kjit::jit::kernels::builtin_reduction(work[k].first, work[k].second).compile({}, "sm_90");
+            const kjit::Binary b = kjit::jit::kernels::builtin_reduction(work[k].first, work[k].second).compile({}, "sm_90");
             return b.cubin.empty() ? "no cubin" : "";
         } catch (const std::exception& e) {
             return e.what();
@@ -224,8 +224,9 @@ TEST_CASE("argmin and argmax compile for every real dtype and refuse complex", "
         if (!t.is_complex()) work.emplace_back(true, t), work.emplace_back(false, t);
     const std::vector<std::string> errors = kjit::test::run_on_all_cores(work.size(), [&](std::size_t k) -> std::string {
         try {
-            const kjit::ReductionBinary b = kjit::jit::kernels::arg_reduction_kernel(work[k].first).compile({{"T", work[k].second}}, "sm_90");
-            return b.cubin.empty() ? "no cubin" : b.reduce_itemsize == 16 ? "" : "reduce_itemsize";
+            const kjit::jit::kernels::ReductionBinary b =
+                kjit::jit::kernels::compile_reduction(kjit::jit::kernels::arg_reduction_kernel(work[k].first), {{"T", work[k].second}}, {}, "sm_90");
+            return b.binary.cubin.empty() ? "no cubin" : b.reduce_itemsize == 16 ? "" : "reduce_itemsize";
         } catch (const std::exception& e) {
             return e.what();
         }

@@ -64,7 +64,7 @@ void launch(CUfunction f, void** params, unsigned blocks) {
 TEST_CASE("a generated module's contiguous and strided variants compute a*x+b", "[gpu][codegen]") {
     KJIT_REQUIRE_GPU();
     const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "axpb");
-    const kjit::KernelBinary bin = axpb.compile({{"T", DType::float32}});
+    const kjit::Binary bin = axpb.compile({{"T", DType::float32}});
     REQUIRE_FALSE(bin.cubin.empty());
     const Module module(bin.cubin);
 
@@ -74,7 +74,7 @@ TEST_CASE("a generated module's contiguous and strided variants compute a*x+b", 
     const Array da = Array::from_host(a.data(), DType::float32, {std::int64_t(n)}, kjit::Device::cuda(0));
     const Array db = Array::from_host(b.data(), DType::float32, {std::int64_t(n)}, kjit::Device::cuda(0));
     const std::vector<float> poison(n, std::nanf(""));
-    for (const std::string& entry : {bin.contiguous32, bin.contiguous64}) {
+    for (const std::string& entry : {bin.entry_point("contiguous32"), bin.entry_point("contiguous64")}) {
         INFO(entry);
         const Array dy = Array::from_host(poison.data(), DType::float32, {std::int64_t(n)}, kjit::Device::cuda(0));
         AxpbArgs args{dx.data_as<float>(), da.data_as<float>(), db.data_as<float>(), dy.data_as<float>(), (long long)n};
@@ -98,7 +98,7 @@ TEST_CASE("a generated module's contiguous and strided variants compute a*x+b", 
     const Array bcol = Array::from_host(b.data(), DType::float32, {rows, 1}, kjit::Device::cuda(0));
     const std::vector<float> poison2(rows * cols, std::nanf(""));
     const Array dy = Array::from_host(poison2.data(), DType::float32, {rows, cols}, kjit::Device::cuda(0));
-    for (const std::string& entry : {bin.strided32, bin.strided64}) {
+    for (const std::string& entry : {bin.entry_point("strided32"), bin.entry_point("strided64")}) {
         INFO(entry);
         Layout4 layout{};
         layout.ndim = 2;
@@ -132,7 +132,7 @@ TEST_CASE("float16, bfloat16 and complex modules load and compute", "[gpu][codeg
     for (DType t : {DType::float16, DType::bfloat16}) {
         INFO(t.name());
         const kjit::ElementwiseKernel k("T x", "T y", "y = x * x + 1", "sq");
-        const kjit::KernelBinary bin = k.compile({{"T", t}});
+        const kjit::Binary bin = k.compile({{"T", t}});
         const Module module(bin.cubin);
         const std::int64_t n = 4099;
         const auto x = kjit::test::random_elements(t, n);
@@ -145,7 +145,7 @@ TEST_CASE("float16, bfloat16 and complex modules load and compute", "[gpu][codeg
             long long n;
         } args{dx.data(), dy.data(), n};
         void* params[] = {&args};
-        launch(module.function(bin.contiguous32), params, 8);
+        launch(module.function(bin.entry_point("contiguous32")), params, 8);
         std::vector<std::uint16_t> xs(n), ys(n);
         std::memcpy(xs.data(), x.data(), x.size());
         dy.copy_to_host(ys.data());
@@ -166,7 +166,7 @@ TEST_CASE("float16, bfloat16 and complex modules load and compute", "[gpu][codeg
     }
     {
         const kjit::ElementwiseKernel k("T z", "T y", "y = z * conj(z)", "norm2");
-        const kjit::KernelBinary bin = k.compile({{"T", DType::complex64}});
+        const kjit::Binary bin = k.compile({{"T", DType::complex64}});
         const Module module(bin.cubin);
         const std::int64_t n = 3001;
         const auto z = kjit::test::random_elements(DType::complex64, n);
@@ -179,7 +179,7 @@ TEST_CASE("float16, bfloat16 and complex modules load and compute", "[gpu][codeg
             long long n;
         } args{dz.data(), dy.data(), n};
         void* params[] = {&args};
-        launch(module.function(bin.contiguous64), params, 8);
+        launch(module.function(bin.entry_point("contiguous64")), params, 8);
         std::vector<float> zs(2 * n), ys(2 * n);
         std::memcpy(zs.data(), z.data(), z.size());
         dy.copy_to_host(ys.data());

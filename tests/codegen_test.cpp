@@ -31,10 +31,10 @@ struct Job {
 // What compiling `job` went wrong with, or "" when the result is a cubin holding the entry points.
 std::string compile_problem(const Job& job) {
     try {
-        const kjit::KernelBinary bin = job.kernel.compile(job.types, job.arch);
+        const kjit::Binary bin = job.kernel.compile(job.types, job.arch);
         if (bin.arch != job.arch) return "compiled for " + bin.arch;
         if (bin.cubin.size() < 4 || bin.cubin[0] != 0x7f || bin.cubin[1] != 'E') return "no ELF cubin";
-        if (bin.ptx.find(bin.contiguous32) == std::string::npos || bin.ptx.find(bin.strided64) == std::string::npos)
+        if (bin.ptx.find(bin.entry_point("contiguous32")) == std::string::npos || bin.ptx.find(bin.entry_point("strided64")) == std::string::npos)
             return "entry points missing from the PTX";
         return "";
     } catch (const std::exception& e) {
@@ -200,14 +200,14 @@ TEST_CASE("compile time of a typical elementwise module", "[.][compile_bench]") 
     if (gpus > 0) (void)kjit::Device::current().properties();
     const double driver_ms = ms_since(t);
     t = clock::now();
-    const kjit::KernelBinary first = ElementwiseKernel("T x, T a, T b", "T y", "y = a * x + b", "first").compile(f32);
+    const kjit::Binary first = ElementwiseKernel("T x, T a, T b", "T y", "y = a * x + b", "first").compile(f32);
     const double first_ms = ms_since(t);
     std::vector<double> total, nvrtc;
     for (int k = 0; k < 15; ++k) {
         const ElementwiseKernel kern("T x, T a, T b", "T y", "y = a * x + b + " + std::to_string(k),
                                      "axpb" + std::to_string(k));
         t = clock::now();
-        const kjit::KernelBinary bin = kern.compile(f32);
+        const kjit::Binary bin = kern.compile(f32);
         total.push_back(ms_since(t));
         nvrtc.push_back(bin.compile_ms);
     }

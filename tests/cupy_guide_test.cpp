@@ -466,15 +466,15 @@ TEST_CASE("guide: the raw kernels and modules compile with NVRTC", "[cupy_guide]
     RawModuleOptions fx3_options;
     fx3_options.nvrtc_options = {"-std=c++11"};
     fx3_options.name_expressions = {"fx3<float>", "fx3<double>"};
-    const RawModuleBinary fx3 = RawModule(kTemplateCode, fx3_options).compile("sm_90");
-    REQUIRE(fx3.lowered_names.size() == 2);
-    CHECK(fx3.lowered_names[0].first == "fx3<float>");
-    CHECK(fx3.lowered_names[1].first == "fx3<double>");
+    const Binary fx3 = RawModule(kTemplateCode, fx3_options).compile("sm_90");
+    REQUIRE(fx3.entry_points.size() == 2);
+    CHECK(fx3.entry_points.count("fx3<float>") == 1);
+    CHECK(fx3.entry_points.count("fx3<double>") == 1);
     // get_function's note, with options=('--std=c++14',) and three name expressions.
     RawModuleOptions func_options;
     func_options.nvrtc_options = {"--std=c++14"};
     func_options.name_expressions = {"func<int>", "func<float>", "func<double>"};
-    CHECK(RawModule(kGetFunctionCode, func_options).compile("sm_90").lowered_names.size() == 3);
+    CHECK(RawModule(kGetFunctionCode, func_options).compile("sm_90").entry_points.size() == 3);
 
     // The complex kernel includes CuPy's own header <cupy/complex.cuh>, which kjit does not ship:
     // NVRTC cannot open it. (CuPy's complex<float> is thrust's; the CUDA toolkit has

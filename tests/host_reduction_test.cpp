@@ -151,7 +151,7 @@ TEST_CASE("host reductions: outputs given, an output overlapping its input, empt
     const Array on_gpu = Array::wrap(&fake, DType::float32, {}, Device::cuda(0));
     CHECK_THROWS_WITH(total.launch({rows.index(0, 0), on_gpu}), Contains("input 'x' is on cpu") && Contains("output 'y' is on cuda:0"));
     CHECK_THROWS_WITH(kjit::sum(rows.index(0, 0), {}, on_gpu), Contains("is on cpu") && Contains("is on cuda:0"));
-    ReductionOptions o;
+    KernelOptions o;
     o.preamble = "__device__ float twice(float v) { return 2 * v; }";
     const ReductionKernel raw("T x", "T y", "twice(x)", "a + b", "y = a", "0", "red_with_preamble", o);
     CHECK_THROWS_WITH(raw({rows}), Contains("red_with_preamble") && Contains("preamble is raw CUDA"));

@@ -291,7 +291,7 @@ TEST_CASE("calls' module variants (scalars, converted inputs) are recorded and p
     kjit::CacheSettings app = cache_in(work.path() / "app-cache");
     app.record = manifest.string();
     kjit::configure_cache(app);
-    const kjit::KernelBinary made = kjit::jit::kernels::compile_elementwise(axpb, f32, v, "sm_90");
+    const kjit::Binary made = kjit::jit::kernels::compile_elementwise(axpb, f32, v, "sm_90");
     const nlohmann::json recorded = kjit::cache::read_manifest(manifest);
     REQUIRE(recorded["kernels"].size() == 1);
     CHECK(recorded["kernels"][0]["scalars"] == nlohmann::json::array({"a"}));
@@ -420,7 +420,7 @@ TEST_CASE("cost of cache hits", "[.][cache_bench]") {
     std::vector<double> us;
     for (const auto& k : kernels) {
         const auto t = clock::now();
-        const kjit::KernelBinary b = k.compile(f32, "sm_90");
+        const kjit::Binary b = k.compile(f32, "sm_90");
         us.push_back(std::chrono::duration<double, std::micro>(clock::now() - t).count());
         CHECK(b.compile_ms == 0);
     }

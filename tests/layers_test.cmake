@@ -74,12 +74,15 @@ only_includes(jit/frontend "front end: only jit/frontend/, kjit/dtype.hpp, kjit/
 only_includes(jit/codegen "code generation: only jit/frontend/, jit/codegen/, kjit/dtype.hpp, kjit/error.hpp, standard headers"
   "^\"jit/(frontend|codegen)/[a-z_0-9]+\\.hpp\"$" "^\"kjit/dtype\\.hpp\"$" "^\"kjit/error\\.hpp\"$" "${standard}")
 
-# Neither touches the driver or NVRTC (kjit/error.hpp, which both may include, still includes
-# <cuda.h> for CudaError::code()).
+# Neither touches the driver or NVRTC.
 foreach(folder jit/frontend jit/codegen)
   forbid_includes(${folder} "no driver, NVRTC or modules"
     "^<cuda\\.h>$" "^<nvrtc\\.h>$" "^\"runtime/detail/(driver|nvrtc|module)\\.hpp\"$")
 endforeach()
+
+# The public headers need no CUDA header: an application includes <cuda.h> only for its own
+# driver calls (kjit/cuda_handles.hpp declares the handle types as <cuda.h> does).
+forbid_includes(include/kjit "public headers: no CUDA header" "^<(cuda|cuda_runtime|nvrtc|cublas.*)\\.h>$")
 
 # The compiler layer (NVRTC, architectures, the program store) knows nothing of kernels, code
 # generation or the front end.

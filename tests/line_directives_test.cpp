@@ -70,7 +70,7 @@ TEST_CASE("NVRTC's error in the operation names the kernel's string and line, an
 TEST_CASE("with -lineinfo the PTX's line table names the user's string", "[nvrtc][codegen]") {
     const kjit::KernelOptions options{.nvrtc_options = {"-lineinfo"}};
     const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "lined", options);
-    const kjit::KernelBinary b = k.compile(f32, "sm_90");
+    const kjit::Binary b = k.compile(f32, "sm_90");
     // `.file 2 "<working folder>/lined:op"`: NVRTC puts its working folder before the names.
     CHECK_THAT(b.ptx, Catch::Contains("lined:op\""));
     CHECK_THAT(b.ptx, Catch::Contains("lined.cu\""));

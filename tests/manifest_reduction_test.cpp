@@ -114,7 +114,7 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     const ProcessCacheGuard restore;
     const kjit::test::TempDir work;
     const auto manifest = work.path() / "manifest.json";
-    kjit::ReductionOptions options;
+    kjit::KernelOptions options;
     options.reduce_type = "float64";
     options.nvrtc_options = {"-lineinfo"};
     const kjit::ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2_rec", options);
@@ -130,10 +130,10 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     app.dir = (work.path() / "app-cache").string();
     app.record = manifest.string();
     kjit::configure_cache(app);
-    const kjit::ReductionBinary made = l2.compile({{"T", DType::float32}}, "sm_90");
+    const kjit::Binary made = l2.compile({{"T", DType::float32}}, "sm_90");
     l2.compile({{"T", DType::float64}}, "sm_90");
     top.compile({{"T", DType::int32}}, "sm_90");
-    const kjit::ReductionBinary made_variant = kjit::jit::kernels::compile_reduction(scaled, {{"T", DType::float32}}, variant, "sm_90");
+    const kjit::Binary made_variant = kjit::jit::kernels::compile_reduction(scaled, {{"T", DType::float32}}, variant, "sm_90").binary;
     CHECK_THAT(made_variant.source, Contains("s passed as a scalar") && Contains("x stored as int16"));
     const json recorded = kjit::cache::read_manifest(manifest);
     REQUIRE(recorded["kernels"].size() == 3);

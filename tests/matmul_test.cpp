@@ -342,7 +342,7 @@ TEST_CASE("matmul's small-product kernel compiles for every dtype matmul multipl
     for (DType t : {DType(DType::float16), DType(DType::bfloat16), DType(DType::float32), DType(DType::float64),
                     DType(DType::complex64), DType(DType::complex128)}) {
         INFO(t.name());
-        const kjit::RawModuleBinary bin = kjit::jit::kernels::ops::small_matmul_module(t).compile("sm_90");
+        const kjit::Binary bin = kjit::jit::kernels::ops::small_matmul_module(t).compile("sm_90");
         CHECK(bin.arch == "sm_90");
         CHECK_FALSE(bin.cubin.empty());
     }

@@ -29,7 +29,7 @@ struct CacheSettingsGuard {
 };
 
 // Runs the module's contiguous variant of y = a * x + b (float32) and counts wrong elements.
-std::size_t wrong_axpb(const kjit::KernelModule& km) {
+std::size_t wrong_axpb(const kjit::Module& km) {
     const std::int64_t n = 100003;
     const auto bytes = [&] { return kjit::test::random_elements(DType::float32, n); };
     const auto x = bytes(), a = bytes(), b = bytes();
@@ -45,7 +45,7 @@ std::size_t wrong_axpb(const kjit::KernelModule& km) {
     } args{dx.data(), da.data(), db.data(), dy.data(), n};
     void* params[] = {&args};
     auto& d = kjit::detail::driver_on(0);
-    KJIT_CU_CHECK(d.cuLaunchKernel(km.contiguous32, 128, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+    KJIT_CU_CHECK(d.cuLaunchKernel(km.function("contiguous32"), 128, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
     KJIT_CU_CHECK(d.cuCtxSynchronize());
     std::vector<float> xs(n), as(n), bs(n), y(n);
     std::memcpy(xs.data(), x.data(), x.size());
@@ -146,20 +146,23 @@ TEST_CASE("the module registry loads a key once; a caller that waited for a fail
 TEST_CASE("load() puts the device's cubin on the GPU", "[gpu][module]") {
     KJIT_REQUIRE_GPU();
     const kjit::ElementwiseKernel k("T x, T a, T b", "T y", "y = a * x + b", "load_axpb");
-    const kjit::KernelModule km = k.load({{"T", DType::float32}});
-    CHECK_FALSE(km.compiled_from_ptx);
-    CHECK(km.arch == kjit::Device::cuda(0).properties().arch());
-    REQUIRE(km.contiguous32 != nullptr);
-    CHECK(km.strided64 != nullptr);
+    const kjit::Module km = k.load({{"T", DType::float32}});
+    CHECK_FALSE(km.compiled_from_ptx());
+    CHECK(km.arch() == kjit::Device::cuda(0).properties().arch());
+    REQUIRE(km.function("contiguous32") != nullptr);
+    CHECK(km.function("strided64") != nullptr);
+    CHECK(km.function(km.entry_points().at("small32")) == km.function("small32"));  // by symbol, too
+    CHECK_THROWS_WITH(km.function("vectorised"), Catch::Contains("no entry point or symbol 'vectorised'") &&
+                                                     Catch::Contains("contiguous32"));
     CHECK(wrong_axpb(km) == 0);
     // Loaded once per device: the same module again, also when 8 threads ask at once.
-    const kjit::KernelModule again = k.load({{"T", DType::float32}});
-    CHECK(again.module == km.module);
-    CHECK(again.contiguous32 == km.contiguous32);
+    const kjit::Module again = k.load({{"T", DType::float32}});
+    CHECK(again.handle() == km.handle());
+    CHECK(again.function("contiguous32") == km.function("contiguous32"));
     const kjit::ElementwiseKernel fresh("T x, T a, T b", "T y", "y = a * x + b + 0", "load_threads");
-    std::vector<std::shared_ptr<void>> seen(8);
+    std::vector<CUmodule> seen(8);
     std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t) threads.emplace_back([&, t] { seen[t] = fresh.load({{"T", DType::float32}}).module; });
+    for (int t = 0; t < 8; ++t) threads.emplace_back([&, t] { seen[t] = fresh.load({{"T", DType::float32}}).handle(); });
     for (auto& th : threads) th.join();
     for (int t = 1; t < 8; ++t) CHECK(seen[t] == seen[0]);
 }
@@ -178,16 +181,22 @@ TEST_CASE("without NVRTC, PTX cached for an older GPU is compiled by the driver 
     app.read_only = {(work.path() / "shipped").string()};
     kjit::configure_cache(app);
     const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
-    const kjit::KernelModule first = k.load(f32);
-    CHECK(first.compiled_from_ptx);
-    CHECK(first.arch == kjit::Device::cuda(0).properties().arch());
+    const kjit::Module first = k.load(f32);
+    CHECK(first.compiled_from_ptx());
+    CHECK(first.arch() == kjit::Device::cuda(0).properties().arch());
     CHECK(wrong_axpb(first) == 0);
 
     kjit::configure_cache(app);  // as a new process: empty memory, same folders
-    const kjit::KernelModule second = k.load(f32);
-    CHECK_FALSE(second.compiled_from_ptx);  // the driver's cubin was kept in the writable folder
+    const kjit::Module second = k.load(f32);
+    CHECK_FALSE(second.compiled_from_ptx());  // the driver's cubin was kept in the writable folder
     CHECK(wrong_axpb(second) == 0);
 
     const kjit::ElementwiseKernel missing("T x", "T y", "y = x + 1", "not_shipped");
     CHECK_THROWS_AS(missing.load(f32), kjit::NoDeviceError);
+}
+
+TEST_CASE("a Module that holds nothing says so", "[module]") {
+    const kjit::Module empty;
+    CHECK_THROWS_WITH(empty.function("contiguous32"), Catch::Contains("holds no module"));
+    CHECK_THROWS_AS(empty.entry_points(), kjit::Error);
 }

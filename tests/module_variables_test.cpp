@@ -31,7 +31,7 @@ TEST_CASE("generated modules hold no device variables", "[codegen][nvrtc]") {
     const kjit::ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "no_globals_axpb");
     for (const DType t : {DType::float32, DType::float16, DType::complex128}) {
         INFO("elementwise, every variant, " << t.name());
-        const kjit::KernelBinary b = axpb.compile({{"T", t}}, "sm_90");
+        const kjit::Binary b = axpb.compile({{"T", t}}, "sm_90");
         REQUIRE_FALSE(b.cubin.empty());
         CHECK_FALSE(has_device_variables(b.cubin));
         // A test that can fail: a plain constexpr at namespace scope is a device variable.
@@ -45,13 +45,13 @@ TEST_CASE("generated modules hold no device variables", "[codegen][nvrtc]") {
     const kjit::ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "no_globals_l2");
     for (const DType t : {DType::float32, DType::float64}) {
         INFO("reduction, every strategy, " << t.name());
-        const kjit::ReductionBinary b = l2.compile({{"T", t}}, "sm_90");
+        const kjit::Binary b = l2.compile({{"T", t}}, "sm_90");
         REQUIRE_FALSE(b.cubin.empty());
         CHECK_FALSE(has_device_variables(b.cubin));
     }
     {
         INFO("argmax");
-        const kjit::ReductionBinary b = kjit::jit::kernels::arg_reduction_kernel(true).compile({{"T", DType::float32}}, "sm_90");
+        const kjit::Binary b = kjit::jit::kernels::arg_reduction_kernel(true).compile({{"T", DType::float32}}, "sm_90");
         CHECK_FALSE(has_device_variables(b.cubin));
     }
     {

@@ -126,7 +126,7 @@ TEST_CASE("a NUL byte in a preamble, an option, loop_prep or a raw source is ref
     o.loop_prep = "int s = 0;\0"s;
     CHECK_THAT(elementwise_error(o), Contains("loop_prep:1:11") && Contains("NUL"));
 
-    ReductionOptions r;
+    KernelOptions r;
     r.preamble = "\0"s;
     CHECK_THAT(error_of([&] { ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "r", r).check({{"T", DType::float32}}); }),
                Contains("preamble:1:1") && Contains("a NUL byte"));

@@ -556,14 +556,15 @@ TEST_CASE("a user reduction's first call through its plan note loads it without 
     // A sum of squares of 1000 float32 to a 0-d output (the `full` strategy), or of a 100 x 1000
     // array along its rows (a rows strategy: another group of the module); `reduce_type` as given.
     const auto call = [](const std::string& name, bool rows = false, const std::string& reduce_type = {}) {
-        kjit::ReductionOptions o;
+        kjit::KernelOptions o;
         o.reduce_type = reduce_type;
         const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", name, o);
         const kjit::Shape in = rows ? kjit::Shape{100, 1000} : kjit::Shape{1000}, out = rows ? kjit::Shape{100} : kjit::Shape{};
         const kjit::Array x = kjit::Array::empty(in, DType::float32, kjit::Device::cuda(0));
         const kjit::Array y = kjit::Array::empty(out, DType::float32, kjit::Device::cuda(0));
-        sumsq.launch({x, y}, kjit::ReduceOptions{rows ? std::optional<std::vector<int>>(std::vector<int>{1}) : std::nullopt, false,
-                                                 std::nullopt});
+        kjit::ReduceOptions options;
+        if (rows) options.axis = std::vector<int>{1};
+        sumsq.launch({x, y}, options);
     };
     kjit::configure_cache(cache_in(dir));
     call("noted_sumsq");

@@ -190,7 +190,7 @@ TEST_CASE("raw modules are found in the kernel cache: memory, disk, and without 
     const kjit::test::TempDir dir;
     const RawModuleOptions options{.name_expressions = {"scale_add<float, 4>"}, .name = "cached"};
     kjit::configure_cache(cache_in(dir.path() / "cache"));
-    const kjit::RawModuleBinary first = RawModule(kTemplate, options).compile("sm_90");
+    const kjit::Binary first = RawModule(kTemplate, options).compile("sm_90");
     CHECK(first.compile_ms > 0);
     CHECK_FALSE(first.cubin.empty());
     CHECK_FALSE(first.ptx.empty());
@@ -198,10 +198,10 @@ TEST_CASE("raw modules are found in the kernel cache: memory, disk, and without 
 
     // Another object with the same source and options: the same key, from memory.
     const std::uint64_t hits = kjit::cache_stats().memory_hits;
-    const kjit::RawModuleBinary second = RawModule(kTemplate, options).compile("sm_90");
+    const kjit::Binary second = RawModule(kTemplate, options).compile("sm_90");
     CHECK(second.compile_ms == 0);
     CHECK(second.cubin == first.cubin);
-    CHECK(second.lowered_names == first.lowered_names);
+    CHECK(second.entry_points == first.entry_points);
     CHECK(kjit::cache_stats().compiles == 1);
     CHECK(kjit::cache_stats().memory_hits == hits + 1);
 
@@ -217,9 +217,9 @@ TEST_CASE("raw modules are found in the kernel cache: memory, disk, and without 
     kjit::configure_cache(shipped);
     {
         const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
-        const kjit::RawModuleBinary third = RawModule(kTemplate, options).compile("sm_90");
+        const kjit::Binary third = RawModule(kTemplate, options).compile("sm_90");
         CHECK(third.cubin == first.cubin);
-        CHECK(third.lowered_names == first.lowered_names);
+        CHECK(third.entry_points == first.entry_points);
         CHECK(kjit::cache_stats().compiles == 0);
         // Not in the cache (another architecture), and no NVRTC: says so.
         CHECK_THROWS_AS(RawModule(kTemplate, options).compile("sm_80"), kjit::NoDeviceError);
@@ -246,16 +246,15 @@ TEST_CASE("name expressions are lowered to the kernels' mangled names", "[raw][n
                                "namespace ns { __global__ void cpp_linkage(int* x) { x[0] = 2; } }\n";
     const RawModule m(source, {.name_expressions = {"scale_add<float, 4>", "scale_add<double, -2>", "plain",
                                                     "ns::cpp_linkage"}});
-    const kjit::RawModuleBinary b = m.compile("sm_90");
-    REQUIRE(b.lowered_names.size() == 4);
-    CHECK(b.lowered_names[0] ==
-          std::pair<std::string, std::string>("scale_add<float, 4>", "_Z9scale_addIfLi4EEvPKT_PS0_S0_i"));
-    CHECK(b.lowered_names[1].first == "scale_add<double, -2>");
-    CHECK(b.lowered_names[1].second.rfind("_Z9scale_addIdLin2EE", 0) == 0);
-    CHECK(b.lowered_names[2] == std::pair<std::string, std::string>("plain", "plain"));  // extern "C": itself
-    CHECK(b.lowered_names[3].second.rfind("_ZN2ns11cpp_linkage", 0) == 0);
+    const kjit::Binary b = m.compile("sm_90");
+    REQUIRE(b.entry_points.size() == 4);
+    CHECK(b.entry_point("scale_add<float, 4>") == "_Z9scale_addIfLi4EEvPKT_PS0_S0_i");
+    CHECK(b.entry_point("scale_add<double, -2>").rfind("_Z9scale_addIdLin2EE", 0) == 0);
+    CHECK(b.entry_point("plain") == "plain");  // extern "C": itself
+    CHECK(b.entry_point("ns::cpp_linkage").rfind("_ZN2ns11cpp_linkage", 0) == 0);
+    CHECK_THROWS_WITH(b.entry_point("scale_add<int, 1>"), Contains("no entry point 'scale_add<int, 1>'") && Contains("plain"));
     // The mangled names are in the cubin, which is what the driver looks up.
-    for (const auto& [expression, lowered] : b.lowered_names) {
+    for (const auto& [expression, lowered] : b.entry_points) {
         INFO(expression);
         const std::string cubin(b.cubin.begin(), b.cubin.end());
         CHECK(cubin.find(lowered) != std::string::npos);
@@ -272,7 +271,7 @@ TEST_CASE("name expressions are lowered to the kernels' mangled names", "[raw][n
     const RawKernel k(kTemplate, "scale_add<double, 3>");
     CHECK(k.module().options().name_expressions == std::vector<std::string>{"scale_add<double, 3>"});
     CHECK(k.module().name() == "scale_add<double, 3>");
-    CHECK(k.module().compile("sm_90").lowered_names.at(0).second.rfind("_Z9scale_addIdLi3EE", 0) == 0);
+    CHECK(k.module().compile("sm_90").entry_point("scale_add<double, 3>").rfind("_Z9scale_addIdLi3EE", 0) == 0);
 }
 
 TEST_CASE("toolkit headers: an include by name finds the toolkit and its CCCL headers", "[raw][nvrtc]") {
@@ -357,10 +356,10 @@ TEST_CASE("raw modules are recorded in the manifest and precompiled from it", "[
     const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
     for (const char* arch : {"sm_80", "sm_90"}) {
         INFO(arch);
-        const kjit::RawModuleBinary b = with_options.compile(arch);
+        const kjit::Binary b = with_options.compile(arch);
         CHECK(b.arch == arch);
-        REQUIRE(b.lowered_names.size() == 1);
-        CHECK(b.lowered_names[0].second.rfind("_Z9scale_addIfLi4EE", 0) == 0);
+        REQUIRE(b.entry_points.size() == 1);
+        CHECK(b.entry_point("scale_add<float, 4>").rfind("_Z9scale_addIfLi4EE", 0) == 0);
         CHECK_NOTHROW(plain.module().compile(arch));
     }
     CHECK(kjit::cache_stats().compiles == 0);
@@ -672,7 +671,7 @@ TEST_CASE("host time of a warm raw kernel launch", "[.][raw_bench]") {
     const int n = 1000;
     const Array x = poisoned(DType::float32, n), out = poisoned(DType::float32, n);
     k(4, 256, {2.0f, x, x, out, n});  // compiled and loaded here
-    const kjit::RawModuleBinary bin = k.module().compile();
+    const kjit::Binary bin = k.module().compile();
     auto& d = kjit::detail::driver_on(0);
     CUmodule module = nullptr;
     REQUIRE(d.cuModuleLoadData(&module, bin.cubin.data()) == CUDA_SUCCESS);

@@ -64,7 +64,7 @@ ReductionKernel sum_kernel(DType t) {
                           : t.is_floating()     ? "float32"
                           : t == DType::uint64  ? "uint64"
                                                 : "int64";
-    kjit::ReductionOptions o;
+    kjit::KernelOptions o;
     o.reduce_type = r;
     return ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "rsum", o);
 }
@@ -362,7 +362,7 @@ TEST_CASE("a reduction of more than 2^31 elements takes the 64-bit index path", 
     const kjit::ElementwiseKernel fill("", "uint8 x", "x = (unsigned char)(i % 251)", "fill_mod");
     const Array x = Array::empty({n}, DType::uint8, kjit::Device::cuda(0));
     fill.launch({x});
-    kjit::ReductionOptions o;
+    kjit::KernelOptions o;
     o.reduce_type = "uint64";
     const ReductionKernel sum("uint8 x", "uint64 y", "x", "a + b", "y = a", "0", "big_sum", o);
     const std::uint64_t cycles = static_cast<std::uint64_t>(n) / 251, rest = static_cast<std::uint64_t>(n) % 251;

@@ -332,7 +332,7 @@ Outputs run_reduction_case(const ReductionCase& c, std::span<const KernelArg> ar
         else if (c.builtin == "argmax") y = argmax(x, options);
         return Outputs({y});
     }
-    ReductionOptions ko;
+    KernelOptions ko;
     ko.reduce_type = c.reduce_type;
     const ReductionKernel k(c.in, c.out, c.map, c.reduce, c.post, c.identity, "case_" + c.name, ko);
     return k(args, options);

@@ -8,18 +8,19 @@
 #include <thread>
 
 #include "kjit/error.hpp"
+#include "kjit/array.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 using kjit::DType;
 using kjit::ReductionKernel;
-using kjit::ReductionOptions;
+using kjit::KernelOptions;
 using kjit::TypeBinding;
 using Catch::Matchers::Contains;
 
 namespace {
 
-ReductionOptions reduce_as(const std::string& type) {
-    ReductionOptions o;
+KernelOptions reduce_as(const std::string& type) {
+    KernelOptions o;
     o.reduce_type = type;
     return o;
 }
@@ -46,14 +47,14 @@ struct Job {
 // What compiling `job` went wrong with, or "" when the result is a cubin holding every entry point.
 std::string compile_problem(const Job& job) {
     try {
-        const kjit::ReductionBinary bin = job.kernel.compile(job.types, job.arch);
+        const kjit::Binary bin = job.kernel.compile(job.types, job.arch);
         if (bin.arch != job.arch) return "compiled for " + bin.arch;
-        if (bin.full_workspace_bytes(10) != 16 + 10 * (bin.reduce_itemsize + (bin.has_identity ? 0 : 1))) return "workspace size";
         if (bin.cubin.size() < 4 || bin.cubin[0] != 0x7f || bin.cubin[1] != 'E') return "no ELF cubin";
-        for (const std::string* e : {&bin.full32, &bin.full64, &bin.rows_warp32, &bin.rows_warp64, &bin.rows_block32,
-                                     &bin.rows_block64, &bin.columns32, &bin.columns64, &bin.columns_split32,
-                                     &bin.columns_split64, &bin.columns_finish32, &bin.columns_finish64})
-            if (e->empty() || bin.ptx.find(".entry " + *e) == std::string::npos) return "entry point '" + *e + "' missing from the PTX";
+        for (const char* name : {"full32", "full64", "rows_warp32", "rows_warp64", "rows_block32", "rows_block64", "columns32",
+                                 "columns64", "columns_split32", "columns_split64", "columns_finish32", "columns_finish64"}) {
+            const std::string& e = bin.entry_point(name);
+            if (e.empty() || bin.ptx.find(".entry " + e) == std::string::npos) return "entry point '" + e + "' missing from the PTX";
+        }
         return "";
     } catch (const std::exception& e) {
         return e.what();
@@ -148,6 +149,27 @@ TEST_CASE("reduction errors name the piece and the position", "[reduction]") {
     CHECK_THAT(error_of([] { ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "_r").check(); }), Contains("parse name:"));
 }
 
+TEST_CASE("KernelOptions' fields of the other kind are refused, and a reduction's call options too", "[reduction]") {
+    KernelOptions prep;
+    prep.loop_prep = "int k = 0;";
+    const ReductionKernel with_prep("T x", "T y", "x", "a + b", "y = a", "0", "with_prep", prep);
+    CHECK_THROWS_WITH(with_prep.check(), Contains("reduction 'with_prep': KernelOptions::loop_prep applies to elementwise kernels"));
+    KernelOptions typed;
+    typed.reduce_type = "float64";
+    const kjit::ElementwiseKernel elementwise("T x", "T y", "y = x", "typed_copy", typed);
+    CHECK_THROWS_WITH(elementwise.check(), Contains("kernel 'typed_copy': KernelOptions::reduce_type ('float64') applies to reductions"));
+    // A call: host arrays, so that no GPU is needed to reach the check.
+    const ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "sum_opts");
+    const std::vector<float> data(8, 1.0f);
+    const kjit::Array x = kjit::Array::from_host(data.data(), DType::float32, {8}, kjit::Device::cpu());
+    kjit::ReduceOptions blocks;
+    blocks.block_size = 128;
+    CHECK_THROWS_WITH(sum({x}, blocks), Contains("block_size must be left unset (it is 128)"));
+    kjit::ReduceOptions sized;
+    sized.size = 8;
+    CHECK_THROWS_WITH(sum({x}, sized), Contains("size must be left unset (it is 8)"));
+}
+
 TEST_CASE("reduction bindings: every placeholder, the reduce type's too", "[reduction]") {
     const ReductionKernel k("T x", "T y", "x", "a + b", "y = a", "0", "r", reduce_as("U"));
     CHECK_NOTHROW(k.check());
@@ -231,7 +253,7 @@ TEST_CASE("min, max, sum of squares in float64, mean, complex and preamble reduc
     // Two inputs, a raw one, and an index-weighted map.
     add_ci_targets(jobs, ReductionKernel("T x, T w, raw T t", "T y", "x * w + t[i] * (T)i", "a + b", "y = a", "0", "dot"),
                    {{"T", DType::float32}});
-    ReductionOptions pre;
+    KernelOptions pre;
     pre.preamble = "__device__ float squash(float v) { return v / (1.0f + fabsf(v)); }\n";
     add_ci_targets(jobs, ReductionKernel("T x", "T y", "squash(x)", "a + b", "y = a", "0", "squashed", pre), {{"T", DType::float32}});
     compile_all(jobs);

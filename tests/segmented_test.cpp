@@ -82,7 +82,7 @@ TEST_CASE("segmented reductions of strided inputs, int32 offsets, given outputs,
     const Array offsets = Array::from_host(offsets32.data(), DType::int32, {6}, gpu);
     const kjit::Stream s = kjit::Stream::create();
     const Array out = kjit::test::poisoned(DType::float32, {5}, s);
-    kjit::segmented_reduce(top, {every_other, out}, offsets, s);
+    kjit::segmented_reduce(top, {every_other, out}, offsets, {s});
     s.synchronize();
     CHECK(kjit::test::mismatches(out, [&](std::size_t seg) {
               double best = static_cast<double>(-1e30f);  // the identity, as the kernel's float holds it

@@ -39,7 +39,7 @@ TEST_CASE("the segments kernels compile for sm_90 and sm_80", "[segments][nvrtc]
     const ProcessCacheGuard restore;
     const kjit::test::TempDir dir;
     use_cache_in(dir.path());
-    const kjit::RawModuleBinary b = kjit::detail::segments_module().compile("sm_90");
+    const kjit::Binary b = kjit::detail::segments_module().compile("sm_90");
     CHECK(b.arch == "sm_90");
     CHECK_FALSE(b.cubin.empty());
     for (const char* k : {"u8", "b8", "u16", "u32", "u64", "f32", "f64"}) {

@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+// kjit's headers do not bring in the driver's: the tests use its types and status codes.
+#include <cuda.h>
+
 #include "kjit/array.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/device.hpp"

@@ -32,12 +32,13 @@
 #include <string>
 #include <vector>
 
-#include <cuda.h>
-
 #include "kjit/array.hpp"
+#include "kjit/binary.hpp"
 #include "kjit/device.hpp"
 #include "kjit/dtype.hpp"
 #include "kjit/kernel_arg.hpp"
+#include "kjit/module.hpp"
+#include "kjit/options.hpp"
 #include "kjit/stream.hpp"
 
 namespace kjit {
@@ -46,63 +47,6 @@ namespace kjit {
 KJIT_API TypeBinding parse_type_binding(const std::string& text);
 // "T=float32,U=int64": what parse_type_binding reads.
 KJIT_API std::string format_type_binding(const TypeBinding& types);
-
-struct KJIT_API KernelOptions {
-    // Raw CUDA placed before the kernel: helper functions it declares become callable from the
-    // operation. An explicit opt-in: kjit does not check it.
-    std::string preamble;
-    // Extra NVRTC options ("-lineinfo", "--use_fast_math"...).
-    std::vector<std::string> nvrtc_options;
-    // CuPy's loop_prep and after_loop: statements in the kernel language that each thread runs
-    // once before its elements and once after them (on host arrays: once per chunk of elements).
-    // The variables loop_prep declares at its top level are the thread's own, seen by the
-    // operation (which may update them) and by after_loop. Both see raw parameters, `n` and
-    // constants, not the element parameters or `i`.
-    std::string loop_prep;
-    std::string after_loop;
-};
-
-// What one compilation produced.
-struct KJIT_API KernelBinary {
-    std::string arch;                 // "sm_90", or "compute_90" when only PTX could be made
-    std::vector<unsigned char> cubin;  // empty when PTX only
-    std::string ptx;
-    std::string log;                  // NVRTC's warnings when this call compiled, usually empty
-    std::string source;               // the generated CUDA
-    double compile_ms = 0;            // NVRTC's time when this call compiled; 0 when the cache had it
-    // Entry points in the module, by variant (rows32 and tiled32 may be empty: see KernelModule).
-    std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32, small32;
-};
-
-// A compiled kernel's module loaded on one device, and its entry points.
-struct KJIT_API KernelModule {
-    std::shared_ptr<void> module;     // keeps the CUmodule loaded
-    // Contiguous arrays (vector loads) and any strides, 32- and 64-bit indices; rows whose last
-    // dimension is contiguous or broadcast everywhere; 2-D with transposed inputs through shared
-    // memory. The last two are null when the kernel has no use for them. small32: contiguous
-    // arrays of few elements, one element per thread (calls of at most 65536 elements).
-    CUfunction contiguous32 = nullptr, contiguous64 = nullptr, strided32 = nullptr, strided64 = nullptr;
-    CUfunction rows32 = nullptr, tiled32 = nullptr, small32 = nullptr;
-    int vector_width = 1;             // elements per vector load of the contiguous and rows variants
-    int unroll = 1;                   // vectors per thread per step of the contiguous variants
-    int tile = 32;                    // the tiled variant's tiles are tile x tile elements
-    std::string arch;                 // what the loaded cubin was built for
-    bool compiled_from_ptx = false;   // the driver compiled cached PTX for this GPU (and kjit cached the result)
-};
-
-struct KJIT_API CallOptions {
-    // Where the kernel runs; none: the calling thread's current stream (kjit/stream.hpp).
-    std::optional<Stream> stream;
-    // The number of elements (`n`) when no argument is a non-raw array; -1: from the arrays.
-    std::int64_t size = -1;
-    // Threads per block, as CuPy's block_size=; 0: kjit's choice (256). At most the kernel's own
-    // limit (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: 256, the generated kernels' launch bounds,
-    // which leave each thread room for registers) and the device's; above it, or below 0, the
-    // call throws kjit::Error naming the value and the limit. A size other than 256 never takes
-    // the tiled variant (written for 256-thread blocks). On the host back end a value below 0 is
-    // refused the same way and any other is ignored.
-    int block_size = 0;
-};
 
 // What a call returns: its outputs, in order. Converts to an Array when there is exactly one.
 class KJIT_API Outputs {
@@ -144,12 +88,16 @@ public:
     // not load this module: a call compiles (or finds) the program of the one variant it launches
     // (on the build machine: 19 ms of NVRTC for the small one, 50 ms for the contiguous one, 250
     // ms for all seven), and `kjit precompile` builds those programs, one per variant.
-    KernelBinary compile(const TypeBinding& types, const std::string& arch = {}) const;
+    // Binary::entry_points names the variants: contiguous32/64 (vector loads), strided32/64 (any
+    // strides), rows32 (rows whose last dimension is contiguous or broadcast everywhere), tiled32
+    // (2-D with transposed inputs, through shared memory), small32 (one element per thread, calls
+    // of at most 65536 elements); rows32 and tiled32 only when the kernel has a use for them.
+    Binary compile(const TypeBinding& types, const std::string& arch = {}) const;
 
     // The kernel compiled for `device` (or found in a cache) and loaded there: the cubin for the
     // device's architecture, else cached PTX of an older one compiled by the driver, whose result is
     // then cached under the device's architecture.
-    KernelModule load(const TypeBinding& types, Device device = Device()) const;
+    Module load(const TypeBinding& types, Device device = Device()) const;
 
     // Launches the kernel on `args`: its inputs, then optionally all of its outputs (allocated on
     // the inputs' device, C order, when not given). Returns the outputs. Errors: TypeError (wrong

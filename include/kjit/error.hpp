@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 
-#include <cuda.h>
 
 namespace kjit {
 
@@ -78,22 +77,23 @@ private:
     std::string source_excerpt_;
 };
 
-// A CUDA driver call failed. Keeps the raw status, the call's text and where it was made.
+// A CUDA driver call failed. Keeps the raw status (a CUresult: compare it with <cuda.h>'s
+// CUDA_ERROR_* values), the call's text and where it was made.
 class KJIT_API CudaError : public Error {
 public:
-    CudaError(CUresult code, std::string call, std::string file, int line, std::string detail = {});
-    CUresult code() const noexcept { return code_; }
+    CudaError(int code, std::string call, std::string file, int line, std::string detail = {});
+    int code() const noexcept { return code_; }
     const std::string& call() const noexcept { return call_; }
 
 private:
-    CUresult code_;
+    int code_;
     std::string call_;
 };
 
 // An allocation that does not fit: names the size asked and the free memory at the time.
 class KJIT_API OutOfMemory : public CudaError {
 public:
-    OutOfMemory(CUresult code, std::string call, std::string file, int line, std::size_t requested,
+    OutOfMemory(int code, std::string call, std::string file, int line, std::size_t requested,
                 std::size_t free_bytes, std::size_t total_bytes);
     std::size_t requested_bytes() const noexcept { return requested_; }
     std::size_t free_bytes() const noexcept { return free_; }

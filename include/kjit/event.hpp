@@ -5,8 +5,7 @@
 
 #include <memory>
 
-#include <cuda.h>
-
+#include "kjit/cuda_handles.hpp"
 #include "kjit/stream.hpp"
 
 namespace kjit {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kjit/array.hpp"
+#include "kjit/binary.hpp"
 #include "kjit/buffer.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/device.hpp"
@@ -13,7 +14,9 @@
 #include "kjit/info.hpp"
 #include "kjit/kernel_arg.hpp"
 #include "kjit/matmul.hpp"
+#include "kjit/module.hpp"
 #include "kjit/npy.hpp"
+#include "kjit/options.hpp"
 #include "kjit/raw_kernel.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "kjit/reductions.hpp"

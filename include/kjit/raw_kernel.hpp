@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "kjit/binary.hpp"
 #include "kjit/device.hpp"
 #include "kjit/kernel_arg.hpp"
 #include "kjit/stream.hpp"
@@ -83,17 +84,6 @@ struct KJIT_API RawModuleOptions {
     std::string name;
 };
 
-// What one compilation of a module produced.
-struct KJIT_API RawModuleBinary {
-    std::string arch;                  // "sm_90", or "compute_90" when only PTX could be made
-    std::vector<unsigned char> cubin;  // empty when PTX only
-    std::string ptx;
-    std::string log;                   // NVRTC's warnings when this call compiled, usually empty
-    double compile_ms = 0;             // NVRTC's time when this call compiled; 0 when a cache had it
-    // Each name expression and the mangled name of the kernel it names, in the order given.
-    std::vector<std::pair<std::string, std::string>> lowered_names;
-};
-
 // What the driver says about a kernel loaded on a device.
 struct KJIT_API RawKernelAttributes {
     std::string arch;                        // what the loaded cubin was built for
@@ -129,7 +119,9 @@ public:
     // Compiles the module for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else
     // sm_80), or finds it in the kernel cache. Throws CompileError with NVRTC's log and the source
     // lines it points at; NoDeviceError when it is in no cache and there is no NVRTC.
-    RawModuleBinary compile(const std::string& arch = {}) const;
+    // Binary::entry_points holds each name expression with its mangled name; Binary::source is the
+    // module's source.
+    Binary compile(const std::string& arch = {}) const;
 
 private:
     friend class RawKernel;

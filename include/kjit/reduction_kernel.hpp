@@ -13,7 +13,7 @@
 //   "y = sqrt(a)"; `i` is the output's index (C order over the kept dimensions), `n` as above.
 // - identity: an expression of the reduce type that `reduce` leaves unchanged ("0" for a sum),
 //   or empty: then reducing no elements is an error at call time.
-// - options.reduce_type: the type of `a`, `b` and the partial results, a dtype or a placeholder;
+// - options.reduce_type (KernelOptions): the type of `a`, `b` and the partial results, a dtype or a placeholder;
 //   empty: the type of the first output, as in CuPy (map_expr's value is converted to it).
 //
 // Construction is cheap and checks nothing; check(), source() and compile() parse and type-check
@@ -45,69 +45,11 @@ namespace jit {
 struct ReductionKernelAccess;  // kjit's own reductions whose partial results are not a dtype (argmax)
 }
 
-struct KJIT_API ReductionOptions {
-    // Raw CUDA placed before the kernel: helper functions it declares become callable from every
-    // expression. An explicit opt-in: kjit does not check it.
-    std::string preamble;
-    // Extra NVRTC options ("-lineinfo", "--use_fast_math"...).
-    std::vector<std::string> nvrtc_options;
-    // The type of the partial results: a dtype ("float64") or a placeholder ("T"); empty: the
-    // type of the first output, as in CuPy.
-    std::string reduce_type;
-};
-
-// What one compilation of a reduction produced: the module and its entry points. Every entry
-// point takes (args, layout[, workspace]) as templates/reduction.cuh describes; each comes in a
-// 32-bit index variant (every offset and count below 2^31) and a 64-bit one.
-struct KJIT_API ReductionBinary {
-    std::string arch;                  // "sm_90", or "compute_90" when only PTX could be made
-    std::vector<unsigned char> cubin;  // empty when PTX only
-    std::string ptx;
-    std::string log;                   // NVRTC's warnings when this call compiled, usually empty
-    std::string source;                // the generated CUDA
-    double compile_ms = 0;             // NVRTC's time when this call compiled; 0 when the cache had it
-    std::string reduce_type;           // the bound reduce type ("float32")
-    std::size_t reduce_itemsize = 0;   // bytes of one partial result (workspace sizes)
-    bool has_identity = false;
-    int array_inputs = 0;              // inputs passed as arrays (the layout's input operands)
-    int outputs = 0;                   // outputs (the layout's output operands)
-    int vector_width = 1;              // elements per vector load where inputs are contiguous and aligned
-    // Entry points: one value from many blocks (single launch, last block finishes); one warp, or
-    // one block, per output reducing the trailing (reduced) dimensions; one thread per output
-    // looping over the reduced dimensions (outer-axis reductions); the same with the reduced
-    // elements split in chunks across blocks (columns_split), then the chunks combined per output
-    // (columns_finish): two launches, for few outputs and many reduced elements.
-    std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
-    std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
-    // One warp or one block per segment of 1-D inputs given by offsets (kjit/segmented.hpp).
-    std::string segments_warp32, segments_warp64, segments_block32, segments_block64;
-
-    // Bytes of the workspace a `full` launch of `blocks` blocks needs (zeroed once; each launch
-    // leaves its counter zero again).
-    std::size_t full_workspace_bytes(std::size_t blocks) const {
-        return 16 + blocks * (reduce_itemsize + (has_identity ? 0 : 1));
-    }
-    // Bytes of the workspace of columns_split / columns_finish for `chunks` chunks of `outputs`.
-    std::size_t columns_split_workspace_bytes(std::size_t chunks, std::size_t outputs) const {
-        return chunks * outputs * (reduce_itemsize + (has_identity ? 0 : 1));
-    }
-};
-
-struct KJIT_API ReduceOptions {
-    // The axes reduced, NumPy's way (negative ones count from the end); none: every axis; an
-    // empty list: none (each output is post(map(one element))).
-    std::optional<std::vector<int>> axis;
-    // Keep the reduced axes in the outputs' shape, with extent 1.
-    bool keepdims = false;
-    // Where the kernels run; none: the calling thread's current stream.
-    std::optional<Stream> stream;
-};
-
 class KJIT_API ReductionKernel {
 public:
     ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
                     std::string post_map_expr, std::string identity, std::string name = "reduce",
-                    ReductionOptions options = {});
+                    KernelOptions options = {});
 
     const std::string& name() const noexcept;
     const std::string& in_params() const noexcept;
@@ -116,7 +58,7 @@ public:
     const std::string& reduce_expr() const noexcept;
     const std::string& post_map_expr() const noexcept;
     const std::string& identity() const noexcept;
-    const ReductionOptions& options() const noexcept;
+    const KernelOptions& options() const noexcept;
 
     // Parses and checks every piece. With a type for every placeholder, also the rules that depend
     // on types; without, those wait.
@@ -130,7 +72,13 @@ public:
     // point, to inspect (`kjit compile`). Calls do not load it: a call compiles (or finds) the
     // module of the one strategy it launches, 65-150 ms of NVRTC instead of 1.3 s for all of
     // them; `kjit precompile` builds those modules, one per strategy and index width.
-    ReductionBinary compile(const TypeBinding& types, const std::string& arch = {}) const;
+    // Binary::entry_points names the strategies, each in a 32-bit index variant (every offset and
+    // count below 2^31) and a 64-bit one: full (one value from many blocks), rows_warp and
+    // rows_block (a warp or a block per output reducing the trailing dimensions), columns (a
+    // thread per output looping over the reduced dimensions), columns_split and columns_finish
+    // (the same in chunks across blocks, then combined), segments_warp and segments_block
+    // (kjit/segmented.hpp): "full32", "rows_warp64", ...
+    Binary compile(const TypeBinding& types, const std::string& arch = {}) const;
 
     // Reduces `args`: the inputs, then optionally all of the outputs (allocated on the inputs'
     // device, C order, when not given; given ones must have the reduced shape exactly). Returns
@@ -151,7 +99,7 @@ public:
     // A segmented reduction of 1-D inputs (kjit::segmented_reduce in kjit/segmented.hpp says more):
     // output s reduces elements offsets[s] .. offsets[s + 1] - 1. Outputs, when given, have
     // offsets.size() - 1 elements. Needs an identity (a segment may be empty).
-    Outputs reduce_segments(std::span<const KernelArg> args, const Array& offsets, std::optional<Stream> stream = {}) const;
+    Outputs reduce_segments(std::span<const KernelArg> args, const Array& offsets, const CallOptions& options = {}) const;
 
 private:
     friend struct jit::ReductionKernelAccess;

@@ -25,12 +25,12 @@
 namespace kjit {
 
 inline Outputs segmented_reduce(const ReductionKernel& kernel, std::span<const KernelArg> args, const Array& offsets,
-                                std::optional<Stream> stream = {}) {
-    return kernel.reduce_segments(args, offsets, std::move(stream));
+                                const CallOptions& options = {}) {
+    return kernel.reduce_segments(args, offsets, options);
 }
 inline Outputs segmented_reduce(const ReductionKernel& kernel, std::initializer_list<KernelArg> args, const Array& offsets,
-                                std::optional<Stream> stream = {}) {
-    return kernel.reduce_segments(std::span<const KernelArg>(args.begin(), args.size()), offsets, std::move(stream));
+                                const CallOptions& options = {}) {
+    return kernel.reduce_segments(std::span<const KernelArg>(args.begin(), args.size()), offsets, options);
 }
 
 // The groups of a sorted key column: each run of equal neighbouring keys is one group. `offsets`
@@ -56,10 +56,10 @@ struct KJIT_API ReducedByKey {
     Outputs values;
 };
 KJIT_API ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
-                           std::optional<Stream> stream = {});
+                                    const CallOptions& options = {});
 inline ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::initializer_list<KernelArg> args,
-                                  std::optional<Stream> stream = {}) {
-    return reduce_by_key(kernel, keys, std::span<const KernelArg>(args.begin(), args.size()), std::move(stream));
+                                  const CallOptions& options = {}) {
+    return reduce_by_key(kernel, keys, std::span<const KernelArg>(args.begin(), args.size()), options);
 }
 
 }  // namespace kjit

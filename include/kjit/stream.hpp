@@ -11,7 +11,7 @@
 
 #include <memory>
 
-#include <cuda.h>
+#include "kjit/cuda_handles.hpp"
 
 #include "kjit/device.hpp"
 

@@ -6,12 +6,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <cuda.h>
 
+#include "kjit/module.hpp"
 #include "runtime/detail/once_value.hpp"
 
 namespace kjit::detail {
@@ -48,6 +50,12 @@ struct ModuleImage {
 // the device, the driver compiles the PTX for it and *jitted receives that cubin (for the device's
 // "sm_XY"); otherwise *jitted is left empty.
 std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, std::vector<unsigned char>* jitted);
+
+// Makes the public kjit::Module of a loaded module.
+struct ModuleAccess {
+    static Module make(std::shared_ptr<LoadedModule> module, std::map<std::string, std::string> entry_points, std::string arch,
+                       bool compiled_from_ptx);
+};
 
 }  // namespace kjit::detail
 

@@ -53,7 +53,7 @@ int probe() {
         const long faults = minor_page_faults();
         const auto t0 = Clock::now();
         const ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "probe_sumsq");
-        (void)sumsq({x}, ReduceOptions{std::nullopt, false, s});
+        (void)sumsq({x}, ReduceOptions{{s}});
         s.synchronize();
         std::printf("%.4f %ld %.3f %.4f\n", ms_since(t0), minor_page_faults() - faults, context_ms, setup_ms);
         return 0;

@@ -105,7 +105,7 @@ void add_first_call_cases(Cases& c, const std::string& self) {
                                     "a + b", "y = a", "0", "fresh_sum");
             const double before = cache_stats().compile_ms;
             const auto t = Clock::now();
-            (void)r({x}, ReduceOptions{std::nullopt, false, s});
+            (void)r({x}, ReduceOptions{{s}});
             s.synchronize();
             whole.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
             nvrtc.push_back(cache_stats().compile_ms - before);

@@ -63,9 +63,9 @@ void add_reduction_cases(Cases& c) {
                     means = Array::empty({groups}, DType::float64, Device::cuda(0), s);
         auto all = [&] {
             const KeyGroups g = group_sorted_keys(days, s);  // synchronises once
-            segmented_reduce(lo, {x, mins}, g.offsets, s);
-            segmented_reduce(hi, {x, maxs}, g.offsets, s);
-            segmented_reduce(mean, {x, means}, g.offsets, s);
+            segmented_reduce(lo, {x, mins}, g.offsets, {s});
+            segmented_reduce(hi, {x, maxs}, g.offsets, {s});
+            segmented_reduce(mean, {x, means}, g.offsets, {s});
         };
         // Host wall time per whole call (grouping included), synchronised: median of 31.
         std::vector<double> ms;
@@ -88,9 +88,9 @@ void add_reduction_cases(Cases& c) {
         Record only = r;
         only.variant = "segmented min, max, mean with the offsets known";
         only.ms = time_ms([&] {
-            segmented_reduce(lo, {x, mins}, g.offsets, s);
-            segmented_reduce(hi, {x, maxs}, g.offsets, s);
-            segmented_reduce(mean, {x, means}, g.offsets, s);
+            segmented_reduce(lo, {x, mins}, g.offsets, {s});
+            segmented_reduce(hi, {x, maxs}, g.offsets, {s});
+            segmented_reduce(mean, {x, means}, g.offsets, {s});
         }, s);
         only.note = only.variant;
         extra_records().push_back(only);

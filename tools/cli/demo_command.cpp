@@ -71,7 +71,7 @@ bool compile_only(const std::vector<int>& scenarios) {
         if (s == 2) fmt::print("  scenario 2  matmul: cuBLAS's GEMM, nothing to compile\n");
         if (s == 3) {
             ok &= compile_one(3, "kjit_segments (group_sorted_keys)", [] {
-                const RawModuleBinary b = detail::segments_module().compile();
+                const Binary b = detail::segments_module().compile();
                 return std::pair{b.arch, b.compile_ms};
             }, from_nvrtc, from_cache);
             ok &= compile_one(3, "reduction demo_day_min (T=float64)", red(k.day_min), from_nvrtc, from_cache);

@@ -78,7 +78,7 @@ bool run_daily(double scale, const Stream& stream) {
         // counters, which count this process's compiles).
         for (const ReductionKernel* r : {&k.day_min, &k.day_max, &k.day_mean}) {
             const double before = cache_stats().compile_ms;
-            (void)segmented_reduce(*r, {rw}, g.offsets, stream);
+            (void)segmented_reduce(*r, {rw}, g.offsets, {stream});
             origins += fmt::format("{}{} {}", origins.empty() ? "" : "; ", r->name(), compile_origin(cache_stats().compile_ms - before));
         }
         stream.synchronize();
@@ -97,9 +97,9 @@ bool run_daily(double scale, const Stream& stream) {
     Array lo, hi, mean;
     const double group_ms = gpu_ms(stream, [&] { groups = group_sorted_keys(keys_d, stream); });
     const double reduce_ms = gpu_ms(stream, [&] {
-        lo = segmented_reduce(k.day_min, {watts_d}, groups.offsets, stream);
-        hi = segmented_reduce(k.day_max, {watts_d}, groups.offsets, stream);
-        mean = segmented_reduce(k.day_mean, {watts_d}, groups.offsets, stream);
+        lo = segmented_reduce(k.day_min, {watts_d}, groups.offsets, {stream});
+        hi = segmented_reduce(k.day_max, {watts_d}, groups.offsets, {stream});
+        mean = segmented_reduce(k.day_mean, {watts_d}, groups.offsets, {stream});
     });
 
     progress.show("copying the results back");

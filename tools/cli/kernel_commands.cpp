@@ -4,13 +4,13 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "cache/file_io.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/kernel_flags.hpp"
@@ -45,16 +45,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The entry points of a reduction's module, one per strategy and index width.
-std::vector<std::string> entry_points(const ReductionBinary& b) {
-    return {b.full32,          b.full64,          b.rows_warp32,      b.rows_warp64,
-            b.rows_block32,    b.rows_block64,    b.columns32,        b.columns64,
-            b.columns_split32, b.columns_split64, b.columns_finish32, b.columns_finish64};
-}
-
-// Writes -o FILE and prints what `kjit compile` made; `Binary` is a KernelBinary or a ReductionBinary.
-template <class Binary>
-void report_compiled(const KernelRequest& r, const TypeBinding& b, const Binary& bin, const std::string& output) {
+// Writes -o FILE and prints what `kjit compile` made; for a reduction also its reduce type and
+// entry points (one per strategy and index width).
+void report_compiled(const KernelRequest& r, const TypeBinding& b, const Binary& bin, const std::string& output,
+                     const jit::kernels::ReductionBinary* reduction) {
     if (!output.empty()) {
         if (ends_with(output, ".cubin")) {
             if (bin.cubin.empty())
@@ -69,9 +63,14 @@ void report_compiled(const KernelRequest& r, const TypeBinding& b, const Binary&
     fmt::print("compiled '{}'{} for {} in {:.1f} ms: cubin {} bytes, PTX {} bytes{}\n", r.name(),
                b.empty() ? "" : " (" + kjit::format_type_binding(b) + ")", bin.arch, bin.compile_ms, bin.cubin.size(),
                bin.ptx.size(), output.empty() ? "" : ", written to " + output);
-    if constexpr (std::is_same_v<Binary, ReductionBinary>)
-        fmt::print("reduce type {}, {}; entry points: {}\n", bin.reduce_type, bin.has_identity ? "identity" : "no identity",
-                   fmt::join(entry_points(bin), " "));
+    if (reduction != nullptr) {
+        std::vector<std::string> entries;
+        for (const char* name : {"full32", "full64", "rows_warp32", "rows_warp64", "rows_block32", "rows_block64", "columns32",
+                                 "columns64", "columns_split32", "columns_split64", "columns_finish32", "columns_finish64"})
+            entries.push_back(bin.entry_point(name));
+        fmt::print("reduce type {}, {}; entry points: {}\n", reduction->reduce_type,
+                   reduction->has_identity ? "identity" : "no identity", fmt::join(entries, " "));
+    }
     if (!bin.log.empty()) fmt::print(stderr, "NVRTC log:\n{}\n", bin.log);
 }
 
@@ -122,7 +121,12 @@ void add_kernel_commands(CLI::App& app, int& exit_status) {
         cmd->callback([flags, arch, output, &exit_status] {
             const KernelRequest r = load_kernel(*flags);
             const TypeBinding b = one_binding(r, "kjit compile");
-            std::visit([&](const auto& kernel) { report_compiled(r, b, kernel.compile(b, *arch), *output); }, r.kernel);
+            if (const auto* reduction = std::get_if<ReductionKernel>(&r.kernel)) {
+                const jit::kernels::ReductionBinary made = jit::kernels::compile_reduction(*reduction, b, {}, *arch);
+                report_compiled(r, b, made.binary, *output, &made);
+            } else {
+                report_compiled(r, b, std::get<ElementwiseKernel>(r.kernel).compile(b, *arch), *output, nullptr);
+            }
             exit_status = 0;
         });
     }

@@ -76,7 +76,7 @@ ReductionKernel reduction_from_flags(const KernelFlags& f) {
         if (value->empty()) throw Error(fmt::format("a reduction needs --map, --reduce and --post: missing {}", flag));
     if (!f.loop_prep.empty() || !f.after_loop.empty())
         throw Error("--loop-prep and --after-loop are for elementwise kernels (CuPy's ElementwiseKernel options)");
-    ReductionOptions options;
+    KernelOptions options;
     options.preamble = text_or_file(f.preamble, "--preamble");
     options.nvrtc_options = f.nvrtc_options;
     options.reduce_type = f.reduce_type;

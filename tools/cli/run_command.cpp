@@ -172,7 +172,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
             }
         }
         const std::span<const KernelArg> all(args);
-        const Outputs outputs = r.is_reduction() ? run_reduction(r.reduction(), all, ReduceOptions{axes, run->keepdims, stream})
+        const Outputs outputs = r.is_reduction() ? run_reduction(r.reduction(), all, ReduceOptions{{stream}, axes, run->keepdims})
                                                  : r.elementwise()(all, CallOptions{stream, run->size});
         std::size_t k = 0;
         for (const jit::frontend::Param& p : params) {

@@ -33,13 +33,12 @@ struct ModuleVariant {
 
 // The module of `kernel` for this binding and variant, compiled or found in a cache, loaded on
 // device `ordinal`.
-KernelModule load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
-                              int ordinal);
+Module load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant, int ordinal);
 
 // The module of `kernel` for this binding and variant, compiled for `arch` or found in a cache
 // (as ElementwiseKernel::compile does for the plain binding).
-KernelBinary compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
-                                 const std::string& arch);
+Binary compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                           const std::string& arch);
 
 // The entry points of an elementwise module (jit/codegen/elementwise.hpp), each its own program when calls
 // compile them: a call compiles the variant it launches only.

@@ -45,6 +45,9 @@ struct Checked {
 Checked parse_and_check(const std::string& in, const std::string& out, const std::string& op, const std::string& name,
                         const KernelOptions& options, const TypeBinding& types, bool need_complete) {
     jit::frontend::check_kernel_name(name);
+    if (!options.reduce_type.empty())
+        throw Error("kernel '" + name + "': KernelOptions::reduce_type ('" + options.reduce_type +
+                    "') applies to reductions; an elementwise kernel has no partial results");
     jit::frontend::KernelSources sources;
     sources.in.text = in;
     sources.out.text = out;
@@ -182,28 +185,37 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
 
 }  // namespace
 
-KernelBinary ElementwiseKernel::compile(const TypeBinding& types, const std::string& arch) const {
+namespace {
+// The generated variants by their public names (Binary::entry_points), the unused ones left out.
+std::map<std::string, std::string> variant_entry_points(const jit::codegen::GeneratedModule& g) {
+    std::map<std::string, std::string> entries;
+    const std::pair<const char*, const std::string*> variants[] = {
+        {"contiguous32", &g.contiguous32}, {"contiguous64", &g.contiguous64}, {"strided32", &g.strided32},
+        {"strided64", &g.strided64},       {"rows32", &g.rows32},             {"tiled32", &g.tiled32},
+        {"small32", &g.small32},
+    };
+    for (const auto& [name, symbol] : variants)
+        if (!symbol->empty()) entries.emplace(name, *symbol);
+    return entries;
+}
+}  // namespace
+
+Binary ElementwiseKernel::compile(const TypeBinding& types, const std::string& arch) const {
     return jit::kernels::compile_elementwise(*this, types, {}, arch);
 }
 
-KernelBinary jit::kernels::compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
-                                      const std::string& arch) {
+Binary jit::kernels::compile_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                const std::string& arch) {
     Prepared p = prepare(kernel, types, variant);
     const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p.program, arch);
-    KernelBinary b;
+    Binary b;
     b.arch = found.entry->meta.arch;
     b.cubin = found.entry->cubin;
     b.ptx = found.entry->ptx;
     b.source = p.generated.source;
     b.compile_ms = found.compile_ms;
     b.log = found.log;
-    b.contiguous32 = p.generated.contiguous32;
-    b.contiguous64 = p.generated.contiguous64;
-    b.strided32 = p.generated.strided32;
-    b.strided64 = p.generated.strided64;
-    b.rows32 = p.generated.rows32;
-    b.tiled32 = p.generated.tiled32;
-    b.small32 = p.generated.small32;
+    b.entry_points = variant_entry_points(p.generated);
     return b;
 }
 
@@ -223,31 +235,15 @@ void ElementwiseKernel::launch(std::span<const KernelArg> args, const CallOption
     jit::kernels::call_elementwise(*this, *spec_->calls, args, options, nullptr);
 }
 
-KernelModule ElementwiseKernel::load(const TypeBinding& types, Device device) const {
+Module ElementwiseKernel::load(const TypeBinding& types, Device device) const {
     if (!device.is_cuda()) throw Error("ElementwiseKernel::load needs a CUDA device, not " + device.to_string());
     return jit::kernels::load_elementwise(*this, types, {}, device.ordinal());
 }
 
-KernelModule jit::kernels::load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
-                                   int ordinal) {
+Module jit::kernels::load_elementwise(const ElementwiseKernel& kernel, const TypeBinding& types, const ModuleVariant& variant, int ordinal) {
     Prepared p = prepare(kernel, types, variant);
     const jit::compile::LoadedProgram loaded = jit::compile::load_program(p.program, ordinal);
-    KernelModule km;
-    km.module = loaded.module;
-    km.arch = loaded.arch;
-    km.compiled_from_ptx = loaded.compiled_from_ptx;
-    const detail::LoadedModule& module = *loaded.module;
-    km.contiguous32 = module.function(p.generated.contiguous32);
-    km.contiguous64 = module.function(p.generated.contiguous64);
-    km.strided32 = module.function(p.generated.strided32);
-    km.strided64 = module.function(p.generated.strided64);
-    if (!p.generated.rows32.empty()) km.rows32 = module.function(p.generated.rows32);
-    if (!p.generated.tiled32.empty()) km.tiled32 = module.function(p.generated.tiled32);
-    km.small32 = module.function(p.generated.small32);
-    km.vector_width = p.generated.vector_width;
-    km.unroll = p.generated.unroll;
-    km.tile = p.generated.tile;
-    return km;
+    return detail::ModuleAccess::make(loaded.module, variant_entry_points(p.generated), loaded.arch, loaded.compiled_from_ptx);
 }
 
 namespace {

@@ -14,7 +14,7 @@ KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream) {
 }
 
 ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
-                           std::optional<Stream> stream) {
+                           const CallOptions& options) {
     // Each array input runs along the keys (a one-element input broadcasts).
     const std::vector<jit::frontend::Param> params =
         jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", kernel.in_params()}, jit::frontend::SourceText{"out", kernel.out_params()});
@@ -25,8 +25,8 @@ ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std
             throw ShapeError("reduce_by_key with '" + kernel.name() + "': input '" + params[k].name + "' has shape " +
                              shape_to_string(a.shape()) + " but keys has shape " + shape_to_string(keys.shape()));
     }
-    KeyGroups groups = group_sorted_keys(keys, stream);
-    Outputs values = kernel.reduce_segments(args, groups.offsets, std::move(stream));
+    KeyGroups groups = group_sorted_keys(keys, options.stream);
+    Outputs values = kernel.reduce_segments(args, groups.offsets, options);
     return ReducedByKey{std::move(groups.keys), std::move(values)};
 }
 

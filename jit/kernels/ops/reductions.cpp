@@ -62,7 +62,7 @@ std::string extreme(DType t, bool largest) {
 ReductionKernel make_kernel(Op op, DType t) {
     const std::string in = std::string(t.name()) + " x";
     const std::string out = std::string(result_dtype(op, t).name()) + " y";
-    ReductionOptions o;
+    KernelOptions o;
     o.reduce_type = std::string(accumulation_dtype(op, t).name());
     const std::string name = std::string("kjit_") + kOpNames[static_cast<int>(op)];
     switch (op) {

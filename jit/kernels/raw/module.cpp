@@ -140,16 +140,17 @@ RawKernel RawModule::get_function(const std::string& name) const {
     return RawKernel(*this, name);
 }
 
-RawModuleBinary RawModule::compile(const std::string& arch) const {
+Binary RawModule::compile(const std::string& arch) const {
     jit::compile::CachedProgram p = state_->program();
     const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p, arch);
-    RawModuleBinary b;
+    Binary b;
     b.arch = found.entry->meta.arch;
     b.cubin = found.entry->cubin;
     b.ptx = found.entry->ptx;
     b.log = found.log;
+    b.source = state_->source;
     b.compile_ms = found.compile_ms;
-    b.lowered_names = found.entry->meta.lowered_names;
+    for (const auto& [expression, lowered] : found.entry->meta.lowered_names) b.entry_points.emplace(expression, lowered);
     return b;
 }
 

@@ -160,6 +160,10 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
                         std::to_string(sig.outputs) + " outputs), got " + std::to_string(count) + " arguments");
     if (outputs == nullptr && count != np)
         throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
+    if (options.size != -1 || options.block_size != 0)
+        throw Error(kernel_prefix(kernel) + "a reduction takes its sizes from its arrays and chooses its own blocks: CallOptions::" +
+                    (options.size != -1 ? "size" : "block_size") + " must be left unset (it is " +
+                    std::to_string(options.size != -1 ? options.size : options.block_size) + ")");
     // Host arrays run on the CPU (jit/host/host_reduction.hpp): same binding, axes and checks, other code.
     const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
     const int ordinal = on_host ? host::kHostOrdinal
@@ -407,7 +411,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     switch (rp.strategy) {
         case detail::ReduceStrategy::full: {
             void* ws = workspaces().get(ordinal, stream, Workspaces::full,
-                                        16 + static_cast<std::size_t>(blocks) * (m.reduce_itemsize + (m.has_identity ? 0 : 1)));
+                                        full_workspace_bytes(m.reduce_itemsize, m.has_identity, static_cast<std::size_t>(blocks)));
             void* params[] = {buffers.args, l, &ws};
             KJIT_CU_CHECK(d.cuLaunchKernel(m.entries(ReductionEntryGroup::full, !fits32).main, blocks, 1, 1, threads, 1, 1, 0, cs,
                                            params, nullptr));
@@ -436,8 +440,8 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
         }
         case detail::ReduceStrategy::columns_split: {
             void* ws = workspaces().get(ordinal, stream, Workspaces::split,
-                                        static_cast<std::size_t>(chunks) * static_cast<std::size_t>(kept_size) *
-                                            (m.reduce_itemsize + (m.has_identity ? 0 : 1)));
+                                        columns_split_workspace_bytes(m.reduce_itemsize, m.has_identity, static_cast<std::size_t>(chunks),
+                                                                      static_cast<std::size_t>(kept_size)));
             const ReductionEntries split_entries = m.entries(ReductionEntryGroup::columns_split, !fits32);
             void* split[] = {buffers.args, l, &ws};
             KJIT_CU_CHECK(d.cuLaunchKernel(split_entries.main, blocks, chunks, 1, threads, 1, 1, 0, cs, split, nullptr));

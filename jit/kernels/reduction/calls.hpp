@@ -44,6 +44,18 @@ struct ReductionModule {
     ReductionEntries entries(ReductionEntryGroup group, bool index64) const;
 };
 
+// Bytes of the workspaces templates/reduction.cuh describes: a `full` launch of `blocks` blocks
+// (a 16-byte counter, then each block's partial result and, without an identity, its "has a value"
+// byte; zeroed once, each launch leaves the counter zero again), and columns_split /
+// columns_finish over `chunks` chunks of `outputs` outputs.
+inline std::size_t full_workspace_bytes(std::size_t reduce_itemsize, bool has_identity, std::size_t blocks) {
+    return 16 + blocks * (reduce_itemsize + (has_identity ? 0 : 1));
+}
+inline std::size_t columns_split_workspace_bytes(std::size_t reduce_itemsize, bool has_identity, std::size_t chunks,
+                                                 std::size_t outputs) {
+    return chunks * outputs * (reduce_itemsize + (has_identity ? 0 : 1));
+}
+
 // The entry point names of a group ("NAME_columns_split32", "NAME_columns_finish32"...).
 std::vector<std::string> reduction_group_entries(const codegen::GeneratedReduction& g, ReductionEntryGroup group, bool index64);
 
@@ -63,6 +75,18 @@ std::shared_ptr<LazyEntryPoints> make_reduction_group_loader(compile::CachedProg
 // stored as another dtype), compiled or found in a cache, loaded on device `ordinal`.
 ReductionModule load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                int ordinal);
+
+// What ReductionKernel::compile gives (`binary`), with the facts a launch of its entry points rests
+// on (templates/reduction.cuh): `kjit compile` prints them, tests launch the entry points.
+struct ReductionBinary {
+    Binary binary;
+    std::string reduce_type;          // the bound reduce type ("float32")
+    std::size_t reduce_itemsize = 0;  // bytes of one partial result
+    bool has_identity = false;
+    int array_inputs = 0;             // inputs passed as arrays (the layout's input operands)
+    int outputs = 0;                  // outputs (the layout's output operands)
+    int vector_width = 1;             // elements per vector load where inputs are contiguous and aligned
+};
 
 // The same, compiled for `arch` (or found in a cache) without loading: the module of every entry
 // point, as ReductionKernel::compile() gives it.
@@ -84,7 +108,7 @@ std::string reduction_group_label(ReductionEntryGroup group, bool index64);
 // partial results are a struct, not a dtype (argmin and argmax carry a value and an index).
 struct CustomReduction {
     codegen::GeneratedReduction generated;
-    std::string reduce_type;        // what ReductionBinary::reduce_type says
+    std::string reduce_type;        // what jit::ReductionBinary::reduce_type says
     std::size_t reduce_itemsize = 0;
     bool has_identity = false;
     std::string spec_json;          // the manifest entry the cache records ("kind": "builtin")

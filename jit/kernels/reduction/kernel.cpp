@@ -23,7 +23,7 @@ namespace kjit {
 
 struct ReductionKernel::Spec {
     std::string in, out, map, reduce, post, identity, name;
-    ReductionOptions options;
+    KernelOptions options;
     // Bindings already called, built on the first call (jit/kernels/reduction/calls.hpp).
     std::shared_ptr<jit::kernels::ReductionCalls> calls = std::make_shared<jit::kernels::ReductionCalls>();
     // Set for kjit's own reductions that write their module themselves (argmin, argmax).
@@ -216,6 +216,9 @@ jit::frontend::Body assigning_body(jit::frontend::ExprPtr e) {
 // Parses and checks every piece of the kernel for `types` (possibly partial).
 jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBinding& types, bool need_complete) {
     jit::frontend::check_kernel_name(k.name());
+    if (!k.options().loop_prep.empty() || !k.options().after_loop.empty())
+        throw Error("reduction '" + k.name() + "': KernelOptions::" + (k.options().loop_prep.empty() ? "after_loop" : "loop_prep") +
+                    " applies to elementwise kernels; a reduction's threads run map over their elements instead");
     jit::frontend::KernelSources sources;
     sources.in.text = k.in_params();
     sources.out.text = k.out_params();
@@ -373,7 +376,7 @@ Prepared prepare(const ReductionKernel& k, const jit::kernels::CustomGenerator& 
 }  // namespace
 
 ReductionKernel::ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
-                                 std::string post_map_expr, std::string identity, std::string name, ReductionOptions options)
+                                 std::string post_map_expr, std::string identity, std::string name, KernelOptions options)
     : spec_(std::make_shared<const Spec>(Spec{std::move(in_params), std::move(out_params), std::move(map_expr),
                                               std::move(reduce_expr), std::move(post_map_expr), std::move(identity),
                                               std::move(name), std::move(options)})) {}
@@ -385,7 +388,7 @@ const std::string& ReductionKernel::map_expr() const noexcept { return spec_->ma
 const std::string& ReductionKernel::reduce_expr() const noexcept { return spec_->reduce; }
 const std::string& ReductionKernel::post_map_expr() const noexcept { return spec_->post; }
 const std::string& ReductionKernel::identity() const noexcept { return spec_->identity; }
-const ReductionOptions& ReductionKernel::options() const noexcept { return spec_->options; }
+const KernelOptions& ReductionKernel::options() const noexcept { return spec_->options; }
 
 void ReductionKernel::check(const TypeBinding& types) const {
     if (spec_->custom) {
@@ -424,45 +427,50 @@ std::string ReductionKernel::source(const TypeBinding& types) const {
     return jit::codegen::generate_reduction(module_spec(*this), c, types).source;
 }
 
-ReductionBinary ReductionKernel::compile(const TypeBinding& types, const std::string& arch) const {
-    return jit::kernels::compile_reduction(*this, types, {}, arch);
+Binary ReductionKernel::compile(const TypeBinding& types, const std::string& arch) const {
+    return jit::kernels::compile_reduction(*this, types, {}, arch).binary;
 }
 
-ReductionBinary jit::kernels::compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
-                                       const std::string& arch) {
+jit::kernels::ReductionBinary jit::kernels::compile_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                            const std::string& arch) {
     Prepared p = prepare(kernel, ReductionKernelAccess::generator(kernel), types, variant);
     const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p.program, arch);
     const jit::codegen::GeneratedReduction& g = p.generated;
-    ReductionBinary b;
+    ReductionBinary r;
+    Binary& b = r.binary;
     b.arch = found.entry->meta.arch;
     b.cubin = found.entry->cubin;
     b.ptx = found.entry->ptx;
     b.log = found.log;
     b.source = g.source;
     b.compile_ms = found.compile_ms;
-    b.reduce_type = p.reduce_type;
-    b.reduce_itemsize = p.reduce_itemsize;
-    b.has_identity = p.has_identity;
-    b.array_inputs = g.array_inputs;
-    b.outputs = g.outputs;
-    b.vector_width = g.vector_width;
-    b.full32 = g.full32;
-    b.full64 = g.full64;
-    b.rows_warp32 = g.rows_warp32;
-    b.rows_warp64 = g.rows_warp64;
-    b.rows_block32 = g.rows_block32;
-    b.rows_block64 = g.rows_block64;
-    b.columns32 = g.columns32;
-    b.columns64 = g.columns64;
-    b.columns_split32 = g.columns_split32;
-    b.columns_split64 = g.columns_split64;
-    b.columns_finish32 = g.columns_finish32;
-    b.columns_finish64 = g.columns_finish64;
-    b.segments_warp32 = g.segments_warp32;
-    b.segments_warp64 = g.segments_warp64;
-    b.segments_block32 = g.segments_block32;
-    b.segments_block64 = g.segments_block64;
-    return b;
+    const std::pair<const char*, const std::string*> entries[] = {
+        {"full32", &g.full32},
+        {"full64", &g.full64},
+        {"rows_warp32", &g.rows_warp32},
+        {"rows_warp64", &g.rows_warp64},
+        {"rows_block32", &g.rows_block32},
+        {"rows_block64", &g.rows_block64},
+        {"columns32", &g.columns32},
+        {"columns64", &g.columns64},
+        {"columns_split32", &g.columns_split32},
+        {"columns_split64", &g.columns_split64},
+        {"columns_finish32", &g.columns_finish32},
+        {"columns_finish64", &g.columns_finish64},
+        {"segments_warp32", &g.segments_warp32},
+        {"segments_warp64", &g.segments_warp64},
+        {"segments_block32", &g.segments_block32},
+        {"segments_block64", &g.segments_block64},
+    };
+    for (const auto& [name, symbol] : entries)
+        if (!symbol->empty()) b.entry_points.emplace(name, *symbol);
+    r.reduce_type = p.reduce_type;
+    r.reduce_itemsize = p.reduce_itemsize;
+    r.has_identity = p.has_identity;
+    r.array_inputs = g.array_inputs;
+    r.outputs = g.outputs;
+    r.vector_width = g.vector_width;
+    return r;
 }
 
 jit::codegen::CheckedReduction jit::kernels::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {
@@ -538,11 +546,11 @@ void ReductionKernel::launch(std::span<const KernelArg> args, const ReduceOption
     jit::kernels::call_reduction(*this, *spec_->calls, args, options, nullptr);
 }
 
-Outputs ReductionKernel::reduce_segments(std::span<const KernelArg> args, const Array& offsets, std::optional<Stream> stream) const {
+Outputs ReductionKernel::reduce_segments(std::span<const KernelArg> args, const Array& offsets, const CallOptions& options) const {
     std::vector<Array> outputs;
-    ReduceOptions options;
-    options.stream = std::move(stream);
-    jit::kernels::call_reduction(*this, *spec_->calls, args, options, &outputs, &offsets);
+    ReduceOptions reduce;
+    static_cast<CallOptions&>(reduce) = options;
+    jit::kernels::call_reduction(*this, *spec_->calls, args, reduce, &outputs, &offsets);
     return Outputs(std::move(outputs));
 }
 

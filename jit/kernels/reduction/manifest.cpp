@@ -12,7 +12,7 @@ bool is_reduction_manifest_entry(const nlohmann::json& e) {
 
 ManifestReduction reduction_from_manifest_entry(const nlohmann::json& e) {
     if (!is_reduction_manifest_entry(e)) throw CacheError("not a reduction entry: \"kind\" must be \"reduction\"");
-    ReductionOptions options;
+    KernelOptions options;
     options.preamble = manifest_text(e, "preamble", false);
     options.nvrtc_options = manifest_text_list(e, "options");
     options.reduce_type = manifest_text(e, "reduce_type", false);
