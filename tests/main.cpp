@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "kjit/device.hpp"
@@ -17,6 +18,13 @@ int main(int argc, char** argv) {
     ::setenv("KJIT_CACHE_DIR", cache_dir.path().c_str(), 1);
     ::unsetenv("KJIT_CACHE_PATH");
     ::unsetenv("KJIT_CACHE_RECORD");
+    // The tests hold kjit's objects themselves, so the host back end is not beside "libkjit" (this
+    // program) but one folder up, in the build and in tools/pack-for-gpu.sh's copy. The run path
+    // says so too, but a sanitizer's dlopen interceptor loads with its own (none).
+    std::error_code ec;
+    const std::filesystem::path backend =
+        std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "libkjit_host.so";
+    if (!ec && std::filesystem::exists(backend, ec)) ::setenv("KJIT_HOST_BACKEND", backend.c_str(), 0);
     Catch::Session session;
     if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
     bool gpu_only = false;
