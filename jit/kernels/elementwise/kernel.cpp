@@ -186,16 +186,26 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
 }  // namespace
 
 namespace {
+std::string entry_name(const jit::codegen::GeneratedModule& g, jit::kernels::ElementwiseEntry e) {
+    switch (e) {
+        case jit::kernels::ElementwiseEntry::contiguous32: return g.contiguous32;
+        case jit::kernels::ElementwiseEntry::contiguous64: return g.contiguous64;
+        case jit::kernels::ElementwiseEntry::strided32: return g.strided32;
+        case jit::kernels::ElementwiseEntry::strided64: return g.strided64;
+        case jit::kernels::ElementwiseEntry::rows32: return g.rows32;
+        case jit::kernels::ElementwiseEntry::tiled32: return g.tiled32;
+        case jit::kernels::ElementwiseEntry::small32: return g.small32;
+    }
+    return {};
+}
 // The generated variants by their public names (Binary::entry_points), the unused ones left out.
 std::map<std::string, std::string> variant_entry_points(const jit::codegen::GeneratedModule& g) {
     std::map<std::string, std::string> entries;
-    const std::pair<const char*, const std::string*> variants[] = {
-        {"contiguous32", &g.contiguous32}, {"contiguous64", &g.contiguous64}, {"strided32", &g.strided32},
-        {"strided64", &g.strided64},       {"rows32", &g.rows32},             {"tiled32", &g.tiled32},
-        {"small32", &g.small32},
-    };
-    for (const auto& [name, symbol] : variants)
-        if (!symbol->empty()) entries.emplace(name, *symbol);
+    for (int e = 0; e < jit::kernels::kElementwiseEntries; ++e) {
+        const auto entry = static_cast<jit::kernels::ElementwiseEntry>(e);
+        if (std::string symbol = entry_name(g, entry); !symbol.empty())
+            entries.emplace(jit::kernels::elementwise_entry_label(entry), std::move(symbol));
+    }
     return entries;
 }
 }  // namespace
@@ -247,18 +257,6 @@ Module jit::kernels::load_elementwise(const ElementwiseKernel& kernel, const Typ
 }
 
 namespace {
-std::string entry_name(const jit::codegen::GeneratedModule& g, jit::kernels::ElementwiseEntry e) {
-    switch (e) {
-        case jit::kernels::ElementwiseEntry::contiguous32: return g.contiguous32;
-        case jit::kernels::ElementwiseEntry::contiguous64: return g.contiguous64;
-        case jit::kernels::ElementwiseEntry::strided32: return g.strided32;
-        case jit::kernels::ElementwiseEntry::strided64: return g.strided64;
-        case jit::kernels::ElementwiseEntry::rows32: return g.rows32;
-        case jit::kernels::ElementwiseEntry::tiled32: return g.tiled32;
-        case jit::kernels::ElementwiseEntry::small32: return g.small32;
-    }
-    return {};
-}
 // A kernel's variants for one binding: the small variant's generation (it knows every variant's
 // name and shape) and a maker of each variant's program, as calls compile them: the small variant
 // generated on its own, the others cut out of the whole module (they share its support code),

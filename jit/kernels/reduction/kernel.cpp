@@ -444,26 +444,15 @@ jit::kernels::ReductionBinary jit::kernels::compile_reduction(const ReductionKer
     b.log = found.log;
     b.source = g.source;
     b.compile_ms = found.compile_ms;
-    const std::pair<const char*, const std::string*> entries[] = {
-        {"full32", &g.full32},
-        {"full64", &g.full64},
-        {"rows_warp32", &g.rows_warp32},
-        {"rows_warp64", &g.rows_warp64},
-        {"rows_block32", &g.rows_block32},
-        {"rows_block64", &g.rows_block64},
-        {"columns32", &g.columns32},
-        {"columns64", &g.columns64},
-        {"columns_split32", &g.columns_split32},
-        {"columns_split64", &g.columns_split64},
-        {"columns_finish32", &g.columns_finish32},
-        {"columns_finish64", &g.columns_finish64},
-        {"segments_warp32", &g.segments_warp32},
-        {"segments_warp64", &g.segments_warp64},
-        {"segments_block32", &g.segments_block32},
-        {"segments_block64", &g.segments_block64},
-    };
-    for (const auto& [name, symbol] : entries)
-        if (!symbol->empty()) b.entry_points.emplace(name, *symbol);
+    // Each group's entry point under its label ("full32"); columns_split's second, the finish.
+    for (int k = 0; k < kReductionEntryGroups; ++k)
+        for (const bool index64 : {false, true}) {
+            const auto group = static_cast<ReductionEntryGroup>(k);
+            const std::vector<std::string> symbols = reduction_group_entries(g, group, index64);
+            if (!symbols[0].empty()) b.entry_points.emplace(reduction_group_label(group, index64), symbols[0]);
+            if (symbols.size() > 1 && !symbols[1].empty())
+                b.entry_points.emplace(std::string("columns_finish") + (index64 ? "64" : "32"), symbols[1]);
+        }
     r.reduce_type = p.reduce_type;
     r.reduce_itemsize = p.reduce_itemsize;
     r.has_identity = p.has_identity;
