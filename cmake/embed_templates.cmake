@@ -7,6 +7,8 @@
 # a line end and kept under 8000 bytes, because MSVC rejects string literals longer than 16 KiB
 # (and limits concatenated ones to 64 KiB), and a cut at a line end never splits a UTF-8 sequence.
 # The raw-string delimiter is checked not to occur in the text, so no template can end its literal.
+# A line `#include "other.cuh"` is replaced by that template's text (one level), so that a header
+# shared with the host code (launch_layout.cuh, with its include guard) reaches NVRTC inline.
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -33,6 +35,15 @@ set(index 0)
 foreach(path IN LISTS template_files)
   get_filename_component(name "${path}" NAME)
   file(READ "${path}" text)
+  string(REGEX MATCHALL "#include \"[A-Za-z0-9_]+\\.cuh\"" includes "${text}")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "#include \"([^\"]+)\"" "\\1" included "${line}")
+    if(NOT EXISTS "${TEMPLATE_DIR}/${included}")
+      message(FATAL_ERROR "${path} includes ${included}, which is not in ${TEMPLATE_DIR}")
+    endif()
+    file(READ "${TEMPLATE_DIR}/${included}" included_text)
+    string(REPLACE "${line}\n" "${included_text}" text "${text}")
+  endforeach()
   string(FIND "${text}" ")${delimiter}\"" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${path} contains the raw-string terminator )${delimiter}\" used to embed it; "

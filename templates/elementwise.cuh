@@ -1,53 +1,8 @@
 // kjit: support code for elementwise kernels (embedded in every generated elementwise module).
+// Raw<T>, Layout<arrays> and the limits they use, shared with the host code that fills them.
+#include "launch_layout.cuh"
+
 namespace kjit {
-
-// Constants of the generated code are enumerators, never variables: NVRTC compiles with
-// -default-device, which makes a namespace-scope or static member `constexpr int` a __device__
-// variable, and a module with any device variable cost the driver 50-100 us more to load on the
-// H200 (a first call in a fresh process waits for that load; docs/perf-log.md).
-
-// The most dimensions a strided launch handles after kjit merges adjacent dimensions.
-enum : int { max_dims = 16 };
-
-// The most dimensions a raw parameter's array may have (runtime/detail/kernel_args.hpp: RawField).
-enum : int { max_raw_dims = 8 };
-
-// A raw parameter: the whole array, any strides, indexed by the kernel, with CuPy's CArray
-// metadata: size(), shape()[d], strides()[d] (in bytes, as CuPy's) and ndim. x[k] is element k in
-// C order over the shape, as in CuPy; x[idx] takes one index per dimension from a local array
-// (fewer than ndim: the others are 0; more: the extra ones are ignored).
-template <class T>
-struct Raw {
-    T* data;
-    long long count;
-    int ndim;
-    int contiguous;  // C-contiguous: x[k] is data[k]
-    long long extents[max_raw_dims];
-    long long steps[max_raw_dims];  // in bytes
-    __device__ __forceinline__ long long size() const { return count; }
-    __device__ __forceinline__ const long long* shape() const { return extents; }
-    __device__ __forceinline__ const long long* strides() const { return steps; }
-    __device__ __forceinline__ T& at_bytes(long long offset) const {
-        return *reinterpret_cast<T*>(reinterpret_cast<unsigned long long>(data) + static_cast<unsigned long long>(offset));
-    }
-    __device__ __forceinline__ T& operator[](long long k) const {
-        if (contiguous) return data[k];
-        long long offset = 0;
-        for (int d = ndim - 1; d >= 0; --d) {
-            offset += (k % extents[d]) * steps[d];
-            k /= extents[d];
-        }
-        return at_bytes(offset);
-    }
-    template <class I, int N>
-    __device__ __forceinline__ T& operator[](const I (&index)[N]) const {
-        long long offset = 0;
-#pragma unroll
-        for (int d = 0; d < N; ++d)
-            if (d < ndim) offset += static_cast<long long>(index[d]) * steps[d];
-        return at_bytes(offset);
-    }
-};
 
 // The rest serves the variants that walk vectors, layouts or grid-stride loops; a program of the
 // small variant alone (one element per thread) leaves it out, which NVRTC notices.
@@ -70,14 +25,6 @@ __device__ __forceinline__ Vec<T, N> splat(const T& x) {
     for (int k = 0; k < N; ++k) r.v[k] = x;
     return r;
 }
-
-// Shapes and strides (in elements) of a strided launch: `arrays` operands, dims already merged.
-template <int arrays>
-struct Layout {
-    int ndim;
-    long long shape[max_dims];
-    long long strides[arrays][max_dims];
-};
 
 // The offsets in each operand of element `e` of the first `dims` dimensions, counted in C order.
 template <class Index, int arrays>

@@ -78,23 +78,9 @@ namespace kjit {
 
 enum : int { reduce_unroll = KJIT_REDUCE_UNROLL };  // an enumerator, not a variable (elementwise.cuh)
 
-// Shapes and strides (in elements) of a reduction: the kept dimensions (one output element each)
-// first, then the reduced dimensions, both after the host merged and ordered them.
-template <int inputs, int outputs>
-struct ReduceLayout {
-    int kept_ndim;           // leading dimensions of shape: the outputs' shape
-    int reduced_ndim;        // trailing dimensions of shape: reduced
-    long long kept_size;     // product of the kept extents: the number of outputs (1: full reduction)
-    long long reduced_size;  // product of the reduced extents: elements per output (`n`)
-    long long shape[max_dims];                // kept extents, then reduced extents
-    long long in_strides[inputs][max_dims];   // per array input, over every dimension (a row of
-                                              // zeros when the kernel has no array input)
-    long long out_strides[outputs][max_dims]; // per output, over the kept dimensions
-};
-
 // Adds to off[a] the offsets of element `e` (C order) of dimensions [first, first + count).
 template <class Index, int N>
-__device__ __forceinline__ void add_offsets(const long long (&shape)[max_dims], const long long (&strides)[N][max_dims],
+__device__ __forceinline__ void add_offsets(const long long (&shape)[max_dims], const long long (*strides)[max_dims],
                                             int first, int count, Index e, Index (&off)[N]) {
     if (count <= 0) return;
     for (int d = first + count - 1; d > first; --d) {
@@ -113,7 +99,7 @@ template <class Index, int I, int O>
 __device__ __forceinline__ void kept_in_offsets(const ReduceLayout<I, O>& layout, Index o, Index (&off)[I]) {
 #pragma unroll
     for (int a = 0; a < I; ++a) off[a] = 0;
-    add_offsets(layout.shape, layout.in_strides, 0, layout.kept_ndim, o, off);
+    add_offsets(layout.shape, layout.strides, 0, layout.kept_ndim, o, off);
 }
 
 // The outputs' offsets of output `o`.
@@ -121,7 +107,7 @@ template <class Index, int I, int O>
 __device__ __forceinline__ void kept_out_offsets(const ReduceLayout<I, O>& layout, Index o, Index (&off)[O]) {
 #pragma unroll
     for (int a = 0; a < O; ++a) off[a] = 0;
-    add_offsets(layout.shape, layout.out_strides, 0, layout.kept_ndim, o, off);
+    add_offsets(layout.shape, layout.strides + I, 0, layout.kept_ndim, o, off);
 }
 
 // off = base + the inputs' offsets of reduced element j.
@@ -130,7 +116,7 @@ __device__ __forceinline__ void reduced_in_offsets(const ReduceLayout<I, O>& lay
                                                    Index (&off)[I]) {
 #pragma unroll
     for (int a = 0; a < I; ++a) off[a] = base[a];
-    add_offsets(layout.shape, layout.in_strides, layout.kept_ndim, layout.reduced_ndim, j, off);
+    add_offsets(layout.shape, layout.strides, layout.kept_ndim, layout.reduced_ndim, j, off);
 }
 
 // Whether the reduced elements are one dimension of stride 1 in every array input.
@@ -138,7 +124,7 @@ template <int I, int O>
 __device__ __forceinline__ bool reduced_contiguous(const ReduceLayout<I, O>& layout, int inputs) {
     if (layout.reduced_ndim != 1) return false;
     for (int a = 0; a < inputs; ++a)
-        if (layout.in_strides[a][layout.kept_ndim] != 1) return false;
+        if (layout.strides[a][layout.kept_ndim] != 1) return false;
     return true;
 }
 
@@ -365,7 +351,7 @@ struct SegmentRows {
         e = e < b ? b : (e > total ? total : e);
         n = static_cast<Index>(e - b);
 #pragma unroll
-        for (int a = 0; a < S; ++a) base[a] = static_cast<Index>(b) * static_cast<Index>(layout.in_strides[a][1]);
+        for (int a = 0; a < S; ++a) base[a] = static_cast<Index>(b) * static_cast<Index>(layout.strides[a][1]);
     }
 };
 
@@ -447,7 +433,7 @@ __device__ __forceinline__ void reduce_columns(const Args& args, const Layout& l
     const bool one_dim = layout.reduced_ndim == 1;
     Index step[K::in_slots];
 #pragma unroll
-    for (int a = 0; a < K::in_slots; ++a) step[a] = one_dim ? static_cast<Index>(layout.in_strides[a][layout.kept_ndim]) : 0;
+    for (int a = 0; a < K::in_slots; ++a) step[a] = one_dim ? static_cast<Index>(layout.strides[a][layout.kept_ndim]) : 0;
     for (Index o = static_cast<Index>(thread_index()); o < outputs; o += static_cast<Index>(thread_count())) {
         Index base[K::in_slots];
         kept_in_offsets(layout, o, base);
@@ -492,7 +478,7 @@ __device__ __forceinline__ void reduce_columns_split(const Args& args, const Lay
     kept_in_offsets(layout, o, base);
 #pragma unroll
     for (int a = 0; a < K::in_slots; ++a) {
-        step[a] = one_dim ? static_cast<Index>(layout.in_strides[a][layout.kept_ndim]) : 0;
+        step[a] = one_dim ? static_cast<Index>(layout.strides[a][layout.kept_ndim]) : 0;
         off[a] = base[a] + begin * step[a];
     }
     V v;

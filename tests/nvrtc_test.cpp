@@ -75,20 +75,33 @@ TEST_CASE("templates are embedded, listed and looked up by name", "[nvrtc][templ
     CHECK_THROWS_WITH(kjit::jit::codegen::template_text("nope.cuh"), Catch::Contains("nope.cuh") && Catch::Contains("complex.cuh"));
 }
 
-TEST_CASE("embedded templates equal their files byte for byte", "[nvrtc][templates]") {
+TEST_CASE("embedded templates equal their files byte for byte, includes expanded", "[nvrtc][templates]") {
     // complex.cuh is longer than one embedded part (8000 bytes), so this also checks the joining.
     const std::filesystem::path dir = std::filesystem::path(__FILE__).parent_path().parent_path() / "templates";
     if (!std::filesystem::exists(dir)) {
         WARN("SKIPPED: source tree not found at " << dir);
         return;
     }
-    for (std::string_view name : kjit::jit::codegen::template_names()) {
+    const auto read = [&](std::string_view name) {
         std::ifstream in(dir / std::string(name), std::ios::binary);
         std::stringstream file;
         file << in.rdbuf();
+        return file.str();
+    };
+    bool expanded = false;
+    for (std::string_view name : kjit::jit::codegen::template_names()) {
+        std::string text = read(name);
+        // `#include "x.cuh"` lines are replaced by x.cuh's text when kjit is built.
+        for (std::size_t at; (at = text.find("\n#include \"")) != std::string::npos; expanded = true) {
+            ++at;
+            const std::size_t close = text.find('"', at + 10), end = text.find('\n', close);
+            text.replace(at, end + 1 - at, read(std::string_view(text).substr(at + 10, close - at - 10)));
+        }
         INFO(name);
-        CHECK(kjit::jit::codegen::template_text(name) == file.str());
+        CHECK(kjit::jit::codegen::template_text(name) == text);
     }
+    CHECK(expanded);  // elementwise.cuh includes launch_layout.cuh
+    CHECK_THAT(std::string(kjit::jit::codegen::template_text("elementwise.cuh")), Catch::Contains("struct ReduceLayout"));
 }
 
 // ---------------------------------------------------------------------------- compiling

@@ -68,7 +68,7 @@ std::vector<detail::ArgField> arg_fields(const frontend::CallSignature& sig, con
 
 // Writes the argument struct at `a`: pointer fields from pointer_of(k); scalars cast to their
 // parameter's type (a NaN or an infinity for an integer parameter is a TypeError starting with
-// where(k)); raw fields as RawField of raw_array(k), any strides, at most kMaxRawDims
+// where(k)); raw fields as RawField of raw_array(k), any strides, at most kjit::max_raw_dims
 // dimensions (else a ShapeError starting with where(k)). A template so that a warm call's lambdas inline.
 template <class PointerOf, class RawArray, class Where>
 void write_args(unsigned char* a, const detail::ArgsLayout& layout, const frontend::BoundCall& bound, std::span<const KernelArg> args,
@@ -95,18 +95,18 @@ void write_args(unsigned char* a, const detail::ArgsLayout& layout, const fronte
             case detail::ArgField::raw: {
                 const Array* r = raw_array(k);
                 if (r == nullptr) throw ShapeError(where(k) + " is raw: it needs an array");
-                if (r->ndim() > detail::kMaxRawDims)
-                    throw ShapeError(where(k) + " is raw, and a raw array has at most " + std::to_string(detail::kMaxRawDims) +
+                if (r->ndim() > kjit::max_raw_dims)
+                    throw ShapeError(where(k) + " is raw, and a raw array has at most " + std::to_string(kjit::max_raw_dims) +
                                      " dimensions, not " + std::to_string(r->ndim()));
                 detail::RawField raw{};
-                raw.data = r->data();
+                raw.data = static_cast<const char*>(r->data());
                 raw.count = r->size();
                 raw.ndim = r->ndim();
                 raw.contiguous = r->is_c_contiguous() ? 1 : 0;
                 const auto item = static_cast<long long>(r->dtype().itemsize());
                 for (int d = 0; d < raw.ndim; ++d) {
-                    raw.shape[d] = r->shape()[static_cast<std::size_t>(d)];
-                    raw.strides[d] = r->strides()[static_cast<std::size_t>(d)] * item;
+                    raw.extents[d] = r->shape()[static_cast<std::size_t>(d)];
+                    raw.steps[d] = r->strides()[static_cast<std::size_t>(d)] * item;
                 }
                 std::memcpy(a + field.offset, &raw, sizeof raw);
                 break;

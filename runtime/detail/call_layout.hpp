@@ -7,11 +7,13 @@
 
 #include <cstdint>
 
+#include "templates/launch_layout.cuh"
+
 namespace kjit::detail {
 
-constexpr int kMaxCallDims = 32;      // dimensions of a call's arrays
-constexpr int kMaxKernelDims = 16;    // dimensions the strided kernels take (kjit::max_dims)
-constexpr int kMaxCallOperands = 32;  // array operands of one call
+constexpr int kMaxCallDims = 32;                // dimensions of a call's arrays
+constexpr int kMaxKernelDims = kjit::max_dims;  // dimensions the strided kernels take
+constexpr int kMaxCallOperands = 32;            // array operands of one call
 
 // One array operand as an n-d view: element strides, base at element (0, ..., 0).
 struct OperandView {

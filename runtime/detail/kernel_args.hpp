@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "kjit/dtype.hpp"
+#include "templates/launch_layout.cuh"
 
 namespace kjit::detail {
 
 enum class ArgField : unsigned char {
     pointer,  // an array: T*
     value,    // a scalar: T by value
-    raw,      // kjit::Raw<T>: RawField below
+    raw,      // kjit::Raw<T> (RawField below)
 };
 
 struct ArgSlot {
@@ -32,20 +33,8 @@ struct ArgsLayout {
 // (kjit::complex<T> is aligned to its size, __half and __nv_bfloat16 to 2).
 ArgsLayout args_layout(const std::vector<ArgField>& fields, const std::vector<DType>& types);
 
-// A raw parameter's field, as the device's kjit::Raw<T> (templates/elementwise.cuh) lays it out:
-// the array with CuPy's CArray metadata.
-constexpr int kMaxRawDims = 8;
-struct RawField {
-    const void* data;
-    long long count;
-    int ndim;
-    int contiguous;                  // C-contiguous: element k is data[k]
-    long long shape[kMaxRawDims];
-    long long strides[kMaxRawDims];  // in bytes, as CuPy's
-};
-static_assert(sizeof(RawField) == 152 && alignof(RawField) == 8, "kjit::Raw<T> in templates/elementwise.cuh");
-
-// The size and alignment of kjit::Layout<arrays> (templates/elementwise.cuh).
-constexpr std::size_t layout_struct_size(int arrays) { return 8 + 16 * 8 + static_cast<std::size_t>(arrays) * 16 * 8; }
+// A raw parameter's field: kjit::Raw<T> of templates/launch_layout.cuh, the array with CuPy's
+// CArray metadata (the element type does not change the layout).
+using RawField = kjit::Raw<const char>;
 
 }  // namespace kjit::detail

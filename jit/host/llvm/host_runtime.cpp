@@ -162,8 +162,8 @@ float as_float(float x) { return static_cast<float>(F(x)); }
 std::int64_t raw_offset(const detail::RawField* raw, std::int64_t k) {
     std::int64_t offset = 0;
     for (int d = raw->ndim - 1; d >= 0; --d) {
-        offset += (k % raw->shape[d]) * raw->strides[d];
-        k /= raw->shape[d];
+        offset += (k % raw->extents[d]) * raw->steps[d];
+        k /= raw->extents[d];
     }
     return offset;
 }

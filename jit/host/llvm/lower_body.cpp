@@ -286,11 +286,11 @@ void BodyLowering::stmt(const Stmt& s) {
         const auto& idx = static_cast<const NameExpr&>(*ix.index);
         const Local& l = kernel_.locals[static_cast<std::size_t>(idx.index)];
         offset = b_.getInt64(0);
-        for (int d = 0; d < l.array_length && d < detail::kMaxRawDims; ++d) {
+        for (int d = 0; d < l.array_length && d < kjit::max_raw_dims; ++d) {
             ::llvm::Value* element = b_.CreateConstGEP1_64(b_.getInt8Ty(), locals_[static_cast<std::size_t>(idx.index)],
                                                           static_cast<std::uint64_t>(d) * l.type->itemsize());
             ::llvm::Value* index = convert(load(element, *l.type), DType::int64).v;
-            ::llvm::Value* stride = b_.CreateLoad(b_.getInt64Ty(), at(offsetof(RawField, strides) + 8 * static_cast<std::size_t>(d)));
+            ::llvm::Value* stride = b_.CreateLoad(b_.getInt64Ty(), at(offsetof(RawField, steps) + 8 * static_cast<std::size_t>(d)));
             ::llvm::Value* term = b_.CreateSelect(b_.CreateICmpSLT(b_.getInt32(d), ndim), b_.CreateMul(index, stride), b_.getInt64(0));
             offset = b_.CreateAdd(offset, term);
         }
@@ -324,7 +324,7 @@ Val BodyLowering::member(const MemberExpr& m, ::llvm::Value* index) {
     auto at = [&](std::size_t offset) { return b_.CreateConstGEP1_64(b_.getInt8Ty(), field, offset); };
     if (m.member == "ndim") return {b_.CreateLoad(b_.getInt32Ty(), at(offsetof(RawField, ndim))), nullptr, DType::int32};
     if (m.member == "size") return {b_.CreateLoad(b_.getInt64Ty(), at(offsetof(RawField, count))), nullptr, DType::int64};
-    const std::size_t array = m.member == "shape" ? offsetof(RawField, shape) : offsetof(RawField, strides);
+    const std::size_t array = m.member == "shape" ? offsetof(RawField, extents) : offsetof(RawField, steps);
     ::llvm::Value* address = b_.CreateGEP(b_.getInt8Ty(), at(array), b_.CreateMul(index, b_.getInt64(8)));
     return {b_.CreateLoad(b_.getInt64Ty(), address), nullptr, DType::int64};
 }

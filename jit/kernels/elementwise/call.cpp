@@ -1,13 +1,15 @@
-// One call of an elementwise kernel: find (or make) the plan for these argument dtypes, lay the
-// arrays out over their broadcast shape, pick the variant, pack the arguments, launch.
+// One call of an elementwise kernel through the shared stages (jit/kernels/call.hpp): its shape
+// rule (every operand broadcast, outputs included), in-place updates allowed, and the variant
+// chosen for the simplified layout.
 #include <array>
+#include <bitset>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 
+#include "jit/kernels/call.hpp"
 #include "jit/kernels/elementwise/calls.hpp"
 #include "jit/kernels/elementwise/copy.hpp"
-#include "jit/host/host_call.hpp"
-#include "jit/kernels/made_arrays.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/device_attributes.hpp"
@@ -26,63 +28,40 @@ namespace {
 // blocks above 256.
 constexpr unsigned kThreads = 256;
 
-// The argument struct and strided layout being prepared on this thread: cuLaunchKernel copies
-// them, so one buffer per thread serves every launch. Allocated on a thread's first call (17 KB
-// would otherwise be part of every thread's static TLS block, libraries' threads included), and
-// not zeroed: each launch writes what it passes, and zeroing 17 KB was 8% of the instructions
-// of a fresh process's first call (and pages touched).
-struct LaunchBuffers {
-    alignas(16) unsigned char args[kMaxArgumentBytes];
-    alignas(16) unsigned char layout[detail::layout_struct_size(detail::kMaxCallOperands)];
-    detail::CallLayout call;
-};
-LaunchBuffers& launch_buffers() {
-    thread_local std::unique_ptr<LaunchBuffers> buffers;
-    if (!buffers) buffers = std::make_unique_for_overwrite<LaunchBuffers>();
-    return *buffers;
-}
-
-std::string kernel_prefix(const ElementwiseKernel& k) { return "kernel '" + k.name() + "': "; }
-
-std::string param_label(const CallSignature& sig, std::size_t k) {
-    const Param& p = sig.params[k];
-    return std::string(p.is_output ? "output" : "input") + " '" + p.name + "'";
-}
-
-std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
-                                    int ordinal) {
+std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallSite& site, std::span<const KernelArg> args,
+                                    const Target& target) {
     const std::vector<ArgumentKind> kinds = argument_kinds(args);
     auto plan = std::make_unique<CallPlan>();
-    plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
-    const bool on_host = ordinal == host::kHostOrdinal;
-    if (!on_host)
-        plan->module = elementwise_variants(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
-    const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
-    for (std::size_t k = 0; k < sig.params.size(); ++k) {
+    plan->bound = bind_call(site.sig, kernel.name(), kinds.data(), kinds.size());
+    const std::vector<detail::ArgField> fields = arg_fields(site.sig, plan->bound);
+    for (std::size_t k = 0; k < site.sig.params.size(); ++k) {
         if (fields[k] != detail::ArgField::pointer) continue;
         const int slot = static_cast<int>(plan->operand_param.size());
         if (slot >= detail::kMaxCallOperands)
-            throw TypeError(kernel_prefix(kernel) + "more than " + std::to_string(detail::kMaxCallOperands) + " array operands");
+            throw TypeError(site.prefix() + "more than " + std::to_string(detail::kMaxCallOperands) + " array operands");
         plan->operand_param.push_back(static_cast<int>(k));
-        if (sig.params[k].is_output) {
+        if (site.sig.params[k].is_output) {
             plan->needs.output_mask |= std::uint64_t{1} << slot;
             if (plan->first_output_operand < 0) plan->first_output_operand = slot;
         }
     }
     plan->args = detail::args_layout(fields, plan->bound.param_types);
     if (plan->args.size > sizeof(LaunchBuffers::args))
-        throw TypeError(kernel_prefix(kernel) + "its arguments take " + std::to_string(plan->args.size) +
+        throw TypeError(site.prefix() + "its arguments take " + std::to_string(plan->args.size) +
                         " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
-    if (on_host) {
+    // The code: compiled for the CPU by the host back end, or the GPU variants (each compiled or
+    // loaded when first launched).
+    if (target.host) {
         plan->host = host::compile_elementwise_on_host(kernel, plan->bound, plan->args);
         plan->uses_index = plan->host.uses_index;
         return plan;
     }
+    plan->module = elementwise_variants(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, target.ordinal);
     plan->needs.vector_width = plan->module.vector_width;
     plan->needs.has_rows = plan->module.has_rows;
     plan->needs.has_tiled = plan->module.has_tiled;
     plan->uses_index = plan->module.uses_index;
-    plan->sm_count = kjit::detail::device_attributes(ordinal).sm_count;
+    plan->sm_count = kjit::detail::device_attributes(target.ordinal).sm_count;
     return plan;
 }
 
@@ -128,9 +107,9 @@ unsigned grid_for(std::int64_t items, unsigned threads, int sm_count, bool tiled
 }
 
 // CallOptions::block_size below 0: refused before anything is compiled, on every back end.
-void check_block_size_sign(const ElementwiseKernel& kernel, int block_size) {
+void check_block_size_sign(const CallSite& site, int block_size) {
     if (block_size < 0)
-        throw Error(kernel_prefix(kernel) + "block_size " + std::to_string(block_size) +
+        throw Error(site.prefix() + "block_size " + std::to_string(block_size) +
                     " is not a number of threads: give 0 for kjit's choice, or 1 up to the kernel's limit (at most " +
                     std::to_string(kThreads) + ", its launch bounds)");
 }
@@ -138,17 +117,139 @@ void check_block_size_sign(const ElementwiseKernel& kernel, int block_size) {
 // The threads per block of a launch of `f`: kjit's choice, or the call's block_size when `f`
 // and the device take that many. The function's limit comes from its launch bounds and its
 // registers; it is asked of the driver only when a call gives a block size.
-unsigned block_threads(const ElementwiseKernel& kernel, int block_size, CUfunction f, int ordinal) {
+unsigned block_threads(const CallSite& site, int block_size, CUfunction f, int ordinal) {
     if (block_size == 0) return kThreads;
     int function_limit = 0;
     KJIT_CU_CHECK(detail::driver_on(ordinal).cuFuncGetAttribute(&function_limit, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
     const int device_limit = kjit::detail::device_attributes(ordinal).max_threads_per_block;
     const int limit = device_limit > 0 ? std::min(function_limit, device_limit) : function_limit;
     if (block_size > limit)
-        throw Error(kernel_prefix(kernel) + "block_size " + std::to_string(block_size) + " is above the limit of " +
-                    std::to_string(limit) + " threads per block (the kernel takes " + std::to_string(function_limit) +
-                    ", the device " + std::to_string(device_limit) + ")");
+        throw Error(site.prefix() + "block_size " + std::to_string(block_size) + " is above the limit of " + std::to_string(limit) +
+                    " threads per block (the kernel takes " + std::to_string(function_limit) + ", the device " +
+                    std::to_string(device_limit) + ")");
     return static_cast<unsigned>(block_size);
+}
+
+// Broadcasts the array operands (inputs only, or every one) into `layout`; returns how many took
+// part. When they do not broadcast, the error names the output that does not take the inputs'
+// shape, else every operand's shape.
+int lay_out(const CallSite& site, const CallPlan& plan, const Operands& operands, bool all, detail::CallLayout& layout) {
+    const std::size_t nin = static_cast<std::size_t>(site.sig.inputs);
+    std::array<detail::OperandView, detail::kMaxCallOperands> views;
+    const auto broadcast = [&](bool every, int& present) {
+        present = 0;
+        for (const int p : plan.operand_param) {
+            const std::size_t k = static_cast<std::size_t>(p);
+            if (!every && k >= nin) continue;
+            views[static_cast<std::size_t>(present++)] = operand_view(*operands.array(k));
+        }
+        return present == 0 || detail::broadcast_operands(views.data(), present, layout);
+    };
+    int present = 0;
+    if (broadcast(all, present)) return present;
+    int inputs = 0;
+    if (all && broadcast(false, inputs) && inputs > 0) {
+        for (const int p : plan.operand_param) {
+            const std::size_t k = static_cast<std::size_t>(p);
+            if (k >= nin && !broadcasts_with(*operands.array(k), layout))
+                throw ShapeError(site.where(k) + " has shape " + shape_to_string(operands.array(k)->shape()) +
+                                 ", which does not broadcast with the inputs' shape " + layout_shape(layout));
+        }
+    }
+    std::string shapes;
+    for (int s = 0; s < present; ++s) {
+        const std::size_t k = static_cast<std::size_t>(plan.operand_param[static_cast<std::size_t>(s)]);
+        shapes += (shapes.empty() ? "" : ", ") + site.sig.params[k].name + " " + shape_to_string(operands.array(k)->shape());
+    }
+    throw ShapeError(site.prefix() + "the shapes do not broadcast together: " + shapes);
+}
+
+// The call's shape: the broadcast shape of every non-raw array given, outputs included (as NumPy's
+// ufuncs and CuPy's ElementwiseKernel: an input of (3, 1) fills an output of (3, 4)); without
+// any, the size given. Every output given must have exactly that shape; those not given are
+// allocated with it. Leaves every operand laid out over it.
+void call_shape(const CallSite& site, const CallPlan& plan, const Target& target, std::span<const KernelArg> args,
+                Operands& operands, const CallOptions& options, detail::CallLayout& layout) {
+    const std::size_t np = site.sig.params.size(), nin = static_cast<std::size_t>(site.sig.inputs), count = args.size();
+    const bool outputs_given = count == np;
+    const int arrays_present = lay_out(site, plan, operands, outputs_given, layout);
+    if (arrays_present == 0) {
+        if (options.size < 0)
+            throw ShapeError(site.prefix() + "no argument is a non-raw array, so the call needs a size (CallOptions::size)");
+        layout.ndim = 1;
+        layout.shape[0] = options.size;
+        layout.size = options.size;
+        layout.operands = 0;
+    }
+    if (arrays_present != 0 && options.size >= 0 && options.size != layout.size)
+        throw ShapeError(site.prefix() + "size " + std::to_string(options.size) + " was given but the arrays have " +
+                         std::to_string(layout.size) + " elements (" + layout_shape(layout) + ")");
+    for (std::size_t k = nin; k < count; ++k) {
+        if (site.sig.params[k].raw) continue;
+        if (!same_shape(args[k].array(), layout))
+            throw ShapeError(site.where(k) + " has shape " + shape_to_string(args[k].array().shape()) +
+                             " but the call's shape (the arrays' broadcast shape) is " + layout_shape(layout) +
+                             ": an output is not broadcast");
+    }
+    if (outputs_given) return;
+    const Shape shape(layout.shape, layout.shape + layout.ndim);
+    for (std::size_t k = count; k < np; ++k)
+        operands.set(k, Array::empty(shape, plan.bound.param_types[k], target.device, target.stream));
+    if (!plan.operand_param.empty()) lay_out(site, plan, operands, true, layout);
+}
+
+// The GPU launch of a laid-out call of n > 0 elements whose argument struct is packed: the variant
+// for the layout, its layout struct, its grid.
+void launch_on_gpu(const CallSite& site, const CallPlan& plan, const Target& target, const CallOptions& options,
+                   const detail::CallLayout& layout, LaunchBuffers& buffers) {
+    const std::int64_t n = layout.size;
+    // The tiled variant is written for blocks of kThreads: with another block size, its layouts
+    // take the rows or strided variant.
+    const bool default_block = options.block_size == 0 || options.block_size == static_cast<int>(kThreads);
+    detail::VariantNeeds needs = plan.needs;
+    needs.has_tiled = needs.has_tiled && default_block;
+    const detail::VariantChoice choice = plan.operand_param.empty() ? detail::VariantChoice{detail::Variant::strided, n > INT_MAX}
+                                                                    : detail::choose_variant(layout, needs);
+    if (choice.variant == detail::Variant::strided && layout.ndim > kjit::max_dims)
+        throw ShapeError(site.prefix() + "the arrays need " + std::to_string(layout.ndim) +
+                         " dimensions even after merging; kjit's strided kernels take at most " + std::to_string(kjit::max_dims));
+
+    CUfunction f = nullptr;
+    std::int64_t items = n;
+    const ElementwiseVariants& m = plan.module;
+    switch (choice.variant) {
+        case detail::Variant::contiguous:
+            f = m.function(choice.index64 ? ElementwiseEntry::contiguous64 : ElementwiseEntry::contiguous32);
+            items = ((n + m.vector_width - 1) / m.vector_width + m.unroll - 1) / m.unroll;
+            break;
+        case detail::Variant::small:
+            f = m.function(ElementwiseEntry::small32);
+            break;
+        case detail::Variant::rows:
+            f = m.function(ElementwiseEntry::rows32);
+            items = n / m.vector_width;
+            break;
+        case detail::Variant::tiled:
+            f = m.function(ElementwiseEntry::tiled32);
+            items = ((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) * kThreads;
+            break;
+        case detail::Variant::strided:
+            f = m.function(choice.index64 ? ElementwiseEntry::strided64 : ElementwiseEntry::strided32);
+            break;
+    }
+    kjit::Layout<detail::kMaxCallOperands>& l = buffers.layout.elementwise;
+    if (choice.variant != detail::Variant::contiguous && choice.variant != detail::Variant::small) {
+        const std::size_t dims = static_cast<std::size_t>(layout.ndim);
+        l.ndim = layout.ndim;
+        std::memcpy(l.shape, layout.shape, sizeof(std::int64_t) * dims);
+        for (int s = 0; s < layout.operands; ++s) std::memcpy(l.strides[s], layout.strides[s], sizeof(std::int64_t) * dims);
+    }
+    void* params[] = {buffers.args, &l};
+    const unsigned threads = block_threads(site, options.block_size, f, target.ordinal);
+    // The small variant has no loop: one thread per element, whatever caps the others' grids.
+    const unsigned grid = choice.variant == detail::Variant::small ? static_cast<unsigned>((n + threads - 1) / threads)
+                                                                   : grid_for(items, threads, plan.sm_count, choice.variant == detail::Variant::tiled);
+    launch(target, f, grid, 1, threads, params);
 }
 
 }  // namespace
@@ -156,220 +257,40 @@ unsigned block_threads(const ElementwiseKernel& kernel, int block_size, CUfuncti
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
                       const CallOptions& options, std::vector<Array>* outputs) {
     const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
-    const std::size_t np = sig.params.size(), count = args.size();
-    const std::size_t nin = static_cast<std::size_t>(sig.inputs);
-    if (np > static_cast<std::size_t>(kMaxCallParams))
-        throw TypeError(kernel_prefix(kernel) + "kjit launches kernels of at most " + std::to_string(kMaxCallParams) + " parameters");
-    if (count != nin && count != np)
-        throw TypeError(kernel_prefix(kernel) + "takes " + std::to_string(nin) + " inputs" +
-                        (sig.outputs ? " (then optionally its " + std::to_string(sig.outputs) + " outputs)" : std::string()) +
-                        ", got " + std::to_string(count) + " arguments");
-    if (outputs == nullptr && count != np)
-        throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
-    check_block_size_sign(kernel, options.block_size);
-    // Host arrays run on the CPU (jit/host/): same binding, layout and checks, other code.
-    const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
-    const int ordinal = on_host ? host::kHostOrdinal
-                                : call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
-    const CallKey key = call_key(args, np, ordinal);
-    const CallPlan* plan = calls.find(key);
-    if (plan == nullptr && on_host) {
-        std::lock_guard lock(host::compile_mutex());
-        plan = calls.find(key);
-        if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
-    }
-    if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
-    const Stream stream = on_host ? Stream::current()
-                                  : (options.stream ? *options.stream : Stream::current()).for_device(Device::cuda(ordinal));
+    const CallSite site{"kernel", kernel.name(), sig};
+    const std::size_t np = sig.params.size(), nin = static_cast<std::size_t>(sig.inputs);
+    validate_arity(site, args.size(), outputs != nullptr);
+    check_block_size_sign(site, options.block_size);
+    const Target target = locate(site, args, options.stream);
+    const CallPlan& plan = plan_for(calls, target, args, np, [&] { return make_plan(kernel, site, args, target); });
 
-    // Arrays kjit makes for this call: outputs not given, and copies of inputs that overlap an output.
-    MadeArrays made;
-    auto array_of = [&](std::size_t k) -> const Array* {
-        if (const Array* a = made.find(k)) return a;
-        return k < count ? &args[k].array() : nullptr;
-    };
-    const int operands = static_cast<int>(plan->operand_param.size());
+    Operands operands(args);
     LaunchBuffers& buffers = launch_buffers();
     detail::CallLayout& layout = buffers.call;
-    std::array<detail::OperandView, detail::kMaxCallOperands> views;
-    // Broadcasts the array operands: inputs only, or every one.
-    auto broadcast = [&](bool all, int& present) {
-        present = 0;
-        for (int s = 0; s < operands; ++s) {
-            const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
-            if (!all && k >= nin) continue;
-            views[static_cast<std::size_t>(present++)] = operand_view(*array_of(k));
-        }
-        return present == 0 || detail::broadcast_operands(views.data(), present, layout);
-    };
-    auto lay_out = [&](bool all) {
-        int present = 0;
-        if (broadcast(all, present)) return present;
-        // When the inputs broadcast and an output does not take their shape, that output is named.
-        int inputs = 0;
-        if (all && broadcast(false, inputs) && inputs > 0) {
-            for (std::size_t k = nin; k < count; ++k)
-                if (!sig.params[k].raw && !broadcasts_with(args[k].array(), layout))
-                    throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " +
-                                     shape_to_string(args[k].array().shape()) + ", which does not broadcast with the inputs' shape " +
-                                     layout_shape(layout));
-        }
-        std::string shapes;
-        for (int s = 0; s < present; ++s) {
-            const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
-            shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k)->shape());
-        }
-        throw ShapeError(kernel_prefix(kernel) + "the shapes do not broadcast together: " + shapes);
-    };
-
-    // The call's shape: the broadcast shape of every non-raw array given, outputs included (as
-    // NumPy's ufuncs and CuPy's ElementwiseKernel: an input of (3, 1) fills an output of (3, 4));
-    // without any, the size given. Every output must then have exactly that shape. With every
-    // output given, this is already the layout the launch uses.
-    const bool outputs_given = count == np;
-    const int arrays_present = lay_out(outputs_given);
-    if (arrays_present == 0) {
-        if (options.size < 0)
-            throw ShapeError(kernel_prefix(kernel) + "no argument is a non-raw array, so the call needs a size (CallOptions::size)");
-        layout.ndim = 1;
-        layout.shape[0] = options.size;
-        layout.size = options.size;
-        layout.operands = 0;
-    }
-    if (arrays_present != 0 && options.size >= 0 && options.size != layout.size)
-        throw ShapeError(kernel_prefix(kernel) + "size " + std::to_string(options.size) + " was given but the arrays have " +
-                         std::to_string(layout.size) + " elements (" + layout_shape(layout) + ")");
-    for (std::size_t k = nin; k < count; ++k) {
-        if (sig.params[k].raw) continue;
-        if (!same_shape(args[k].array(), layout))
-            throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " + shape_to_string(args[k].array().shape()) +
-                             " but the call's shape (the arrays' broadcast shape) is " + layout_shape(layout) +
-                             ": an output is not broadcast");
-    }
-    if (count < np) {
-        const Shape shape(layout.shape, layout.shape + layout.ndim);
-        for (std::size_t k = count; k < np; ++k)
-            made.set(k, Array::empty(shape, plan->bound.param_types[k], on_host ? Device::cpu() : Device::cuda(ordinal), stream));
-    }
-    if (operands > 0 && !outputs_given) lay_out(true);
-
-    // Overlaps between outputs and other operands.
-    std::array<bool, kMaxCallParams> must_copy{};
-    bool copies = false;
-    for (int o = 0; o < operands; ++o) {
-        if (!((plan->needs.output_mask >> o) & 1u)) continue;
-        const std::size_t ko = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(o)]);
-        if (detail::has_repeated_elements(layout, o))
-            throw ShapeError(kernel_prefix(kernel) + param_label(sig, ko) +
-                             " is a broadcast view (some of its elements stand for several): it cannot be written");
-        char *olo, *ohi;
-        detail::byte_range(views[static_cast<std::size_t>(o)], olo, ohi);
-        for (int p = 0; p < operands; ++p) {
-            if (p == o) continue;
-            char *plo, *phi;
-            detail::byte_range(views[static_cast<std::size_t>(p)], plo, phi);
-            if (!(plo < ohi && olo < phi)) continue;
-            const std::size_t kp = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(p)]);
-            if ((plan->needs.output_mask >> p) & 1u)
-                throw ShapeError(kernel_prefix(kernel) + param_label(sig, std::min(ko, kp)) + " and " +
-                                 param_label(sig, std::max(ko, kp)) + " overlap in memory");
-            // The same elements in the same order: each is read before it is written. Any other
-            // view of the output's memory (shifted, reversed...) is read from a copy.
-            if (!detail::same_elements(layout, o, p)) must_copy[kp] = copies = true;
-        }
-    }
-    if (copies) {
-        // The copies are kernel calls themselves (they reuse this thread's layout buffer).
+    call_shape(site, plan, target, args, operands, options, layout);
+    const std::bitset<kMaxCallParams> copies =
+        inputs_to_copy(site, operands, plan.operand_param, nin, [&](std::size_t i, std::size_t o) {
+            return detail::same_elements(layout, static_cast<int>(i), static_cast<int>(o));
+        });
+    if (copies.any()) {
+        // The copies are kernel calls themselves (they reuse this thread's buffers).
         for (std::size_t k = 0; k < nin; ++k)
-            if (must_copy[k]) made.set(k, kernels::elementwise::copy_kernel()({args[k].array()}, CallOptions{stream, -1})[0]);
-        lay_out(true);
+            if (copies[k]) operands.set(k, kernels::elementwise::copy_kernel()({args[k].array()}, CallOptions{target.stream, -1})[0]);
+        lay_out(site, plan, operands, true, layout);
     }
 
-    const std::int64_t n = layout.size;
-    if (n > 0) {
-        detail::simplify(layout, !plan->uses_index && !sig.has_raw, plan->first_output_operand);
-    }
-    if (n > 0 && on_host) {
+    if (const std::int64_t n = layout.size; n > 0) {
+        detail::simplify(layout, !plan.uses_index && !sig.has_raw, plan.first_output_operand);
         std::size_t slot = 0;
-        write_args(buffers.args, plan->args, plan->bound, args, np, [&](std::size_t) { return layout.data[slot++]; },
-                   [&](std::size_t k) { return array_of(k); }, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
-        const long long n_value = n;
-        std::memcpy(buffers.args + plan->args.n_offset, &n_value, sizeof n_value);
-        host::run_elementwise_on_host(plan->host, buffers.args, layout, n);
-    } else if (n > 0) {
-        // The tiled variant is written for blocks of kThreads: with another block size, its layouts
-        // take the rows or strided variant.
-        const bool default_block = options.block_size == 0 || options.block_size == static_cast<int>(kThreads);
-        detail::VariantNeeds needs = plan->needs;
-        needs.has_tiled = needs.has_tiled && default_block;
-        const detail::VariantChoice choice = operands == 0 ? detail::VariantChoice{detail::Variant::strided, n > INT_MAX}
-                                                           : detail::choose_variant(layout, needs);
-        if (choice.variant == detail::Variant::strided && layout.ndim > detail::kMaxKernelDims)
-            throw ShapeError(kernel_prefix(kernel) + "the arrays need " + std::to_string(layout.ndim) +
-                             " dimensions even after merging; kjit's strided kernels take at most " +
-                             std::to_string(detail::kMaxKernelDims));
-
-        // The argument struct.
-        unsigned char* a = buffers.args;
-        std::size_t slot = 0;
-        write_args(a, plan->args, plan->bound, args, np, [&](std::size_t) { return layout.data[slot++]; },
-                   [&](std::size_t k) { return array_of(k); }, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
-        const long long n_value = n;
-        std::memcpy(a + plan->args.n_offset, &n_value, sizeof n_value);
-
-        CUfunction f = nullptr;
-        std::int64_t items = n;
-        const ElementwiseVariants& m = plan->module;
-        switch (choice.variant) {
-            case detail::Variant::contiguous:
-                f = m.function(choice.index64 ? ElementwiseEntry::contiguous64 : ElementwiseEntry::contiguous32);
-                items = ((n + m.vector_width - 1) / m.vector_width + m.unroll - 1) / m.unroll;
-                break;
-            case detail::Variant::small:
-                f = m.function(ElementwiseEntry::small32);
-                break;
-            case detail::Variant::rows:
-                f = m.function(ElementwiseEntry::rows32);
-                items = n / m.vector_width;
-                break;
-            case detail::Variant::tiled:
-                f = m.function(ElementwiseEntry::tiled32);
-                items = ((layout.shape[0] + m.tile - 1) / m.tile) * ((layout.shape[1] + m.tile - 1) / m.tile) * kThreads;
-                break;
-            case detail::Variant::strided:
-                f = m.function(choice.index64 ? ElementwiseEntry::strided64 : ElementwiseEntry::strided32);
-                break;
-        }
-        if (choice.variant != detail::Variant::contiguous && choice.variant != detail::Variant::small) {
-            // kjit::Layout<A>: int ndim; long long shape[16]; long long strides[A][16].
-            unsigned char* l = buffers.layout;
-            const int ndim = layout.ndim;
-            std::memcpy(l, &ndim, sizeof ndim);
-            std::memcpy(l + 8, layout.shape, sizeof(std::int64_t) * static_cast<std::size_t>(ndim));
-            for (int s = 0; s < layout.operands; ++s)
-                std::memcpy(l + 8 + 16 * 8 + static_cast<std::size_t>(s) * 16 * 8, layout.strides[s],
-                            sizeof(std::int64_t) * static_cast<std::size_t>(ndim));
-        }
-        void* params[] = {buffers.args, buffers.layout};
-        detail::Driver& d = detail::driver_on(ordinal);
-        const unsigned threads = block_threads(kernel, options.block_size, f, ordinal);
-        // The small variant has no loop: one thread per element, whatever caps the others' grids.
-        const unsigned grid = choice.variant == detail::Variant::small
-                                  ? static_cast<unsigned>((n + threads - 1) / threads)
-                                  : grid_for(items, threads, plan->sm_count, choice.variant == detail::Variant::tiled);
-        KJIT_CU_CHECK(d.cuLaunchKernel(f, grid, 1, 1, threads, 1, 1, 0, stream.handle(), params,
-                                       nullptr));
+        pack_args(site, buffers.args, plan.args, plan.bound, args, operands, [&](std::size_t) { return layout.data[slot++]; });
+        const long long n_value = n;  // the struct's last field
+        std::memcpy(buffers.args + plan.args.n_offset, &n_value, sizeof n_value);
+        if (target.host)
+            host::run_elementwise_on_host(plan.host, buffers.args, layout, n);
+        else
+            launch_on_gpu(site, plan, target, options, layout, buffers);
     }
-
-    // Device memory used here is freed in order on this stream.
-    for (std::size_t k = 0; k < np; ++k) {
-        const Array* arr = k < count && !args[k].is_array() ? nullptr : array_of(k);
-        if (arr != nullptr && arr->buffer()->kind() == Buffer::Kind::device_pool) arr->buffer()->record_stream(stream);
-    }
-    if (outputs != nullptr) {
-        outputs->clear();
-        for (std::size_t k = nin; k < np; ++k) outputs->push_back(*array_of(k));
-    }
+    operands.finish(target, nin, np, outputs);
 }
 
 }  // namespace kjit::jit::kernels

@@ -1,10 +1,12 @@
-// One call of a reduction kernel: find (or make) the plan for these argument dtypes, broadcast the
-// inputs, plan the iteration (runtime/detail/reduce_layout), fill the argument struct and
-// kjit::ReduceLayout, launch the strategy's entry point (templates/reduction.cuh).
+// One call of a reduction kernel through the shared stages (jit/kernels/call.hpp): its shape rule
+// (the inputs broadcast, reduced over axes or segments), every overlapping input copied, and the
+// strategy of runtime/detail/reduce_layout launched as templates/reduction.cuh describes.
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <climits>
 #include <cstdlib>
+#include <cstddef>
 #include <cstring>
 #include <map>
 
@@ -12,7 +14,7 @@
 #include "jit/host/host_call.hpp"
 #include "jit/host/host_reduction.hpp"
 #include "jit/kernels/elementwise/copy.hpp"
-#include "jit/kernels/made_arrays.hpp"
+#include "jit/kernels/call.hpp"
 #include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
@@ -39,25 +41,6 @@ std::int64_t blocks_per_sm() {
         return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{8};
     }();
     return value;
-}
-
-// kjit::ReduceLayout<I, O>: int kept_ndim, reduced_ndim; long long kept_size, reduced_size,
-// shape[16], in_strides[I][16], out_strides[O][16].
-constexpr std::size_t kLayoutShape = 24;
-constexpr std::size_t kLayoutInStrides = kLayoutShape + 16 * 8;
-constexpr std::size_t layout_bytes(int inputs, int outputs) {
-    return kLayoutInStrides + static_cast<std::size_t>(inputs + outputs) * 16 * 8;
-}
-
-struct LaunchBuffers {
-    alignas(16) unsigned char args[kMaxArgumentBytes];
-    alignas(16) unsigned char layout[layout_bytes(kMaxInputs, kMaxOutputs)];
-    detail::CallLayout inputs;
-};
-LaunchBuffers& launch_buffers() {
-    thread_local std::unique_ptr<LaunchBuffers> buffers;
-    if (!buffers) buffers = std::make_unique_for_overwrite<LaunchBuffers>();  // each call writes what it passes
-    return *buffers;
 }
 
 // Device scratch memory of this thread, per device, stream and use, kept between calls and grown
@@ -93,38 +76,31 @@ Workspaces& workspaces() {
     return w;
 }
 
-std::string kernel_prefix(const ReductionKernel& k) { return "reduction '" + k.name() + "': "; }
-
-std::string param_label(const CallSignature& sig, std::size_t k) {
-    const Param& p = sig.params[k];
-    return std::string(p.is_output ? "output" : "input") + " '" + p.name + "'";
-}
-
-std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const CallSignature& sig, std::span<const KernelArg> args,
-                                         int ordinal) {
+std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const CallSite& site, std::span<const KernelArg> args,
+                                         const Target& target) {
     const std::vector<ArgumentKind> kinds = argument_kinds(args);
     auto plan = std::make_unique<ReductionPlan>();
-    plan->bound = bind_call(sig, kernel.name(), kinds.data(), kinds.size());
-    for (std::size_t k = static_cast<std::size_t>(sig.inputs); k < sig.params.size(); ++k)
-        if (k < args.size() && !args[k].is_array())
-            throw TypeError(kernel_prefix(kernel) + param_label(sig, k) + " must be an array, not a scalar");
-    const bool on_host = ordinal == host::kHostOrdinal;
-    if (!on_host) plan->module = load_reduction(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, ordinal);
-    const std::vector<detail::ArgField> fields = arg_fields(sig, plan->bound);
-    for (std::size_t k = 0; k < sig.params.size(); ++k)
-        if (fields[k] == detail::ArgField::pointer && !sig.params[k].is_output) plan->operand_param.push_back(static_cast<int>(k));
-    if (static_cast<int>(plan->operand_param.size()) > kMaxInputs || sig.outputs > kMaxOutputs)
-        throw TypeError(kernel_prefix(kernel) + "kjit reduces at most " + std::to_string(kMaxInputs) + " array inputs into at most " +
+    plan->bound = bind_call(site.sig, kernel.name(), kinds.data(), kinds.size());
+    for (std::size_t k = static_cast<std::size_t>(site.sig.inputs); k < site.sig.params.size(); ++k)
+        if (k < args.size() && !args[k].is_array()) throw TypeError(site.where(k) + " must be an array, not a scalar");
+    const std::vector<detail::ArgField> fields = arg_fields(site.sig, plan->bound);
+    for (std::size_t k = 0; k < site.sig.params.size(); ++k)
+        if (fields[k] == detail::ArgField::pointer && !site.sig.params[k].is_output) plan->operand_param.push_back(static_cast<int>(k));
+    if (static_cast<int>(plan->operand_param.size()) > kMaxInputs || site.sig.outputs > kMaxOutputs)
+        throw TypeError(site.prefix() + "kjit reduces at most " + std::to_string(kMaxInputs) + " array inputs into at most " +
                         std::to_string(kMaxOutputs) + " outputs");
     plan->args = detail::args_layout(fields, plan->bound.param_types);
     if (plan->args.size > sizeof(LaunchBuffers::args))
-        throw TypeError(kernel_prefix(kernel) + "its arguments take " + std::to_string(plan->args.size) +
+        throw TypeError(site.prefix() + "its arguments take " + std::to_string(plan->args.size) +
                         " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
-    if (on_host) {
+    // The code: compiled for the CPU by the host back end (which also gives the module's facts),
+    // or the GPU module (each strategy's group loaded when first launched).
+    if (target.host) {
         plan->host = host::compile_reduction_on_host(kernel, plan->bound, plan->args, plan->module.has_identity, plan->module.reduce_itemsize);
         return plan;
     }
-    plan->sm_count = kjit::detail::device_attributes(ordinal).sm_count;
+    plan->module = load_reduction(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage}, target.ordinal);
+    plan->sm_count = kjit::detail::device_attributes(target.ordinal).sm_count;
     return plan;
 }
 
@@ -146,230 +122,125 @@ std::int64_t reach(const std::vector<std::int64_t>& shape, const std::vector<std
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-}  // namespace
-
-void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
-                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets) {
-    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
-    const std::size_t np = sig.params.size(), count = args.size();
-    const std::size_t nin = static_cast<std::size_t>(sig.inputs);
-    if (np > static_cast<std::size_t>(kMaxCallParams))
-        throw TypeError(kernel_prefix(kernel) + "kjit calls kernels of at most " + std::to_string(kMaxCallParams) + " parameters");
-    if (count != nin && count != np)
-        throw TypeError(kernel_prefix(kernel) + "takes " + std::to_string(nin) + " inputs (then optionally its " +
-                        std::to_string(sig.outputs) + " outputs), got " + std::to_string(count) + " arguments");
-    if (outputs == nullptr && count != np)
-        throw TypeError(kernel_prefix(kernel) + "launch() needs every output; call the kernel to have them allocated");
-    if (options.size != -1 || options.block_size != 0)
-        throw Error(kernel_prefix(kernel) + "a reduction takes its sizes from its arrays and chooses its own blocks: CallOptions::" +
-                    (options.size != -1 ? "size" : "block_size") + " must be left unset (it is " +
-                    std::to_string(options.size != -1 ? options.size : options.block_size) + ")");
-    // Host arrays run on the CPU (jit/host/host_reduction.hpp): same binding, axes and checks, other code.
-    const bool on_host = host::is_host_call(args, [&](std::size_t k) { return param_label(sig, k); });
-    const int ordinal = on_host ? host::kHostOrdinal
-                                : call_device(args, options.stream, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
-    const CallKey key = call_key(args, np, ordinal);
-    const ReductionPlan* plan = calls.find(key);
-    if (plan == nullptr && on_host) {
-        std::lock_guard lock(host::compile_mutex());
-        plan = calls.find(key);
-        if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
+// The array inputs broadcast together into `in`: the shape being reduced.
+void broadcast_inputs(const CallSite& site, const ReductionPlan& plan, const Operands& operands, detail::CallLayout& in) {
+    const int ni = static_cast<int>(plan.operand_param.size());
+    std::array<detail::OperandView, kMaxInputs> views;
+    for (int s = 0; s < ni; ++s)
+        views[static_cast<std::size_t>(s)] = operand_view(*operands.array(static_cast<std::size_t>(plan.operand_param[static_cast<std::size_t>(s)])));
+    if (detail::broadcast_operands(views.data(), ni, in)) return;
+    std::string shapes;
+    for (const int p : plan.operand_param) {
+        const std::size_t k = static_cast<std::size_t>(p);
+        shapes += (shapes.empty() ? "" : ", ") + site.sig.params[k].name + " " + shape_to_string(operands.array(k)->shape());
     }
-    if (plan == nullptr) plan = calls.insert(key, make_plan(kernel, sig, args, ordinal));
-    const ReductionModule& m = plan->module;
-    const Device device = on_host ? Device::cpu() : Device::cuda(ordinal);
-    const Stream stream = on_host ? Stream::current() : (options.stream ? *options.stream : Stream::current()).for_device(device);
+    throw ShapeError(site.prefix() + "the inputs' shapes do not broadcast together: " + shapes);
+}
 
-    // The array inputs, broadcast together: the shape being reduced.
-    MadeArrays made;  // copies of inputs, outputs allocated here
-    auto array_of = [&](std::size_t k) -> const Array& {
-        const Array* a = made.find(k);
-        return a != nullptr ? *a : args[k].array();
-    };
-    const int ni = static_cast<int>(plan->operand_param.size());
-    if (ni == 0) throw ShapeError(kernel_prefix(kernel) + "needs an input passed as an array (not raw, not a scalar): it gives the shape reduced");
-    LaunchBuffers& buffers = launch_buffers();
-    detail::CallLayout& in = buffers.inputs;
-    auto broadcast_inputs = [&] {
-        std::array<detail::OperandView, kMaxInputs> views;
-        for (int s = 0; s < ni; ++s) views[static_cast<std::size_t>(s)] = operand_view(array_of(static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)])));
-        if (!detail::broadcast_operands(views.data(), ni, in)) {
-            std::string shapes;
-            for (int s = 0; s < ni; ++s) {
-                const std::size_t k = static_cast<std::size_t>(plan->operand_param[static_cast<std::size_t>(s)]);
-                shapes += (shapes.empty() ? "" : ", ") + sig.params[k].name + " " + shape_to_string(array_of(k).shape());
-            }
-            throw ShapeError(kernel_prefix(kernel) + "the inputs' shapes do not broadcast together: " + shapes);
-        }
-    };
-    broadcast_inputs();
-    const Shape shape(in.shape, in.shape + in.ndim);
+// What a call reduces: the axes (sorted) and the outputs' shape; for a segmented reduction, the
+// offsets as contiguous int64 on the call's device.
+struct ReduceShape {
     std::vector<int> axes;
     Shape out_shape;
-    // A segmented reduction: output s reduces elements offsets[s] .. offsets[s + 1] - 1.
     Array offsets;
     bool offsets_made = false;
-    if (segment_offsets != nullptr) {
-        if (options.axis || options.keepdims)
-            throw ShapeError(kernel_prefix(kernel) + "a segmented reduction takes no axis or keepdims: the offsets say what each output reduces");
-        if (in.ndim != 1)
-            throw ShapeError(kernel_prefix(kernel) + "a segmented reduction takes 1-D inputs, not the shape " + shape_to_string(shape));
-        if (!m.has_identity)
-            throw Error(kernel_prefix(kernel) + "a segmented reduction needs an identity (a segment may be empty), and this one has none");
-        const Array& o = *segment_offsets;
-        if (on_host && (!o.valid() || !o.is_host()))
-            throw Error(kernel_prefix(kernel) + "the inputs are in host memory, so the offsets must be too" +
-                        (o.valid() ? " (they are on " + o.device().to_string() + ")" : std::string()));
-        if (!on_host && (!o.valid() || o.is_host() || o.device().ordinal() != ordinal))
-            throw Error(kernel_prefix(kernel) + "the offsets must be a device array on cuda:" + std::to_string(ordinal));
-        if (o.ndim() != 1 || o.size() < 1 || !o.dtype().is_integer())
-            throw ShapeError(kernel_prefix(kernel) + "the offsets must be a 1-D integer array of (segments + 1) elements, not " +
-                             std::string(o.dtype().name()) + " " + shape_to_string(o.shape()));
-        offsets = o;
-        if (!(o.dtype() == DType::int64) || !o.is_c_contiguous()) {
-            offsets = kernels::elementwise::pack(o, DType::int64, stream);
-            offsets_made = true;
-        }
-        axes = {0};
-        out_shape = {o.size() - 1};
-    } else {
+};
+
+ReduceShape reduce_shape(const CallSite& site, const ReductionModule& m, const Target& target, const ReduceOptions& options,
+                         const detail::CallLayout& in, const Array* segment_offsets) {
+    ReduceShape r;
+    const Shape shape(in.shape, in.shape + in.ndim);
+    if (segment_offsets == nullptr) {
         try {
-            axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, in.ndim);
-            if (options.axis && options.axis->empty()) axes.clear();
+            r.axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, in.ndim);
+            if (options.axis && options.axis->empty()) r.axes.clear();
         } catch (const ShapeError& e) {
-            throw ShapeError(kernel_prefix(kernel) + e.what() + " (the inputs' shape is " + shape_to_string(shape) + ")");
+            throw ShapeError(site.prefix() + e.what() + " (the inputs' shape is " + shape_to_string(shape) + ")");
         }
-        out_shape = detail::reduction_output_shape(shape, axes, options.keepdims);
+        r.out_shape = detail::reduction_output_shape(shape, r.axes, options.keepdims);
+        return r;
     }
-
-    // The outputs: given (exactly the reduced shape) or allocated.
-    for (std::size_t k = nin; k < np; ++k) {
-        if (k < count) {
-            const Array& o = args[k].array();
-            if (o.shape() != out_shape)
-                throw ShapeError(kernel_prefix(kernel) + param_label(sig, k) + " has shape " + shape_to_string(o.shape()) +
-                                 " but reducing " + shape_to_string(shape) + " over axes " + axes_text(axes) +
-                                 (options.keepdims ? " with keepdims" : "") + " gives " + shape_to_string(out_shape));
-        } else {
-            made.set(k, Array::empty(out_shape, plan->bound.param_types[k], device, stream));
-        }
+    // A segmented reduction: output s reduces elements offsets[s] .. offsets[s + 1] - 1.
+    if (options.axis || options.keepdims)
+        throw ShapeError(site.prefix() + "a segmented reduction takes no axis or keepdims: the offsets say what each output reduces");
+    if (in.ndim != 1)
+        throw ShapeError(site.prefix() + "a segmented reduction takes 1-D inputs, not the shape " + shape_to_string(shape));
+    if (!m.has_identity)
+        throw Error(site.prefix() + "a segmented reduction needs an identity (a segment may be empty), and this one has none");
+    const Array& o = *segment_offsets;
+    if (!o.valid() || !(o.device() == target.device))
+        throw Error(site.prefix() + "the inputs are on " + target.device.to_string() + ", so the offsets must be too" +
+                    (o.valid() ? " (they are on " + o.device().to_string() + ")" : std::string()));
+    if (o.ndim() != 1 || o.size() < 1 || !o.dtype().is_integer())
+        throw ShapeError(site.prefix() + "the offsets must be a 1-D integer array of (segments + 1) elements, not " +
+                         std::string(o.dtype().name()) + " " + shape_to_string(o.shape()));
+    r.offsets = o;
+    if (!(o.dtype() == DType::int64) || !o.is_c_contiguous()) {
+        r.offsets = kernels::elementwise::pack(o, DType::int64, target.stream);
+        r.offsets_made = true;
     }
+    r.axes = {0};
+    r.out_shape = {o.size() - 1};
+    return r;
+}
 
-    // Outputs are written while inputs are still read: an input sharing memory with an output is
-    // read from a copy; outputs must be distinct and must not repeat elements.
-    auto range_of = [](const Array& a, char*& lo, char*& hi) { detail::byte_range(operand_view(a), lo, hi); };
-    bool copied = false;
-    for (std::size_t o = nin; o < np; ++o) {
-        const Array& out = array_of(o);
-        if (out.size() == 0) continue;
-        for (int d = 0; d < out.ndim(); ++d)
-            if (out.strides()[static_cast<std::size_t>(d)] == 0 && out.shape()[static_cast<std::size_t>(d)] > 1)
-                throw ShapeError(kernel_prefix(kernel) + param_label(sig, o) +
-                                 " is a broadcast view (some of its elements stand for several): it cannot be written");
-        char *olo, *ohi;
-        range_of(out, olo, ohi);
-        for (std::size_t p = 0; p < np; ++p) {
-            if (p == o || sig.params[p].raw || (p < nin && plan->bound.scalar[p])) continue;
-            const Array& other = array_of(p);
-            if (other.size() == 0) continue;
-            char *plo, *phi;
-            range_of(other, plo, phi);
-            if (!(plo < ohi && olo < phi)) continue;
-            if (p >= nin) {
-                if (p > o)
-                    throw ShapeError(kernel_prefix(kernel) + param_label(sig, o) + " and " + param_label(sig, p) + " overlap in memory");
-                continue;
-            }
-            made.set(p, kernels::elementwise::pack(args[p].array(), args[p].array().dtype(), stream));
-            copied = true;
-        }
-    }
-    // Raw inputs overlapping an output are not copied: the kernel indexes them as it likes, and a
-    // user who passes an output's memory as a raw input asks for exactly that.
-    if (copied) broadcast_inputs();
-
-    // The iteration: kept dimensions (one output each) first, reduced ones last.
+// The iteration: kept dimensions (one output each) first, reduced ones last.
+detail::ReducePlan iteration(const CallSite& site, const ReductionPlan& plan, const Operands& operands, const detail::CallLayout& in,
+                             const ReduceShape& r, bool keepdims, bool segmented) {
+    const std::size_t np = site.sig.params.size(), nin = static_cast<std::size_t>(site.sig.inputs);
+    const int ni = static_cast<int>(plan.operand_param.size());
     std::vector<Strides> in_strides(static_cast<std::size_t>(ni)), out_strides;
     for (int s = 0; s < ni; ++s) in_strides[static_cast<std::size_t>(s)].assign(in.strides[s], in.strides[s] + in.ndim);
     for (std::size_t k = nin; k < np; ++k) {
-        const Array& o = array_of(k);
+        const Array& o = *operands.array(k);
         Strides st;
         for (int d = 0, od = 0; d < in.ndim; ++d) {
-            const bool reduced = std::binary_search(axes.begin(), axes.end(), d);
+            const bool reduced = std::binary_search(r.axes.begin(), r.axes.end(), d);
             if (!reduced) st.push_back(o.strides()[static_cast<std::size_t>(od)]);
-            if (!reduced || options.keepdims) ++od;
+            if (!reduced || keepdims) ++od;
         }
         out_strides.push_back(std::move(st));
     }
+    if (!segmented) return detail::plan_reduction(Shape(in.shape, in.shape + in.ndim), in_strides, out_strides, r.axes, plan.sm_count);
+    // One kept dimension (the segments, each finding its start in the offsets) and one reduced
+    // dimension (the inputs' elements).
     detail::ReducePlan rp;
-    if (segment_offsets != nullptr) {
-        // One kept dimension (the segments, each finding its start in the offsets) and one
-        // reduced dimension (the inputs' elements).
-        rp.kept_ndim = rp.reduced_ndim = 1;
-        rp.kept_size = out_shape[0];
-        rp.reduced_size = shape[0];
-        rp.shape = {rp.kept_size, rp.reduced_size};
-        for (const Strides& st : in_strides) rp.in_strides.push_back({0, st[0]});
-        for (std::size_t k = nin; k < np; ++k) rp.out_strides.push_back({array_of(k).strides()[0]});
-        // Long segments on average: a block each; else a warp each.
-        rp.strategy = rp.reduced_size / std::max<std::int64_t>(1, rp.kept_size) >= 4096 ? detail::ReduceStrategy::segments_block
-                                                                                       : detail::ReduceStrategy::segments_warp;
-    } else {
-        rp = detail::plan_reduction(shape, in_strides, out_strides, axes, plan->sm_count);
-    }
+    rp.kept_ndim = rp.reduced_ndim = 1;
+    rp.kept_size = r.out_shape[0];
+    rp.reduced_size = in.shape[0];
+    rp.shape = {rp.kept_size, rp.reduced_size};
+    for (const Strides& st : in_strides) rp.in_strides.push_back({0, st[0]});
+    for (std::size_t k = nin; k < np; ++k) rp.out_strides.push_back({operands.array(k)->strides()[0]});
+    // Long segments on average: a block each; else a warp each.
+    rp.strategy = rp.reduced_size / std::max<std::int64_t>(1, rp.kept_size) >= 4096 ? detail::ReduceStrategy::segments_block
+                                                                                   : detail::ReduceStrategy::segments_warp;
+    return rp;
+}
 
-    const auto finish = [&] {
-        for (std::size_t k = 0; k < np; ++k) {
-            if (k < count && !args[k].is_array()) continue;
-            if (k >= count || made.find(k) != nullptr) array_of(k).record_stream(stream);
-            else if (args[k].array().buffer()->kind() == Buffer::Kind::device_pool) args[k].array().buffer()->record_stream(stream);
-        }
-        if (offsets_made) offsets.record_stream(stream);
-        if (outputs != nullptr) {
-            outputs->clear();
-            for (std::size_t k = nin; k < np; ++k) outputs->push_back(array_of(k));
-        }
-    };
-    if (rp.kept_size == 0) return finish();
-    if (rp.reduced_size == 0 && !m.has_identity)
-        throw Error(kernel_prefix(kernel) + "reducing no elements (shape " + shape_to_string(shape) + " over axes " + axes_text(axes) +
-                    ") needs an identity, and this reduction has none");
-
-    // The argument struct.
-    std::size_t slot = 0;
-    write_args(buffers.args, plan->args, plan->bound, args, np,
-               [&](std::size_t k) -> const void* { return k < nin ? in.data[slot++] : array_of(k).data(); },
-               [&](std::size_t k) { return &args[k].array(); }, [&](std::size_t k) { return kernel_prefix(kernel) + param_label(sig, k); });
-
-    if (on_host) {
-        const host::HostReduction run{&plan->host, m.reduce_itemsize, buffers.args, &rp,
-                                      segment_offsets != nullptr ? static_cast<const std::int64_t*>(offsets.data()) : nullptr};
-        host::run_reduction_on_host(run);
-        return finish();
-    }
-
-    // kjit::ReduceLayout.
+// The GPU launches of a planned reduction whose argument struct is packed: kjit::ReduceLayout, the
+// strategy's grid and workspace, its entry points.
+void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail::ReducePlan& rp, LaunchBuffers& buffers,
+                   const Array& offsets) {
+    const ReductionModule& m = plan.module;
     const int in_slots = std::max(1, m.array_inputs);
-    const int no = static_cast<int>(np - nin);
-    unsigned char* l = buffers.layout;
-    std::memset(l, 0, layout_bytes(in_slots, no));
-    const int kept_ndim = rp.kept_ndim, reduced_ndim = rp.reduced_ndim;
-    const long long kept_size = rp.kept_size, reduced_size = rp.reduced_size;
-    std::memcpy(l, &kept_ndim, 4);
-    std::memcpy(l + 4, &reduced_ndim, 4);
-    std::memcpy(l + 8, &kept_size, 8);
-    std::memcpy(l + 16, &reduced_size, 8);
-    std::memcpy(l + kLayoutShape, rp.shape.data(), rp.shape.size() * 8);
-    for (int s = 0; s < ni; ++s)
-        std::memcpy(l + kLayoutInStrides + static_cast<std::size_t>(s) * 128, rp.in_strides[static_cast<std::size_t>(s)].data(),
-                    rp.in_strides[static_cast<std::size_t>(s)].size() * 8);
-    for (int o = 0; o < no; ++o)
-        std::memcpy(l + kLayoutInStrides + static_cast<std::size_t>(in_slots + o) * 128,
-                    rp.out_strides[static_cast<std::size_t>(o)].data(), rp.out_strides[static_cast<std::size_t>(o)].size() * 8);
+    // The kernel's ReduceLayout<in_slots, outputs> is a prefix of the buffer's (launch_layout.cuh);
+    // strides beyond each row's dimensions, and the input row of a kernel without array inputs, are 0.
+    auto& l = buffers.layout.reduction;
+    const std::size_t rows = static_cast<std::size_t>(in_slots) + rp.out_strides.size();
+    using Head = kjit::ReduceLayout<1, 1>;  // every ReduceLayout has its strides at the same offset
+    std::memset(&l, 0, offsetof(Head, strides) + rows * sizeof(l.strides[0]));
+    l.kept_ndim = rp.kept_ndim;
+    l.reduced_ndim = rp.reduced_ndim;
+    l.kept_size = rp.kept_size;
+    l.reduced_size = rp.reduced_size;
+    std::copy(rp.shape.begin(), rp.shape.end(), l.shape);
+    for (std::size_t s = 0; s < rp.in_strides.size(); ++s) std::copy(rp.in_strides[s].begin(), rp.in_strides[s].end(), l.strides[s]);
+    for (std::size_t o = 0; o < rp.out_strides.size(); ++o)
+        std::copy(rp.out_strides[o].begin(), rp.out_strides[o].end(), l.strides[static_cast<std::size_t>(in_slots) + o]);
 
     // The grid. Sizes depend only on the shapes and the GPU, so the order of the reduction (and
     // so its bits) is the same on every run.
-    const std::int64_t sms = std::max(1, plan->sm_count);
+    const std::int64_t sms = std::max(1, plan.sm_count), kept_size = rp.kept_size, reduced_size = rp.reduced_size;
     unsigned blocks = 1, threads = kThreads, chunks = 1;
     switch (rp.strategy) {
         case detail::ReduceStrategy::full:
@@ -402,20 +273,16 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     // 32-bit index arithmetic when every offset and count allows it.
     bool fits32 = kept_size + grid_threads < INT_MAX && reduced_size + grid_threads < INT_MAX &&
                   static_cast<std::int64_t>(chunks) * kept_size < INT_MAX;
-    const std::vector<std::int64_t> kept_shape(rp.shape.begin(), rp.shape.begin() + kept_ndim);
+    const std::vector<std::int64_t> kept_shape(rp.shape.begin(), rp.shape.begin() + rp.kept_ndim);
     for (const auto& st : rp.in_strides) fits32 = fits32 && reach(rp.shape, st) < INT_MAX;
     for (const auto& st : rp.out_strides) fits32 = fits32 && reach(kept_shape, st) < INT_MAX;
 
-    detail::Driver& d = detail::driver_on(ordinal);
-    const CUstream cs = stream.handle();
     switch (rp.strategy) {
         case detail::ReduceStrategy::full: {
-            void* ws = workspaces().get(ordinal, stream, Workspaces::full,
+            void* ws = workspaces().get(target.ordinal, target.stream, Workspaces::full,
                                         full_workspace_bytes(m.reduce_itemsize, m.has_identity, static_cast<std::size_t>(blocks)));
-            void* params[] = {buffers.args, l, &ws};
-            KJIT_CU_CHECK(d.cuLaunchKernel(m.entries(ReductionEntryGroup::full, !fits32).main, blocks, 1, 1, threads, 1, 1, 0, cs,
-                                           params, nullptr));
-            break;
+            void* params[] = {buffers.args, &l, &ws};
+            return launch(target, m.entries(ReductionEntryGroup::full, !fits32).main, blocks, 1, threads, params);
         }
         case detail::ReduceStrategy::rows_warp:
         case detail::ReduceStrategy::rows_block:
@@ -423,35 +290,96 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
             const ReductionEntryGroup g = rp.strategy == detail::ReduceStrategy::rows_warp    ? ReductionEntryGroup::rows_warp
                                           : rp.strategy == detail::ReduceStrategy::rows_block ? ReductionEntryGroup::rows_block
                                                                                               : ReductionEntryGroup::columns;
-            const CUfunction f = m.entries(g, !fits32).main;
-            void* params[] = {buffers.args, l};
-            KJIT_CU_CHECK(d.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
-            break;
+            void* params[] = {buffers.args, &l};
+            return launch(target, m.entries(g, !fits32).main, blocks, 1, threads, params);
         }
         case detail::ReduceStrategy::segments_warp:
         case detail::ReduceStrategy::segments_block: {
-            const CUfunction f = m.entries(rp.strategy == detail::ReduceStrategy::segments_warp ? ReductionEntryGroup::segments_warp
-                                                                                                : ReductionEntryGroup::segments_block,
-                                           !fits32).main;
+            const ReductionEntryGroup g = rp.strategy == detail::ReduceStrategy::segments_warp ? ReductionEntryGroup::segments_warp
+                                                                                                : ReductionEntryGroup::segments_block;
             void* offsets_data = offsets.data();
-            void* params[] = {buffers.args, l, &offsets_data};
-            KJIT_CU_CHECK(d.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, cs, params, nullptr));
-            break;
+            void* params[] = {buffers.args, &l, &offsets_data};
+            return launch(target, m.entries(g, !fits32).main, blocks, 1, threads, params);
         }
         case detail::ReduceStrategy::columns_split: {
-            void* ws = workspaces().get(ordinal, stream, Workspaces::split,
+            void* ws = workspaces().get(target.ordinal, target.stream, Workspaces::split,
                                         columns_split_workspace_bytes(m.reduce_itemsize, m.has_identity, static_cast<std::size_t>(chunks),
                                                                       static_cast<std::size_t>(kept_size)));
             const ReductionEntries split_entries = m.entries(ReductionEntryGroup::columns_split, !fits32);
-            void* split[] = {buffers.args, l, &ws};
-            KJIT_CU_CHECK(d.cuLaunchKernel(split_entries.main, blocks, chunks, 1, threads, 1, 1, 0, cs, split, nullptr));
+            void* split[] = {buffers.args, &l, &ws};
+            launch(target, split_entries.main, blocks, chunks, threads, split);
             int chunk_count = static_cast<int>(chunks);
-            void* finish_params[] = {buffers.args, l, &ws, &chunk_count};
-            KJIT_CU_CHECK(d.cuLaunchKernel(split_entries.finish, blocks, 1, 1, threads, 1, 1, 0, cs, finish_params, nullptr));
-            break;
+            void* finish_params[] = {buffers.args, &l, &ws, &chunk_count};
+            return launch(target, split_entries.finish, blocks, 1, threads, finish_params);
         }
     }
-    finish();
+}
+
+}  // namespace
+
+void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets) {
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
+    const CallSite site{"reduction", kernel.name(), sig};
+    const std::size_t np = sig.params.size(), nin = static_cast<std::size_t>(sig.inputs), count = args.size();
+    validate_arity(site, count, outputs != nullptr);
+    if (options.size != -1 || options.block_size != 0)
+        throw Error(site.prefix() + "a reduction takes its sizes from its arrays and chooses its own blocks: CallOptions::" +
+                    (options.size != -1 ? "size" : "block_size") + " must be left unset (it is " +
+                    std::to_string(options.size != -1 ? options.size : options.block_size) + ")");
+    const Target target = locate(site, args, options.stream);
+    const ReductionPlan& plan = plan_for(calls, target, args, np, [&] { return make_plan(kernel, site, args, target); });
+    if (plan.operand_param.empty())
+        throw ShapeError(site.prefix() + "needs an input passed as an array (not raw, not a scalar): it gives the shape reduced");
+
+    Operands operands(args);
+    LaunchBuffers& buffers = launch_buffers();
+    detail::CallLayout& in = buffers.inputs;
+    broadcast_inputs(site, plan, operands, in);
+    const ReduceShape r = reduce_shape(site, plan.module, target, options, in, segment_offsets);
+
+    // The outputs: given (exactly the reduced shape) or allocated.
+    for (std::size_t k = nin; k < np; ++k) {
+        if (k >= count) {
+            operands.set(k, Array::empty(r.out_shape, plan.bound.param_types[k], target.device, target.stream));
+        } else if (const Array& o = args[k].array(); o.shape() != r.out_shape) {
+            throw ShapeError(site.where(k) + " has shape " + shape_to_string(o.shape()) + " but reducing " +
+                             shape_to_string(Shape(in.shape, in.shape + in.ndim)) + " over axes " + axes_text(r.axes) +
+                             (options.keepdims ? " with keepdims" : "") + " gives " + shape_to_string(r.out_shape));
+        }
+    }
+
+    // Every input sharing memory with an output is read from a copy: a reduction reads its inputs
+    // while other blocks already write outputs. Raw inputs are not copied: the kernel indexes them
+    // as it likes, and a user who passes an output's memory as a raw input asks for exactly that.
+    std::array<int, 2 * kMaxCallParams> arrays;
+    std::size_t n_arrays = 0;
+    for (const int p : plan.operand_param) arrays[n_arrays++] = p;
+    for (std::size_t k = nin; k < np; ++k) arrays[n_arrays++] = static_cast<int>(k);
+    const std::bitset<kMaxCallParams> copies =
+        inputs_to_copy(site, operands, std::span<const int>(arrays.data(), n_arrays), nin, [](std::size_t, std::size_t) { return false; });
+    if (copies.any()) {
+        for (std::size_t k = 0; k < nin; ++k)
+            if (copies[k]) operands.set(k, kernels::elementwise::pack(args[k].array(), args[k].array().dtype(), target.stream));
+        broadcast_inputs(site, plan, operands, in);
+    }
+
+    const detail::ReducePlan rp = iteration(site, plan, operands, in, r, options.keepdims, segment_offsets != nullptr);
+    if (rp.kept_size > 0) {
+        if (rp.reduced_size == 0 && !plan.module.has_identity)
+            throw Error(site.prefix() + "reducing no elements (shape " + shape_to_string(Shape(in.shape, in.shape + in.ndim)) +
+                        " over axes " + axes_text(r.axes) + ") needs an identity, and this reduction has none");
+        std::size_t slot = 0;
+        pack_args(site, buffers.args, plan.args, plan.bound, args, operands,
+                  [&](std::size_t k) -> const void* { return k < nin ? in.data[slot++] : operands.array(k)->data(); });
+        if (target.host)
+            host::run_reduction_on_host({&plan.host, plan.module.reduce_itemsize, buffers.args, &rp,
+                                         segment_offsets != nullptr ? static_cast<const std::int64_t*>(r.offsets.data()) : nullptr});
+        else
+            launch_on_gpu(plan, target, rp, buffers, r.offsets);
+    }
+    if (r.offsets_made) r.offsets.record_stream(target.stream);
+    operands.finish(target, nin, np, outputs);
 }
 
 }  // namespace kjit::jit::kernels
