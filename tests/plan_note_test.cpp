@@ -612,6 +612,47 @@ TEST_CASE("a user reduction's first call through its plan note loads it without 
     }
 }
 
+TEST_CASE("kjit precompile notes reductions too: a read-only cache's first call without NVRTC takes the note",
+          "[kernel_cache][nvrtc][manifest][plan_note]") {
+    const ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
+    api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
+    const kjit::detail::ScopedDriverOverride fake(api, 1);
+    const nlohmann::json manifest = {
+        {"kernels", nlohmann::json::array({{{"kind", "reduction"}, {"name", "shipped_sumsq"}, {"in", "T x"}, {"out", "T y"},
+                                            {"map", "x * x"}, {"reduce", "a + b"}, {"post", "y = a"}, {"identity", "0"},
+                                            {"types", nlohmann::json::array({{{"T", "float32"}}})}}})}};
+    const fs::path shipped = work.path() / "shipped";
+    kjit::configure_cache(cache_in(shipped));
+    const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(manifest, {"sm_90"}, 2);
+    CHECK(r.failures.empty());
+    REQUIRE(files_ending(shipped, ".note").size() == 1);
+    // Every strategy's group, by key and by alias: 6 groups x 2 index widths.
+    const std::string note = read_bytes(files_ending(shipped, ".note")[0]);
+    CHECK_THAT(note, Contains("\nalias.11=") && Contains("\nkey.0=") && Contains("entry.columns_split64.1="));
+
+    kjit::CacheSettings read_only;
+    read_only.read_only = {shipped.string()};
+    kjit::configure_cache(read_only);
+    const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
+    const kjit::test::ScopedEnv absent("KJIT_NVRTC_LIBRARY", "/nonexistent");
+    const int launches = kjit::test::fake_state().launches;
+    const std::uint64_t generated = kjit::jit::codegen::reduction_generations();
+    const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "shipped_sumsq");
+    const kjit::Array x = kjit::Array::empty({100, 1000}, DType::float32, kjit::Device::cuda(0));
+    const kjit::Array y = kjit::Array::empty({100}, DType::float32, kjit::Device::cuda(0));
+    const kjit::Array total = kjit::Array::empty({}, DType::float32, kjit::Device::cuda(0));
+    kjit::ReduceOptions rows;
+    rows.axis = std::vector<int>{1};
+    sumsq.launch({x, y}, rows);   // a rows strategy
+    sumsq.launch({x, total});     // full: another group of the same note
+    CHECK(kjit::cache_stats().note_hits == 1);
+    CHECK(kjit::cache_stats().compiles == 0);
+    CHECK(kjit::jit::codegen::reduction_generations() == generated);
+    CHECK(kjit::test::fake_state().launches == launches + 2);
+}
+
 TEST_CASE("a reduction's plan note values read back only when they are exactly a plan", "[plan_note]") {
     kjit::jit::kernels::ReductionModule m;
     m.reduce_itemsize = 8;

@@ -1,5 +1,6 @@
 #include "jit/kernels/precompile_jobs.hpp"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -23,25 +24,28 @@ void for_each_reduction_group(F f) {
         for (const bool wide : {false, true}) f(static_cast<ReductionEntryGroup>(g), wide);
 }
 
-// What the jobs of one binding of an elementwise kernel for one architecture found (each job
-// one variant's program): when the last of them is done and none failed, the kernel's plan note
-// for GPUs of that architecture is written (jit/kernels/plan_note.hpp), so that a process using the
-// folder as a read-only cache takes its first call straight to the programs.
+// What the jobs of one binding of a kernel for one architecture found (each job one program: a
+// variant of an elementwise kernel, a strategy's group of a reduction): when the last of them is
+// done and none failed, the kernel's plan note for GPUs of that architecture is written
+// (jit/kernels/plan_note.hpp), so that a process using the folder as a read-only cache takes its
+// first call straight to the programs.
 struct NoteOfJobs {
+    using Write = std::function<bool(const std::vector<std::string>& keys, const std::vector<std::string>& aliases)>;
+    NoteOfJobs(std::size_t jobs, std::size_t programs, Write write)
+        : left(jobs), keys(programs), aliases(programs), write(std::move(write)) {}
     std::mutex mutex;
-    std::size_t left = 0;
+    std::size_t left;
     bool failed = false;
-    std::vector<std::string> keys = std::vector<std::string>(kElementwiseEntries);
-    std::vector<std::string> aliases = std::vector<std::string>(kElementwiseEntries);
+    std::vector<std::string> keys, aliases;  // per program
+    Write write;
 };
 
-// One variant's job of `note`: compiles it, then writes the note if it is the last one. A note
+// One job of `note`: compiles program `slot`, then writes the note if it is the last one. A note
 // that cannot be written is only a lost shortcut, never the job's failure.
-void compile_noted(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch, ElementwiseEntry entry,
-                   NoteOfJobs& note) {
+void compile_noted(const std::function<CompiledModules()>& compile, std::size_t slot, NoteOfJobs& note) {
     CompiledModules c;
     try {
-        c = compile_manifest_kernel(m, binding, arch, entry);
+        c = compile();
     } catch (...) {
         std::lock_guard lock(note.mutex);
         note.failed = true;
@@ -49,13 +53,12 @@ void compile_noted(const ManifestKernel& m, const TypeBinding& binding, const st
         throw;
     }
     std::unique_lock lock(note.mutex);
-    const auto e = static_cast<std::size_t>(entry);
-    note.keys[e] = c.key;
-    note.aliases[e] = c.alias;
+    note.keys[slot] = c.key;
+    note.aliases[slot] = c.alias;
     if (--note.left != 0 || note.failed) return;
     lock.unlock();  // the last job: no other touches the note now
     try {
-        (void)note_elementwise_programs(m.kernel, binding, manifest_kernel_variant(m), arch, note.keys, note.aliases);
+        (void)note.write(note.keys, note.aliases);
     } catch (const std::exception&) {
     }
 }
@@ -107,12 +110,22 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                     failures.push_back(detail::printable(name + " (reduction, " + format_type_binding(b) + "):\n" + ex.what(), true));
                     continue;
                 }
-                for (const std::string& arch : archs)
+                const ModuleVariant variant = manifest_reduction_variant(*m);
+                for (const std::string& arch : archs) {
+                    const std::size_t programs = static_cast<std::size_t>(kReductionEntryGroups) * 2;
+                    const auto note = std::make_shared<NoteOfJobs>(programs, programs, [m, i, variant, arch](const auto& keys, const auto& aliases) {
+                        return note_reduction_programs(m->kernel, m->bindings[i], variant, arch, keys, aliases);
+                    });
                     for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {
+                        const std::size_t slot = static_cast<std::size_t>(g) * 2 + (wide ? 1 : 0);
                         jobs.push_back({name + " (reduction, " + format_type_binding(b) + ", " + reduction_group_label(g, wide) +
                                             ") for " + arch,
-                                        [m, i, arch, g, wide] { compile_manifest_reduction(*m, m->bindings[i], arch, g, wide); }});
+                                        [m, i, variant, arch, g, wide, slot, note] {
+                                            compile_noted([&] { return compile_reduction_group(m->kernel, m->bindings[i], variant, arch, g, wide); },
+                                                          slot, *note);
+                                        }});
                     });
+                }
             }
             return;
         }
@@ -131,11 +144,15 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                 continue;
             }
             for (const std::string& arch : archs) {
-                const auto note = std::make_shared<NoteOfJobs>();
-                note->left = entries.size();
+                const auto note = std::make_shared<NoteOfJobs>(entries.size(), kElementwiseEntries, [m, i, variant, arch](const auto& keys, const auto& aliases) {
+                    return note_elementwise_programs(m->kernel, m->bindings[i], variant, arch, keys, aliases);
+                });
                 for (const ElementwiseEntry entry : entries)
                     jobs.push_back({name + " (" + format_type_binding(b) + ", " + elementwise_entry_label(entry) + ") for " + arch,
-                                    [m, i, arch, entry, note] { compile_noted(*m, m->bindings[i], arch, entry, *note); }});
+                                    [m, i, arch, entry, note] {
+                                        compile_noted([&] { return compile_manifest_kernel(*m, m->bindings[i], arch, entry); },
+                                                      static_cast<std::size_t>(entry), *note);
+                                    }});
             }
         }
     } catch (const std::exception& ex) {

@@ -101,6 +101,13 @@ CompiledGroups compile_reduction_groups(const ReductionKernel& kernel, const Typ
 // One of them (precompile makes each its own job, so that they compile in parallel).
 CompiledGroups compile_reduction_group(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                        const std::string& arch, ReductionEntryGroup group, bool index64);
+// Writes the plan note (jit/kernels/plan_note.hpp) of this binding and module variant compiled for
+// `arch`, whose groups' programs have the keys `keys` and alias keys `aliases` (indexed by group * 2
+// + index64, as compile_reduction_group gives them): what `kjit precompile` notes. False when
+// nothing was written (see write_plan_note; a reduction with a generator of its own; a group
+// without keys).
+bool note_reduction_programs(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                             const std::string& arch, const std::vector<std::string>& keys, const std::vector<std::string>& aliases);
 // "full32", "columns_split64"...: a group's label in messages.
 std::string reduction_group_label(ReductionEntryGroup group, bool index64);
 

@@ -373,6 +373,17 @@ Prepared prepare(const ReductionKernel& k, const jit::kernels::CustomGenerator& 
     return p;
 }
 
+// The facts of a prepared reduction the launcher uses (its loader aside).
+jit::kernels::ReductionModule module_facts(const Prepared& p) {
+    jit::kernels::ReductionModule m;
+    m.reduce_itemsize = p.reduce_itemsize;
+    m.has_identity = p.has_identity;
+    m.array_inputs = p.generated.array_inputs;
+    m.outputs = p.generated.outputs;
+    m.vector_width = p.generated.vector_width;
+    return m;
+}
+
 }  // namespace
 
 ReductionKernel::ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
@@ -493,12 +504,7 @@ jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel
         }
     }
     Prepared p = prepare(kernel, custom, types, variant);
-    ReductionModule m;
-    m.reduce_itemsize = p.reduce_itemsize;
-    m.has_identity = p.has_identity;
-    m.array_inputs = p.generated.array_inputs;
-    m.outputs = p.generated.outputs;
-    m.vector_width = p.generated.vector_width;
+    ReductionModule m = module_facts(p);
     if (note) note->set_values(reduction_note_values(m, reduction_groups(p.generated)));
     m.loader = make_reduction_group_loader(std::move(p.program), std::move(p.generated), ordinal, std::move(note));
     return m;
@@ -511,6 +517,21 @@ jit::kernels::CompiledGroups jit::kernels::compile_reduction_group(const Reducti
     compile::CachedProgram program = reduction_group_program(p.program, p.generated, group, index64);
     const compile::FoundProgram found = compile::find_or_compile_program(program, arch);
     return {found.entry->meta.arch, found.compile_ms, found.entry->key, compile::alias_key(program)};
+}
+
+bool jit::kernels::note_reduction_programs(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                           const std::string& arch, const std::vector<std::string>& keys,
+                                           const std::vector<std::string>& aliases) {
+    const std::size_t programs = static_cast<std::size_t>(kReductionEntryGroups) * 2;
+    if (ReductionKernelAccess::generator(kernel) || keys.size() != programs || aliases.size() != programs) return false;
+    // Every group, as a call's note has them: a note missing one would send a call the long way
+    // for it, which a read-only cache cannot note.
+    for (std::size_t g = 0; g < programs; ++g)
+        if (keys[g].empty() || aliases[g].empty()) return false;
+    const Prepared p = prepare(kernel, {}, types, variant);
+    const ReductionModule m = module_facts(p);
+    const ReductionNoteFields fields(kernel, types, variant);
+    return write_plan_note(fields.fields, arch, reduction_note_values(m, reduction_groups(p.generated)), keys, aliases);
 }
 
 jit::kernels::CompiledGroups jit::kernels::compile_reduction_groups(const ReductionKernel& kernel, const TypeBinding& types,

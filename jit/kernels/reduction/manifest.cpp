@@ -30,10 +30,8 @@ ManifestReduction reduction_from_manifest_entry(const nlohmann::json& e) {
     return m;
 }
 
-void compile_manifest_reduction(const ManifestReduction& m, const TypeBinding& binding, const std::string& arch,
-                                ReductionEntryGroup group, bool index64) {
-    const ModuleVariant v = manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
-    (void)compile_reduction_group(m.kernel, binding, v, arch, group, index64);
+ModuleVariant manifest_reduction_variant(const ManifestReduction& m) {
+    return manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
 }
 
 }  // namespace kjit::jit::kernels

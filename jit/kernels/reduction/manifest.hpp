@@ -18,7 +18,7 @@ struct ManifestReduction {
     ReductionKernel kernel;
     std::vector<TypeBinding> bindings;  // the entry's "types"; empty when it has none
     // How calls passed the arguments, as for elementwise entries: another module than the plain
-    // binding's, which compile_manifest_reduction builds.
+    // binding's (manifest_reduction_variant).
     std::vector<std::string> scalars;
     std::map<std::string, DType> storage;
 };
@@ -32,9 +32,7 @@ bool is_reduction_manifest_entry(const nlohmann::json& entry);
 // entry is not a reduction.
 ManifestReduction reduction_from_manifest_entry(const nlohmann::json& entry);
 
-// Compiles (or finds in the cache) one module of `m` for one of its bindings: the module of one
-// strategy, as calls load it (jit/kernels/reduction/calls.hpp).
-void compile_manifest_reduction(const ManifestReduction& m, const TypeBinding& binding, const std::string& arch,
-                                ReductionEntryGroup group, bool index64);
+// The module variant the entry's "scalars" and "storage" ask for (jit/kernels/reduction/calls.hpp).
+ModuleVariant manifest_reduction_variant(const ManifestReduction& m);
 
 }  // namespace kjit::jit::kernels
