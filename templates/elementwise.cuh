@@ -110,4 +110,12 @@ __device__ __forceinline__ long long thread_count() { return (long long)gridDim.
 
 #endif  // KJIT_ELEMENTWISE_SMALL_ONLY
 
+// offsetof for the static_asserts after each generated NAME_args (jit/codegen/args_struct.cpp):
+// NVRTC has neither <cstddef> nor __builtin_offsetof; __INTADDR__ is its front end's own form.
+#ifdef __CUDACC_RTC__
+#define KJIT_OFFSETOF(type, field) __INTADDR__(&(((type*)0)->field))
+#else
+#define KJIT_OFFSETOF(type, field) __builtin_offsetof(type, field)
+#endif
+
 }  // namespace kjit

@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "jit/codegen/args_struct.hpp"
 #include "jit/codegen/statement_printer.hpp"
 #include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
@@ -253,19 +254,19 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     s << "}  // namespace kjit_body\n\n";
 
     // The launch arguments, one struct so that the launcher writes them with one copy.
-    s << "struct " << args_type << " {\n";
+    std::vector<ArgsField> fields;
     for (std::size_t k = 0; k < np; ++k) {
         const Param& p = params[k];
         const std::string t = cuda_type(stored(k));
         const std::string cst = p.is_output || (p.raw && p.non_const) ? "" : "const ";
         if (p.raw)
-            s << "    kjit::Raw<" << cst << t << "> " << p.name << ";\n";
+            fields.push_back({"kjit::Raw<" + cst + t + ">", p.name, kjit::detail::ArgField::raw, stored(k)});
         else if (scalar[k])
-            s << "    " << t << " " << p.name << ";\n";
+            fields.push_back({t, p.name, kjit::detail::ArgField::value, stored(k)});
         else
-            s << "    " << cst << t << "* " << p.name << ";\n";
+            fields.push_back({cst + t + "*", p.name, kjit::detail::ArgField::pointer, stored(k)});
     }
-    s << "    long long n;\n};\n\n";
+    print_args_struct(s, args_type, fields, true);
 
     const int V = m.vector_width;
     const int A = std::max(1, m.array_operands);
