@@ -130,7 +130,7 @@ __device__ __forceinline__ long long thread_count() { return (long long)gridDim.
 //           store(vectors&, args, off): each output's V elements back to off[s];
 //       lanes, tiles, each_input(tiles&, lanes&, args, f), at_tiled(args, lanes, k, off, i,
 //           state): the tiled variant's per-input registers and shared tiles (below);
-// and one `extern "C" __global__ void __launch_bounds__(256)` entry line per variant calling the
+// and per variant one entry line, an extern "C" kernel with __launch_bounds__(256) calling the
 // template below, with the argument struct by value (and the Layout by value where the variant
 // takes one). Index is int (every offset and index below 2^31) or long long.
 
