@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "jit/codegen/elementwise.hpp"
+#include "jit/codegen/entry_points.hpp"
 #include "jit/compile/nvrtc_compiler.hpp"
 #include "jit/frontend/parser.hpp"
 #include "jit/frontend/params.hpp"
@@ -259,4 +260,33 @@ TEST_CASE("modules with scalar parameters and converted inputs compile with ever
     const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
     const kjit::jit::codegen::ElementwiseModuleSpec bad{"bad", "T x", "T y", "", {}, {std::nullopt, DType(DType::float64)}};
     CHECK_THROWS_AS(kjit::jit::codegen::generate_elementwise(bad, checked, body, binding), kjit::TypeError);
+}
+
+TEST_CASE("NVRTC checks the argument struct against the offsets the launcher writes", "[codegen][nvrtc]") {
+    // One static_assert per field, n and the size, from detail::args_layout: a raw field (152
+    // bytes), a float16 scalar after it and a complex128 scalar (aligned to 16) move the offsets.
+    kjit::jit::frontend::KernelSources sources;
+    sources.in.text = "raw T t, H h, C c, T x";
+    sources.out.text = "T y";
+    sources.body.text = "y = x + t[0] + (T)h";
+    std::vector<kjit::jit::frontend::Param> params = kjit::jit::frontend::parse_param_lists(sources.in, sources.out);
+    kjit::jit::frontend::Body body = kjit::jit::frontend::parse_body(sources.body);
+    const kjit::TypeBinding binding{{"T", DType::float32}, {"H", DType::float16}, {"C", DType::complex128}};
+    const kjit::jit::frontend::CheckedKernel checked = kjit::jit::frontend::check_kernel(params, body, sources, binding, {});
+    const kjit::jit::codegen::ElementwiseModuleSpec spec{"packed", "raw T t, H h, C c, T x", "T y", "", {false, true, true, false, false}, {}};
+    const kjit::jit::codegen::GeneratedModule m = kjit::jit::codegen::generate_elementwise(spec, checked, body, binding);
+    CHECK_THAT(m.source, Contains("static_assert(KJIT_OFFSETOF(packed_args, h) == 152,"));
+    CHECK_THAT(m.source, Contains("static_assert(KJIT_OFFSETOF(packed_args, c) == 160,"));
+    CHECK_THAT(m.source, Contains("static_assert(KJIT_OFFSETOF(packed_args, n) == 192,"));
+    CHECK_THAT(m.source, Contains("static_assert(sizeof(packed_args) == 208,"));
+    kjit::jit::compile::CompileRequest r;
+    r.source = kjit::jit::codegen::keep_entry_points(m.source, m.entry_lines, {m.small32});
+    r.program_name = "packed.cu";
+    r.target.requested = r.target.compiled = 90;
+    r.options = {"-minimal"};
+    CHECK_NOTHROW(kjit::jit::compile::compile_cuda(r));
+    // A launcher that wrote h elsewhere: NVRTC refuses the program.
+    const std::string good = "static_assert(KJIT_OFFSETOF(packed_args, h) == 152,";
+    r.source.replace(r.source.find(good), good.size(), "static_assert(KJIT_OFFSETOF(packed_args, h) == 156,");
+    CHECK_THROWS_WITH(kjit::jit::compile::compile_cuda(r), Contains("kjit writes packed_args::h at byte 152"));
 }

@@ -70,9 +70,11 @@ set(standard "^<[a-z_0-9]+>$")
 only_includes(jit/frontend "front end: only jit/frontend/, kjit/dtype.hpp, kjit/error.hpp, standard headers"
   "^\"jit/frontend/[a-z_0-9]+\\.hpp\"$" "^\"kjit/dtype\\.hpp\"$" "^\"kjit/error\\.hpp\"$" "${standard}")
 
-# Code generation builds on the front end alone.
-only_includes(jit/codegen "code generation: only jit/frontend/, jit/codegen/, kjit/dtype.hpp, kjit/error.hpp, standard headers"
-  "^\"jit/(frontend|codegen)/[a-z_0-9]+\\.hpp\"$" "^\"kjit/dtype\\.hpp\"$" "^\"kjit/error\\.hpp\"$" "${standard}")
+# Code generation builds on the front end alone, and on the argument struct's layout (whose offsets
+# the generated code checks with static_assert).
+only_includes(jit/codegen "code generation: only jit/frontend/, jit/codegen/, kjit/dtype.hpp, kjit/error.hpp, runtime/detail/kernel_args.hpp, standard headers"
+  "^\"jit/(frontend|codegen)/[a-z_0-9]+\\.hpp\"$" "^\"kjit/dtype\\.hpp\"$" "^\"kjit/error\\.hpp\"$"
+  "^\"runtime/detail/kernel_args\\.hpp\"$" "${standard}")
 
 # Neither touches the driver or NVRTC.
 foreach(folder jit/frontend jit/codegen)

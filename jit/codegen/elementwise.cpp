@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "jit/codegen/args_struct.hpp"
 #include "jit/codegen/statement_printer.hpp"
 #include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
@@ -227,10 +228,9 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     s << "    (void)i;\n    (void)n;\n";
     print_statements(kernel, body, 1, s, BodyOrigin{name + ":op", name + ".cu"});
     s << "}\n";
-    std::string prologue, epilogue;
+    // The hooks see the raw parameters and n (the checker allows nothing else of the call).
+    std::vector<std::string> hook_params{state_type + "& " + kStateName}, hook_args{"st"};
     if (hooked) {
-        // The hooks see the raw parameters and n (the checker allows nothing else of the call).
-        std::vector<std::string> hook_params{state_type + "& " + kStateName}, hook_args{kStateName};
         for (std::size_t k = 0; k < np; ++k) {
             if (!params[k].raw) continue;
             hook_params.push_back(body_params[k]);
@@ -247,282 +247,118 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
         };
         hook("_prep", "loop_prep", hooks->prep);
         hook("_after", "after_loop", hooks->after);
-        prologue = "    kjit_body::" + state_type + " " + kStateName + ";\n    kjit_body::" + name + "_prep(" + join(hook_args, ", ") + ");\n";
-        epilogue = "    kjit_body::" + name + "_after(" + join(hook_args, ", ") + ");\n";
     }
     s << "}  // namespace kjit_body\n\n";
 
     // The launch arguments, one struct so that the launcher writes them with one copy.
-    s << "struct " << args_type << " {\n";
+    std::vector<ArgsField> fields;
     for (std::size_t k = 0; k < np; ++k) {
         const Param& p = params[k];
         const std::string t = cuda_type(stored(k));
         const std::string cst = p.is_output || (p.raw && p.non_const) ? "" : "const ";
         if (p.raw)
-            s << "    kjit::Raw<" << cst << t << "> " << p.name << ";\n";
+            fields.push_back({"kjit::Raw<" + cst + t + ">", p.name, kjit::detail::ArgField::raw, stored(k)});
         else if (scalar[k])
-            s << "    " << t << " " << p.name << ";\n";
+            fields.push_back({t, p.name, kjit::detail::ArgField::value, stored(k)});
         else
-            s << "    " << cst << t << "* " << p.name << ";\n";
+            fields.push_back({cst + t + "*", p.name, kjit::detail::ArgField::pointer, stored(k)});
     }
-    s << "    long long n;\n};\n\n";
+    print_args_struct(s, args_type, fields, true);
 
-    const int V = m.vector_width;
+    // The accessors templates/elementwise.cuh's variants call (its contract is at the variants).
     const int A = std::max(1, m.array_operands);
-    // An input's element as the parameter's type (converted from how it is stored).
-    auto as_param = [&](const Operand& o, const std::string& element) {
-        if (params[o.param].is_output) return element;
-        return convert_value(element, stored(o.param), *kernel.param_types[o.param]);
-    };
-    auto call_body = [&](const std::vector<std::string>& elements, const std::string& index) {
-        std::vector<std::string> a = elements;
-        a.push_back("(long long)(" + index + ")");
-        a.push_back("args.n");
-        if (hooked) a.push_back(kStateName);
-        return "kjit_body::" + name + "(" + join(a, ", ") + ");";
-    };
-    // Every parameter's element, array operand `slot` at offset `offset(slot)`.
-    auto elements_at = [&](const std::function<std::string(int)>& offset) {
-        std::vector<std::string> e;
+    const std::string fn = "    static __device__ __forceinline__ void ";
+    const std::string tfn = "    template <class Index>\n" + fn;
+    const std::string args_param = "const " + args_type + "& args";
+    // The body called with array operand o's element `element(o)`, at index `index`.
+    auto call_body = [&](const std::function<std::string(const Operand&)>& element, const std::string& index) {
+        std::vector<std::string> a;
         for (const Operand& o : operands) {
             const std::string arg = "args." + params[o.param].name;
-            e.push_back(o.slot < 0 ? arg : as_param(o, arg + "[" + offset(o.slot) + "]"));
+            if (o.slot < 0) a.push_back(arg);
+            else if (params[o.param].is_output) a.push_back(element(o));
+            else a.push_back(convert_value(element(o), stored(o.param), *kernel.param_types[o.param]));
         }
-        return e;
+        a.push_back("(long long)(" + index + ")");
+        a.push_back("args.n");
+        if (hooked) a.push_back("st");
+        return "kjit_body::" + name + "(" + join(a, ", ") + ");";
     };
-    // Whether the body needs an output's old value (it reads it, or may leave it unwritten).
-    auto loads_output = [&](const Operand& o) {
-        return kernel.param_read[o.param] || !definitely_assigned(body, o.param);
-    };
-    // The vector loop body shared by the contiguous and row variants: `where(o)` is the address of
-    // operand o's first element of this step, `splat(o)` true when that operand repeats one value.
-    auto vector_step = [&](const std::string& pad, const std::function<std::string(const Operand&)>& where,
-                           const std::function<std::string(const Operand&)>& broadcast_test) {
-        std::vector<std::string> vec_elements;
-        for (const Operand& o : operands) {
-            const Param& p = params[o.param];
-            if (o.slot < 0) {
-                vec_elements.push_back("args." + p.name);
-                continue;
-            }
-            const std::string t = cuda_type(stored(o.param));
-            const std::string var = "v_" + p.name;
-            const std::string test = broadcast_test(o);
-            if (p.is_output && !loads_output(o)) {
-                s << pad << "kjit::Vec<" << t << ", V> " << var << ";\n";
-            } else if (!p.is_output && !test.empty()) {
-                s << pad << "const kjit::Vec<" << t << ", V> " << var << " = " << test << " ? kjit::splat<V>(*("
-                  << where(o) << ")) : kjit::load<V>(" << where(o) << ");\n";
-            } else {
-                s << pad << (p.is_output ? "" : "const ") << "kjit::Vec<" << t << ", V> " << var << " = kjit::load<V>("
-                  << where(o) << ");\n";
-            }
-            vec_elements.push_back(as_param(o, var + ".v[k]"));
-        }
-        s << "#pragma unroll\n" << pad << "for (int k = 0; k < V; ++k) " << call_body(vec_elements, "e + k") << "\n";
+    auto in_memory = [&](const Operand& o) { return "args." + params[o.param].name + "[off[" + std::to_string(o.slot) + "]]"; };
+    auto each_array = [&](const std::function<void(const Operand&, const Param&, const std::string&)>& f) {
         for (const Operand& o : operands)
-            if (o.slot >= 0 && params[o.param].is_output)
-                s << pad << "kjit::store<V>(" << where(o) << ", v_" << params[o.param].name << ");\n";
+            if (o.slot >= 0) f(o, params[o.param], cuda_type(stored(o.param)));
     };
-
-    // Small: contiguous operands of at most kSmallCallElements (runtime/detail/call_layout.hpp),
-    // one element per thread, no alignment needed. Such calls last as long as a launch whatever
-    // the kernel, and this one costs NVRTC less than half of the contiguous variant (no vectors,
-    // no unrolled steps): the difference a first call on small arrays waits for.
-    s << "__device__ __forceinline__ void " << name << "_small(const " << args_type << "& args) {\n" << prologue;
-    s << "    const int e = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);\n";
-    s << "    if (e < static_cast<int>(args.n)) " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
-    s << epilogue << "}\n\n";
-
-    if (!spec.small_only) {
-        // Contiguous: every array operand is C-contiguous over the same n elements and aligned to
-        // V elements. Each thread takes U vectors a grid apart at once (all loads issued before any
-        // use), then single vectors, then a scalar tail. U = 1 (one 16-byte vector per thread, one
-        // block per 256 vectors) measured best on the H200 for every bandwidth case, 1-3.5% above
-        // U = 4 (docs/perf-log.md); KJIT_TUNE_UNROLL sets U for measurements.
-        s << "template <class Index>\n__device__ __forceinline__ void " << name << "_contiguous(const " << args_type
-          << "& args) {\n" << prologue;
-        s << "    constexpr int V = " << V << ", U = " << m.unroll << ";\n";
-        s << "    const Index n = static_cast<Index>(args.n);\n";
-        s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
-        s << "    const Index vectors = n / V;\n";
-        s << "    Index v = static_cast<Index>(kjit::thread_index());\n";
-        s << "    for (; v + (U - 1) * stride < vectors; v += U * stride) {\n";
-        {
-            std::vector<std::string> elements;
-            for (const Operand& o : operands) {
-                const Param& p = params[o.param];
-                if (o.slot < 0) {
-                    elements.push_back("args." + p.name);
-                    continue;
-                }
-                s << "        kjit::Vec<" << cuda_type(stored(o.param)) << ", V> v_" << p.name << "[U];\n";
-                elements.push_back(as_param(o, "v_" + p.name + "[u].v[k]"));
-            }
-            s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
-            s << "            const Index e = (v + u * stride) * V;\n";
-            for (const Operand& o : operands) {
-                const Param& p = params[o.param];
-                if (o.slot < 0 || (p.is_output && !loads_output(o))) continue;
-                s << "            v_" << p.name << "[u] = kjit::load<V>(args." << p.name << " + e);\n";
-            }
-            s << "        }\n";
-            s << "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n";
-            s << "            const Index e = (v + u * stride) * V;\n";
-            s << "#pragma unroll\n            for (int k = 0; k < V; ++k) " << call_body(elements, "e + k") << "\n";
-            for (const Operand& o : operands)
-                if (o.slot >= 0 && params[o.param].is_output)
-                    s << "            kjit::store<V>(args." << params[o.param].name << " + e, v_" << params[o.param].name << "[u]);\n";
-            s << "        }\n";
-        }
-        s << "    }\n";
-        s << "    for (; v < vectors; v += stride) {\n";
-        s << "        const Index e = v * V;\n";
-        vector_step("        ", [&](const Operand& o) { return "args." + params[o.param].name + " + e"; },
-                    [](const Operand&) { return std::string(); });
-        s << "    }\n";
-        s << "    for (Index e = vectors * V + static_cast<Index>(kjit::thread_index()); e < n; e += stride)\n";
-        s << "        " << call_body(elements_at([](int) { return std::string("e"); }), "e") << "\n";
-        s << epilogue << "}\n\n";
-
-        // Strided: any shapes and strides (broadcasting by zero strides), in C order over the shape.
-        s << "template <class Index>\n__device__ __forceinline__ void " << name << "_strided(const " << args_type
-          << "& args, const kjit::Layout<" << A << ">& layout) {\n" << prologue;
-        s << "    const Index n = static_cast<Index>(args.n);\n";
-        s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
-        s << "    for (Index e = static_cast<Index>(kjit::thread_index()); e < n; e += stride) {\n";
-        s << "        Index off[" << A << "];\n";
-        s << "        kjit::offsets(layout, e, off);\n";
-        s << "        " << call_body(elements_at([](int slot) { return "off[" + std::to_string(slot) + "]"; }), "e") << "\n";
-        s << "    }\n" << epilogue << "}\n\n";
-
-        // Rows: the last dimension is contiguous (stride 1) or broadcast (stride 0) in every operand
-        // and a multiple of V long, so V elements of a row move with vector loads (or one load
-        // repeated); the other dimensions are strided. Broadcasting a row or a column runs here.
-        if (!m.rows32.empty()) {
-            s << "__device__ __forceinline__ void " << name << "_rows(const " << args_type << "& args, const kjit::Layout<" << A
-              << ">& layout) {\n" << prologue;
-            s << "    typedef int Index;\n";
-            s << "    constexpr int V = " << V << ";\n";
-            s << "    const int last = layout.ndim - 1;\n";
-            s << "    const Index inner = static_cast<Index>(layout.shape[last]);\n";
-            s << "    const Index stride = static_cast<Index>(kjit::thread_count());\n";
-            s << "    const Index vectors = static_cast<Index>(args.n) / V;\n";
-            s << "    for (Index v = static_cast<Index>(kjit::thread_index()); v < vectors; v += stride) {\n";
-            s << "        const Index e = v * V;\n";
-            s << "        const Index row = e / inner;\n";
-            s << "        const Index col = e - row * inner;\n";
-            s << "        Index off[" << A << "];\n";
-            s << "        kjit::outer_offsets(layout, row, off);\n";
-            vector_step(
-                "        ",
-                [&](const Operand& o) {
-                    const std::string slot = std::to_string(o.slot);
-                    return "args." + params[o.param].name + " + off[" + slot + "] + col * static_cast<Index>(layout.strides[" +
-                           slot + "][last])";
-                },
-                [&](const Operand& o) { return "(layout.strides[" + std::to_string(o.slot) + "][last] == 0)"; });
-            s << "    }\n" << epilogue << "}\n\n";
-        }
-
-        // Tiled: two dimensions where some inputs are transposed against the outputs (their first
-        // dimension is the contiguous one). Each block takes TILE x TILE tiles; transposed inputs are
-        // read along their contiguous dimension into shared memory, then every element is computed
-        // in the outputs' order, so that reads and writes stay coalesced. Each thread issues all of
-        // its loads of a step before using any (PER elements per operand), which is what brings the
-        // transposed read near the copy's speed (docs/perf-log.md).
-        if (!m.tiled32.empty()) {
-            s << "__device__ __forceinline__ void " << name << "_tiled(const " << args_type << "& args, const kjit::Layout<" << A
-              << ">& layout) {\n" << prologue;
-            // A thread works on one lane of the tile and every STEP-th line across it: its PER
-            // elements are at one base address plus multiples of a stride, which keeps registers
-            // few (computing every element's address apart took 191 registers, one block per SM).
-            s << "    constexpr int TILE = " << m.tile << ", STEP = 256 / TILE, PER = TILE / STEP;  // blockDim.x is 256\n";
-            std::vector<const Operand*> inputs;
-            for (const Operand& o : operands)
-                if (o.slot >= 0 && !params[o.param].is_output) inputs.push_back(&o);
-            for (const Operand* o : inputs)
-                s << "    __shared__ " << cuda_type(stored(o->param)) << " tile_" << params[o->param].name << "[TILE][TILE + 1];\n";
-            s << "    const int rows = static_cast<int>(layout.shape[0]), cols = static_cast<int>(layout.shape[1]);\n";
-            s << "    const int tiles_across = (cols + TILE - 1) / TILE, tiles = ((rows + TILE - 1) / TILE) * tiles_across;\n";
-            s << "    const int lane = threadIdx.x % TILE, band = threadIdx.x / TILE;\n";
-            auto stride = [&](const Operand& o, int d) {
-                return "(int)layout.strides[" + std::to_string(o.slot) + "][" + std::to_string(d) + "]";
-            };
-            for (const Operand* o : inputs)
-                s << "    const bool staged_" << params[o->param].name << " = " << stride(*o, 0) << " == 1 && " << stride(*o, 1) << " != 1;\n";
-            s << "    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {\n";
-            s << "        const int r0 = (t / tiles_across) * TILE, c0 = (t % tiles_across) * TILE;\n";
-            // Staging: row r0 + lane, columns c0 + band + k * STEP (along the input's contiguous
-            // dimension across a warp); every load first, then the stores into the tile.
-            s << "        const int sr = r0 + lane;\n";
-            for (const Operand* o : inputs) {
-                const std::string& pn = params[o->param].name;
-                s << "        " << cuda_type(stored(o->param)) << " v_" << pn << "[PER];\n";
-                s << "        if (staged_" << pn << ") {\n";
-                s << "            const auto* base = args." << pn << " + sr * " << stride(*o, 0) << " + (c0 + band) * " << stride(*o, 1) << ";\n";
-                s << "#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
-                s << "                if (sr < rows && c0 + band + k * STEP < cols) v_" << pn << "[k] = base[k * STEP * " << stride(*o, 1) << "];\n";
-                s << "        }\n";
-            }
-            for (const Operand* o : inputs) {
-                const std::string& pn = params[o->param].name;
-                s << "        if (staged_" << pn << ") {\n#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
-                s << "                if (sr < rows && c0 + band + k * STEP < cols) tile_" << pn << "[band + k * STEP][lane] = v_" << pn << "[k];\n";
-                s << "        }\n";
-            }
-            s << "        __syncthreads();\n";
-            // Computing: column c0 + lane, rows r0 + band + k * STEP (the outputs' order across a
-            // warp); every input's values first, one loop per input and case (a select between the
-            // tile and memory would issue both loads), then the body and the stores.
-            s << "        const int cc = c0 + lane;\n";
-            for (const Operand* o : inputs) {
-                const std::string& pn = params[o->param].name;
-                s << "        if (staged_" << pn << ") {\n#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
-                s << "                if (r0 + band + k * STEP < rows && cc < cols) v_" << pn << "[k] = tile_" << pn << "[lane][band + k * STEP];\n";
-                s << "        } else {\n";
-                s << "            const auto* base = args." << pn << " + (r0 + band) * " << stride(*o, 0) << " + cc * " << stride(*o, 1) << ";\n";
-                s << "#pragma unroll\n            for (int k = 0; k < PER; ++k)\n";
-                s << "                if (r0 + band + k * STEP < rows && cc < cols) v_" << pn << "[k] = base[k * STEP * " << stride(*o, 0) << "];\n";
-                s << "        }\n";
-            }
-            s << "#pragma unroll\n        for (int k = 0; k < PER; ++k) {\n";
-            s << "            const int r = r0 + band + k * STEP;\n";
-            s << "            if (r >= rows || cc >= cols) continue;\n";
-            std::vector<std::string> elements;
-            for (const Operand& o : operands) {
-                if (o.slot < 0)
-                    elements.push_back("args." + params[o.param].name);
-                else if (params[o.param].is_output)
-                    elements.push_back("args." + params[o.param].name + "[r * " + stride(o, 0) + " + cc * " + stride(o, 1) + "]");
-                else
-                    elements.push_back(as_param(o, "v_" + params[o.param].name + "[k]"));
-            }
-            s << "            " << call_body(elements, "r * cols + cc") << "\n";
-            s << "        }\n";
-            s << "        __syncthreads();\n";
-            s << "    }\n" << epilogue << "}\n\n";
-        }
+    const std::string k_type = name + "_k";
+    s << "struct " << k_type << " {\n    typedef " << args_type << " args;\n";
+    s << "    enum : int { arrays = " << A << ", vector = " << m.vector_width << ", unroll = " << m.unroll << ", tile = " << m.tile
+      << ", tile_per = " << m.tile * m.tile / 256 << " };\n";
+    if (hooked) {
+        s << "    typedef kjit_body::" << state_type << " state;\n";
+        s << fn << "prep(state& st, " << args_param << ") { kjit_body::" << name << "_prep(" << join(hook_args, ", ") << "); }\n";
+        s << fn << "after(state& st, " << args_param << ") { kjit_body::" << name << "_after(" << join(hook_args, ", ") << "); }\n";
+    } else {
+        s << "    struct state {};\n" << fn << "prep(state&, " << args_param << ") {}\n" << fn << "after(state&, " << args_param << ") {}\n";
     }
+    s << tfn << "at(" << args_param << ", const Index (&off)[arrays], long long i, state& st) {\n        "
+      << call_body(in_memory, "i") << "\n    }\n";
+    if (!spec.small_only) {
+        // Whether the body needs an output's old value (it reads it, or may leave it unwritten).
+        auto loads_output = [&](const Operand& o) { return kernel.param_read[o.param] || !definitely_assigned(body, o.param); };
+        s << "    struct vectors {\n";
+        each_array([&](const Operand&, const Param& p, const std::string& t) { s << "        kjit::Vec<" << t << ", vector> " << p.name << ";\n"; });
+        s << "    };\n";
+        s << tfn << "load(vectors& v, " << args_param << ", const Index (&off)[arrays], const bool (&broadcast)[arrays]) {\n";
+        each_array([&](const Operand& o, const Param& p, const std::string&) {
+            const std::string at = "args." + p.name + " + off[" + std::to_string(o.slot) + "]";
+            if (!p.is_output)
+                s << "        v." << p.name << " = broadcast[" << o.slot << "] ? kjit::splat<vector>(*(" << at << ")) : kjit::load<vector>(" << at << ");\n";
+            else if (loads_output(o))
+                s << "        v." << p.name << " = kjit::load<vector>(" << at << ");\n";
+        });
+        s << "    }\n";
+        s << tfn << "compute(vectors& v, " << args_param << ", Index e, state& st) {\n#pragma unroll\n        for (int k = 0; k < vector; ++k) "
+          << call_body([&](const Operand& o) { return "v." + params[o.param].name + ".v[k]"; }, "e + k") << "\n    }\n";
+        s << tfn << "store(const vectors& v, " << args_param << ", const Index (&off)[arrays]) {\n";
+        each_array([&](const Operand& o, const Param& p, const std::string&) {
+            if (p.is_output) s << "        kjit::store<vector>(args." << p.name << " + off[" << o.slot << "], v." << p.name << ");\n";
+        });
+        s << "    }\n";
+    }
+    if (!spec.small_only && !m.tiled32.empty()) {
+        std::string tiles, lanes, calls;
+        each_array([&](const Operand& o, const Param& p, const std::string& t) {
+            if (p.is_output) return;
+            tiles += "        " + t + " " + p.name + "[tile][tile + 1];\n";
+            lanes += "        " + t + " " + p.name + "[tile_per];\n";
+            calls += "        f(t." + p.name + ", l." + p.name + ", args." + p.name + ", " + std::to_string(o.slot) + ");\n";
+        });
+        s << "    struct tiles {\n" << tiles << "    };\n    struct lanes {\n" << lanes << "    };\n";
+        s << "    template <class F>\n" << fn << "each_input(tiles& t, lanes& l, " << args_param << ", F&& f) {\n" << calls << "    }\n";
+        s << fn << "at_tiled(" << args_param << ", const lanes& l, int k, const int (&off)[arrays], long long i, state& st) {\n        "
+          << call_body([&](const Operand& o) { return params[o.param].is_output ? in_memory(o) : "l." + params[o.param].name + "[k]"; }, "i")
+          << "\n    }\n";
+    }
+    s << "};\n\n";
 
-    const std::string bounds = "__launch_bounds__(256)";
-    const std::string layout_param = "const kjit::Layout<" + std::to_string(A) + "> layout";
+    // The entry points, one line each (entry_points.hpp cuts a program down to some of them).
+    const std::string layout_param = ", const kjit::Layout<" + std::to_string(A) + "> layout";
     auto entry = [&](const std::string& symbol, const std::string& params, const std::string& call) {
         if (symbol.empty()) return;
-        const std::string line = "extern \"C\" __global__ void " + bounds + " " + symbol + "(const " + args_type + " args" +
-                                 params + ") { " + name + call + "; }\n";
+        const std::string line = "extern \"C\" __global__ void __launch_bounds__(256) " + symbol + "(const " + args_type + " args" + params +
+                                 ") { kjit::" + call + "; }\n";
         s << line;
         m.entry_lines.emplace_back(symbol, line);
     };
     if (!spec.small_only) {
-        entry(m.contiguous32, "", "_contiguous<int>(args)");
-        entry(m.contiguous64, "", "_contiguous<long long>(args)");
-        entry(m.strided32, ", " + layout_param, "_strided<int>(args, layout)");
-        entry(m.strided64, ", " + layout_param, "_strided<long long>(args, layout)");
-        entry(m.rows32, ", " + layout_param, "_rows(args, layout)");
-        entry(m.tiled32, ", " + layout_param, "_tiled(args, layout)");
+        entry(m.contiguous32, "", "contiguous<" + k_type + ", int>(args)");
+        entry(m.contiguous64, "", "contiguous<" + k_type + ", long long>(args)");
+        entry(m.strided32, layout_param, "strided<" + k_type + ", int>(args, layout)");
+        entry(m.strided64, layout_param, "strided<" + k_type + ", long long>(args, layout)");
+        entry(m.rows32, layout_param, "rows<" + k_type + ">(args, layout)");
+        entry(m.tiled32, layout_param, "tiled<" + k_type + ">(args, layout)");
     }
-    entry(m.small32, "", "_small(args)");
+    entry(m.small32, "", "small<" + k_type + ">(args)");
     m.source = number_line_directives(s.str());
     return m;
 }

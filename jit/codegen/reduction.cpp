@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "jit/codegen/args_struct.hpp"
 #include "jit/codegen/statement_printer.hpp"
 #include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
@@ -209,18 +210,18 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
 
     // The launch arguments: inputs then outputs, in parameter order.
     const std::string args_type = name + "_args";
-    s << "struct " << args_type << " {\n";
+    std::vector<ArgsField> fields;
     for (int k : inputs) {
         const Param& p = c.params[k];
         if (p.raw)
-            s << "    kjit::Raw<" << (p.non_const ? "" : "const ") << param_type(k) << "> " << p.name << ";\n";
+            fields.push_back({"kjit::Raw<" + std::string(p.non_const ? "" : "const ") + param_type(k) + ">", p.name, kjit::detail::ArgField::raw, stored(k)});
         else if (scalar[k])
-            s << "    " << param_type(k) << " " << p.name << ";\n";
+            fields.push_back({param_type(k), p.name, kjit::detail::ArgField::value, stored(k)});
         else
-            s << "    const " << cuda_type(stored(k)) << "* " << p.name << ";\n";
+            fields.push_back({"const " + cuda_type(stored(k)) + "*", p.name, kjit::detail::ArgField::pointer, stored(k)});
     }
-    for (int k : outputs) s << "    " << param_type(k) << "* " << c.params[k].name << ";\n";
-    s << "};\n\n";
+    for (int k : outputs) fields.push_back({param_type(k) + "*", c.params[k].name, kjit::detail::ArgField::pointer, stored(k)});
+    print_args_struct(s, args_type, fields, false);
 
     // The pieces as templates/reduction.cuh calls them.
     const std::string ops_type = name + "_ops";
