@@ -81,14 +81,6 @@ __device__ __forceinline__ long long thread_count() { return (long long)gridDim.
 // template below, with the argument struct by value (and the Layout by value where the variant
 // takes one). Index is int (every offset and index below 2^31) or long long.
 
-// offsetof for the static_asserts after each generated NAME_args (jit/codegen/args_struct.cpp):
-// NVRTC has neither <cstddef> nor __builtin_offsetof; __INTADDR__ is its front end's own form.
-#ifdef __CUDACC_RTC__
-#define KJIT_OFFSETOF(type, field) __INTADDR__(&(((type*)0)->field))
-#else
-#define KJIT_OFFSETOF(type, field) __builtin_offsetof(type, field)
-#endif
-
 // Every array operand at the same offset `e` (operands of the same contiguous shape).
 template <int arrays, class Index>
 __device__ __forceinline__ void same_offsets(Index e, Index (&off)[arrays]) {

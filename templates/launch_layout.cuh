@@ -13,6 +13,14 @@
 #define KJIT_LAYOUT_UNROLL
 #endif
 
+// offsetof for static_asserts (here, and after each generated NAME_args: jit/codegen/args_struct.cpp):
+// NVRTC has neither <cstddef> nor __builtin_offsetof; __INTADDR__ is its front end's own form.
+#ifdef __CUDACC_RTC__
+#define KJIT_OFFSETOF(type, field) __INTADDR__(&(((type*)0)->field))
+#else
+#define KJIT_OFFSETOF(type, field) __builtin_offsetof(type, field)
+#endif
+
 namespace kjit {
 
 // Constants are enumerators, never variables: NVRTC compiles with -default-device, which makes a
@@ -85,19 +93,15 @@ struct ReduceLayout {
     long long strides[inputs + outputs][max_dims];
 };
 
-// The layouts both compilers must agree on (LP64 on x86-64 and aarch64 alike). NVRTC has no
-// offsetof, so the sizes are checked on both sides (with the fields' order they fix every offset),
-// the offsets on the host side.
+// The layouts both compilers must agree on (LP64 on x86-64 and aarch64 alike).
 static_assert(sizeof(Raw<float>) == 152 && alignof(Raw<float>) == 8, "kjit::Raw");
-static_assert(sizeof(Layout<1>) == 8 + 2 * 8 * max_dims && sizeof(Layout<3>) - sizeof(Layout<2>) == 8 * max_dims, "kjit::Layout");
-static_assert(sizeof(ReduceLayout<1, 1>) == 24 + 3 * 8 * max_dims && sizeof(ReduceLayout<2, 3>) == 24 + 6 * 8 * max_dims,
+static_assert(KJIT_OFFSETOF(Layout<1>, shape) == 8 && KJIT_OFFSETOF(Layout<1>, strides) == 8 + 8 * max_dims &&
+                  sizeof(Layout<3>) - sizeof(Layout<2>) == 8 * max_dims,
+              "kjit::Layout");
+typedef ReduceLayout<1, 1> ReduceLayout11;  // a macro argument takes no comma
+static_assert(KJIT_OFFSETOF(ReduceLayout11, kept_size) == 8 && KJIT_OFFSETOF(ReduceLayout11, shape) == 24 &&
+                  KJIT_OFFSETOF(ReduceLayout11, strides) == 24 + 8 * max_dims && sizeof(ReduceLayout<2, 3>) == 24 + 6 * 8 * max_dims,
               "kjit::ReduceLayout");
-#ifndef __CUDACC_RTC__
-static_assert(__builtin_offsetof(Layout<1>, shape) == 8 && __builtin_offsetof(Layout<1>, strides) == 8 + 8 * max_dims, "kjit::Layout");
-static_assert(__builtin_offsetof(ReduceLayout<1, 1>, kept_size) == 8 && __builtin_offsetof(ReduceLayout<1, 1>, shape) == 24 &&
-                  __builtin_offsetof(ReduceLayout<1, 1>, strides) == 24 + 8 * max_dims,
-              "kjit::ReduceLayout");
-#endif
 
 }  // namespace kjit
 
