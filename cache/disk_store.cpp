@@ -625,7 +625,7 @@ bool DiskStore::write_small_file(const std::string& name, std::string_view suffi
 
 // The bytes of <dir>/<aa>/<name><suffix> when it exists and holds at most `max_bytes`.
 std::optional<std::string> DiskStore::read_small_file(const std::string& name, std::string_view suffix,
-                                                      std::size_t max_bytes, bool record_use) const {
+                                                      std::size_t max_bytes) const {
     if (!shard_trusted(name)) return std::nullopt;
     const std::string path = file_path(dir_.native(), name, suffix);
     Fd fd = open_retry(path.c_str(), kReadFlags);
@@ -634,7 +634,7 @@ std::optional<std::string> DiskStore::read_small_file(const std::string& name, s
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes ||
         !untrusted_because(st, root_may_own_).empty())
         return std::nullopt;
-    if (record_use && writable_ && !used_lately(st)) {
+    if (writable_ && !used_lately(st)) {
         // Kept for eviction as an entry's is (see read()): aliases count in the size cap.
         const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
         if (::futimens(fd.get(), times) != 0)
@@ -687,7 +687,7 @@ std::optional<std::string> alias_key(std::string_view bytes, std::string_view al
 
 std::optional<std::string> DiskStore::read_alias(const std::string& alias) const {
     if (!usable_ || !is_valid_key(alias)) return std::nullopt;
-    const std::optional<std::string> bytes = read_small_file(alias, kAliasSuffix, kAliasFileBytes, /*record_use=*/true);
+    const std::optional<std::string> bytes = read_small_file(alias, kAliasSuffix, kAliasFileBytes);
     if (!bytes) return std::nullopt;
     std::string problem;
     std::optional<std::string> key = alias_key(*bytes, alias, problem);

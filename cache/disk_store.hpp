@@ -190,8 +190,7 @@ private:
                                const std::filesystem::path& keep_too = {});
     bool write_small_file(const std::string& name, std::string_view suffix, const std::string& bytes, const char* what,
                           bool durable);
-    std::optional<std::string> read_small_file(const std::string& name, std::string_view suffix, std::size_t max_bytes,
-                                               bool record_use) const;
+    std::optional<std::string> read_small_file(const std::string& name, std::string_view suffix, std::size_t max_bytes) const;
     bool write_locked(const Entry& e, const std::filesystem::path& path);
     std::size_t remove_temporaries(const std::string& key, std::chrono::seconds older_than, bool lock_each);
     void open_folder(bool want_writable);

@@ -70,11 +70,6 @@ std::shared_ptr<KernelCache> process_cache() {
     return g_process;
 }
 
-void forget_process_cache() {
-    std::lock_guard lock(g_process_mutex);
-    g_process.reset();
-}
-
 namespace {
 // CacheSettings' seconds as the store's wait; anything not a number of seconds from 0 to a day
 // (a program may set the field itself) is the default.

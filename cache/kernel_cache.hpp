@@ -108,8 +108,5 @@ private:
 
 // The process's cache, made from the environment (or configure_cache()) on first use.
 std::shared_ptr<KernelCache> process_cache();
-// Forgets the process's cache, so that the next process_cache() makes it from the environment
-// again, as a fresh process's first call does (for the first-call probes in the tests).
-void forget_process_cache();
 
 }  // namespace kjit::cache

@@ -9,6 +9,7 @@
 #include "kjit/error.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "kjit/segmented.hpp"
+#include "jit/codegen/entry_points.hpp"
 #include "jit/kernels/reduction/calls.hpp"
 
 using kjit::Array;
@@ -211,13 +212,13 @@ TEST_CASE("a strategy's module holds its entry points only", "[reduction]") {
     g.full32 = "k_full32";
     g.columns_split32 = "k_columns_split32";
     g.columns_finish32 = "k_columns_finish32";
-    CHECK(kjit::jit::codegen::source_with_entries(g, kjit::jit::kernels::reduction_group_entries(g, kjit::jit::kernels::ReductionEntryGroup::full, false)) ==
+    CHECK(kjit::jit::codegen::keep_entry_points(g.source, g.entry_lines, kjit::jit::kernels::reduction_group_entries(g, kjit::jit::kernels::ReductionEntryGroup::full, false)) ==
           "prefix\nextern \"C\" __global__ void k_full32() {}\n");
     const std::string split =
-        kjit::jit::codegen::source_with_entries(g, kjit::jit::kernels::reduction_group_entries(g, kjit::jit::kernels::ReductionEntryGroup::columns_split, false));
+        kjit::jit::codegen::keep_entry_points(g.source, g.entry_lines, kjit::jit::kernels::reduction_group_entries(g, kjit::jit::kernels::ReductionEntryGroup::columns_split, false));
     CHECK(count(split, "extern \"C\"") == 2);
     CHECK(split.find("k_full32") == std::string::npos);
     // Entry points that are not the source's last lines: an error, never a wrong module.
     g.source += "trailing\n";
-    CHECK_THROWS_AS(kjit::jit::codegen::source_with_entries(g, {"k_full32"}), kjit::Error);
+    CHECK_THROWS_AS(kjit::jit::codegen::keep_entry_points(g.source, g.entry_lines, {"k_full32"}), kjit::Error);
 }

@@ -90,10 +90,6 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
     }
 }
 
-std::string source_with_entries(const GeneratedReduction& g, const std::vector<std::string>& keep) {
-    return keep_entry_points(g.source, g.entry_lines, keep);
-}
-
 namespace {
 std::atomic<std::uint64_t> g_generations{0};
 }  // namespace

@@ -63,10 +63,6 @@ struct GeneratedReduction {
     EntryLines entry_lines;
 };
 
-// `g.source` with only the entry points named in `keep`. A call compiles the module of the one
-// strategy it launches: one entry point costs NVRTC 65-150 ms, all sixteen 1.3 s (build machine,
-// docs/perf-log.md).
-std::string source_with_entries(const GeneratedReduction& g, const std::vector<std::string>& keep);
 
 // Prints the entry points of a module whose argument struct is `args_type` and whose pieces are
 // `ops_type` (templates/reduction.cuh's K), filling their names in `m` (m.outputs must be set).

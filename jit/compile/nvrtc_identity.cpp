@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
 #include <string_view>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
-#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,28 +54,6 @@ std::optional<std::string_view> field(std::string_view text, std::size_t& pos, s
     return value;
 }
 
-// The `stat` of one NVRTC file made ahead by stat_recorded_nvrtc(), taken by the next identity
-// check of that path (once: later checks `stat` the file themselves) made within kStatAheadLife
-// of it: a process's first call comes a few hundred milliseconds after its context creation,
-// and an older `stat` is not what a check "now" means.
-constexpr std::chrono::seconds kStatAheadLife{2};
-struct StatAhead {
-    std::mutex mutex;
-    std::string path;
-    struct stat st {};
-    std::chrono::steady_clock::time_point taken;
-};
-StatAhead g_stat_ahead;
-
-bool take_stat_ahead(std::string_view path, struct stat& st) {
-    const std::lock_guard lock(g_stat_ahead.mutex);
-    if (g_stat_ahead.path.empty() || g_stat_ahead.path != path) return false;
-    g_stat_ahead.path.clear();
-    if (std::chrono::steady_clock::now() - g_stat_ahead.taken > kStatAheadLife) return false;
-    st = g_stat_ahead.st;
-    return true;
-}
-
 }  // namespace
 
 std::string nvrtc_identity_lines(std::string_view library) {
@@ -114,7 +90,7 @@ std::size_t held_identity_lines(std::string_view text) {
     path->copy(file, path->size());
     file[path->size()] = '\0';
     struct stat st {};
-    if (!take_stat_ahead(*path, st) && ::stat(file, &st) != 0) return 0;
+    if (::stat(file, &st) != 0) return 0;
     auto same_number = [&](std::string_view name, auto value) {
         const std::optional<std::string_view> held = field(text, pos, name);
         char digits[24];
@@ -173,23 +149,6 @@ std::optional<std::string> read_record(const std::string& cache_dir) {
     return text;
 }
 }  // namespace
-
-void stat_recorded_nvrtc(const std::string& cache_dir) {
-    const std::optional<std::string> text = read_record(cache_dir);
-    if (!text) return;
-    // The "path=" line, wherever it is: nothing here trusts the record, it only names a file.
-    const std::size_t at = text->find("\npath=");
-    if (at == std::string::npos) return;
-    const std::size_t begin = at + 6, end = text->find('\n', begin);
-    if (end == std::string::npos || end == begin) return;
-    const std::string path = text->substr(begin, end - begin);
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return;
-    const std::lock_guard lock(g_stat_ahead.mutex);
-    g_stat_ahead.path = path;
-    g_stat_ahead.st = st;
-    g_stat_ahead.taken = std::chrono::steady_clock::now();
-}
 
 std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir) {
     const std::optional<std::string> record = read_record(cache_dir);

@@ -35,14 +35,6 @@ std::optional<NvrtcIdentity> loaded_nvrtc_identity();
 // nothing when there is no record, the environment differs, or the library file changed.
 std::optional<NvrtcIdentity> remembered_nvrtc(const std::string& cache_dir);
 
-// Reads the record in `cache_dir` and `stat`s the NVRTC file it names, without checking either,
-// on the warm start's thread (jit/warm_start.hpp): the next identity check of that path
-// (held_identity_lines, a fresh process's first cached call) takes this `stat` instead of making
-// its own (12 us on the H200 host) if it comes within 2 s. So that check sees the file as it was
-// when the process made its first context, a few hundred milliseconds earlier in a fresh
-// process's first call, 2 s at most. Reads no environment variable.
-void stat_recorded_nvrtc(const std::string& cache_dir);
-
 // Records the loaded NVRTC in `cache_dir` (atomically; failures are silent: it is only a
 // shortcut). Does nothing when NVRTC is not loaded.
 void remember_nvrtc(const std::string& cache_dir);

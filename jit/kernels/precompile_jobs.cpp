@@ -149,8 +149,8 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                 });
                 for (const ElementwiseEntry entry : entries)
                     jobs.push_back({name + " (" + format_type_binding(b) + ", " + elementwise_entry_label(entry) + ") for " + arch,
-                                    [m, i, arch, entry, note] {
-                                        compile_noted([&] { return compile_manifest_kernel(*m, m->bindings[i], arch, entry); },
+                                    [m, i, variant, arch, entry, note] {
+                                        compile_noted([&] { return compile_elementwise_entry(m->kernel, m->bindings[i], variant, arch, entry); },
                                                       static_cast<std::size_t>(entry), *note);
                                     }});
             }

@@ -157,7 +157,6 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
 std::shared_ptr<LoadedModule> ModuleRegistry::run_load(Shard& shard, const std::string& name,
                                                        OnceValue<std::shared_ptr<LoadedModule>>& slot,
                                                        const std::function<std::shared_ptr<LoadedModule>()>& load) {
-    loads_started_.fetch_add(1, std::memory_order_relaxed);
     try {
         std::shared_ptr<LoadedModule> module = load();
         slot.set(module);
@@ -172,15 +171,6 @@ std::shared_ptr<LoadedModule> ModuleRegistry::run_load(Shard& shard, const std::
         slot.fail(std::current_exception());
         throw;
     }
-}
-
-std::size_t ModuleRegistry::size() const {
-    std::size_t n = 0;
-    for (std::size_t k = 0; k < kShards; ++k) {
-        std::lock_guard lock(shards_[k].mutex);
-        n += shards_[k].modules.size();
-    }
-    return n;
 }
 
 }  // namespace kjit::detail

@@ -74,9 +74,6 @@ public:
     // tries again, and fails only by its own load.
     std::shared_ptr<LoadedModule> get(const std::string& key, int device,
                                       const std::function<std::shared_ptr<LoadedModule>()>& load);
-    std::size_t size() const;
-    // How many loads get() has started, failed ones included.
-    std::uint64_t loads_started() const noexcept { return loads_started_.load(std::memory_order_relaxed); }
 
 private:
     struct Shard;
@@ -87,7 +84,6 @@ private:
                                            const std::function<std::shared_ptr<LoadedModule>()>& load);
     static constexpr std::size_t kShards = 32;
     std::unique_ptr<Shard[]> shards_;
-    std::atomic<std::uint64_t> loads_started_{0};
 };
 
 }  // namespace kjit::detail

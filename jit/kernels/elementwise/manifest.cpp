@@ -35,11 +35,6 @@ ModuleVariant manifest_kernel_variant(const ManifestKernel& m) {
     return manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
 }
 
-CompiledModules compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch,
-                                        ElementwiseEntry entry) {
-    return compile_elementwise_entry(m.kernel, binding, manifest_kernel_variant(m), arch, entry);
-}
-
 bool is_raw_manifest_entry(const nlohmann::json& e) {
     return e.is_object() && e.contains("kind") && e["kind"] == "raw";
 }

@@ -37,11 +37,7 @@ bool is_raw_manifest_entry(const nlohmann::json& entry);
 // present (what RawModule records). Throws CacheError naming the field that is malformed.
 RawModule raw_module_from_manifest_entry(const nlohmann::json& entry);
 
-// Compiles (or finds in the cache) the module of `m` for one of its bindings, with its variant.
 // The module variant the entry's "scalars" and "storage" name (the plain one when neither).
 ModuleVariant manifest_kernel_variant(const ManifestKernel& m);
-// Compiles (or finds in a cache) one variant's program of `m` for one binding, as calls load it.
-CompiledModules compile_manifest_kernel(const ManifestKernel& m, const TypeBinding& binding, const std::string& arch,
-                                        ElementwiseEntry entry);
 
 }  // namespace kjit::jit::kernels
