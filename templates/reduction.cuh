@@ -64,7 +64,7 @@
 #define KJIT_REDUCTION_CUH
 
 // Vectors (or elements) each thread of the row and full strategies loads per unrolled step: more
-// loads in flight per thread. The generator may define it (KJIT_TUNE_RED_UNROLL, for measurements).
+// loads in flight per thread.
 #ifndef KJIT_REDUCE_UNROLL
 #define KJIT_REDUCE_UNROLL 4
 #endif

@@ -111,13 +111,6 @@ TEST_CASE("few contiguous elements launch one thread each, more launch vector st
     const Array x = Array::empty({n}, DType::float32, kjit::Device::cuda(0));
     axpb.launch({x, 2.0f, 1.0f, x});
     CHECK(kjit::test::fake_state().last_grid_x == n / 4 / 256);
-    // KJIT_TUNE_UNROLL=4: four vectors per thread, a quarter of the blocks (a new program).
-    {
-        const kjit::test::ScopedEnv unroll("KJIT_TUNE_UNROLL", "4");
-        const kjit::ElementwiseKernel tuned("T x, T a, T b", "T y", "y = a * x + b", "axpb_host_u4");
-        tuned.launch({x, 2.0f, 1.0f, x});
-        CHECK(kjit::test::fake_state().last_grid_x == n / 16 / 256);
-    }
 }
 
 TEST_CASE("host time of a warm call on a pretend driver", "[.][call_bench]") {

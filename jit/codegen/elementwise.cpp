@@ -155,11 +155,8 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     for (const Operand& o : operands)
         if (o.slot >= 0 && !params[o.param].is_output) input_bytes += stored(o.param).itemsize();
     // 64 x 64 tiles where every input's tile fits in 40 KiB of static shared memory, else 32 x 32
-    // (measured on the H200 with each thread's loads issued together: 93% of copy against 83%;
-    // docs/perf-log.md). KJIT_TUNE_TILE=32 keeps the smaller tile, for measurements.
-    const char* tune = std::getenv("KJIT_TUNE_TILE");
-    const int first_tile = tune != nullptr && std::string(tune) == "32" ? 32 : 64;
-    for (const int tile : {first_tile, 32}) {
+    // (the larger tile measured faster: docs/PERFORMANCE.md).
+    for (const int tile : {64, 32}) {
         const std::size_t bytes = input_bytes * static_cast<std::size_t>(tile * (tile + 1));
         if (m.array_operands > 1 && bytes > 0 && bytes <= 40 * 1024 && m.tiled32.empty()) {
             m.tiled32 = name + "_tiled32";
@@ -207,10 +204,6 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     int cost = 0;
     for (const StmtPtr& st : body.statements) cost += body_cost(st.get());
     const bool heavy = cost > kHeavyBody;
-    // KJIT_TUNE_UNROLL=N: N vectors per thread in the contiguous variants, for measurements
-    // (docs/perf-log.md); part of the plan note's name, as the source changes with it.
-    if (const char* tune_unroll = std::getenv("KJIT_TUNE_UNROLL"); tune_unroll != nullptr && std::atoi(tune_unroll) > 0)
-        m.unroll = std::min(std::atoi(tune_unroll), 16);
     if (heavy) m.unroll = 1;
     s << "namespace kjit_body {\n";
     if (hooked) {

@@ -162,12 +162,6 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     if (used[DType::float16] || used[DType::bfloat16]) s << template_text("scalar_types.cuh") << "\n";
     if (used[DType::complex64] || used[DType::complex128]) s << template_text("complex.cuh") << "\n";
     s << template_text("elementwise.cuh") << "\n";
-    // KJIT_TUNE_RED_UNROLL: the loads in flight per thread (templates/reduction.cuh), for
-    // measurements (docs/perf-log.md).
-    if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
-        s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
-    if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "0")
-        s << "#define KJIT_REDUCE_WARP_TILES 0\n";
     s << template_text("reduction.cuh") << "\n";
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
 

@@ -119,14 +119,7 @@ ReducePlan plan_reduction(const Shape& shape, const std::vector<Strides>& inputs
     if (p.kept_size == 1) {
         p.strategy = ReduceStrategy::full;
     } else if (p.reduced_ndim == 0 || unit(reduced.strides, ni)) {
-        // KJIT_TUNE_RED_ROWS_BLOCK: rows at least this long take a block each whatever their number
-        // (for measurements, docs/perf-log.md).
-        static const std::int64_t rows_block_min = [] {
-            const char* e = std::getenv("KJIT_TUNE_RED_ROWS_BLOCK");
-            return e != nullptr && std::atoll(e) > 0 ? static_cast<std::int64_t>(std::atoll(e)) : std::int64_t{0};
-        }();
-        const bool long_rows = rows_block_min > 0 && p.reduced_size >= rows_block_min;
-        p.strategy = long_rows || (p.reduced_size > 4096 && p.kept_size < 4 * static_cast<std::int64_t>(sm_count))
+        p.strategy = (p.reduced_size > 4096 && p.kept_size < 4 * static_cast<std::int64_t>(sm_count))
                          ? ReduceStrategy::rows_block
                          : ReduceStrategy::rows_warp;
     } else if (unit(kept.strides, ni)) {

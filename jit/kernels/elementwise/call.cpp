@@ -87,21 +87,11 @@ bool same_shape(const Array& a, const detail::CallLayout& l) {
 }
 
 // The grid: one block per `threads` work items (every thread does its share once), which measured
-// 1-4% faster on the H200 than a few blocks per SM looping over the data. The tiled variant
-// loops over tiles with at most 64 blocks per SM (best measured). KJIT_TUNE_BLOCKS_PER_SM caps
-// every variant, for measurements (docs/perf-log.md); read once.
-std::int64_t tuned_blocks_per_sm() {
-    static const std::int64_t value = [] {
-        const char* e = std::getenv("KJIT_TUNE_BLOCKS_PER_SM");
-        const long long v = e != nullptr ? std::atoll(e) : 0;
-        return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{0};
-    }();
-    return value;
-}
+// faster than a few blocks per SM looping over the data. The tiled variant loops over tiles with
+// at most 64 blocks per SM (best measured; docs/PERFORMANCE.md).
 
 unsigned grid_for(std::int64_t items, unsigned threads, int sm_count, bool tiled) {
-    const std::int64_t per_sm = tuned_blocks_per_sm() > 0 ? tuned_blocks_per_sm() : (tiled ? 64 : std::int64_t{1} << 40);
-    const std::int64_t cap = std::min<std::int64_t>(static_cast<std::int64_t>(std::max(sm_count, 1)) * std::min<std::int64_t>(per_sm, INT_MAX), INT_MAX);
+    const std::int64_t cap = tiled ? std::int64_t{64} * std::max(sm_count, 1) : INT_MAX;
     const std::int64_t blocks = (items + threads - 1) / threads;
     return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(blocks, cap)));
 }

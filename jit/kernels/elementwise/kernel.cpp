@@ -289,8 +289,7 @@ namespace {
 
 // What the elementwise code generated for a binding depends on, for its plan note
 // (jit/kernels/plan_note.hpp): the kernel's strings and options, the binding, the module variant, and
-// the settings that change the generated code (KJIT_TUNE_TILE, KJIT_TUNE_UNROLL). Views of the
-// kernel's own strings and of this object's: it must outlive `fields` and not move.
+// Views of the kernel's own strings and of this object's: it must outlive `fields` and not move.
 struct NoteFields {
     std::string options, binding, scalar, storage;
     std::vector<std::string_view> fields;
@@ -300,15 +299,11 @@ struct NoteFields {
           binding(format_type_binding(types)),
           scalar(variant.scalar_field()),
           storage(variant.storage_field()) {
-        fields.reserve(15 + k.options().nvrtc_options.size());
+        fields.reserve(13 + k.options().nvrtc_options.size());
         fields.insert(fields.end(), {"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(),
                                      k.options().preamble, k.options().loop_prep, k.options().after_loop, options});
         for (const std::string& o : k.options().nvrtc_options) fields.emplace_back(o);
         fields.insert(fields.end(), {binding, scalar, storage});
-        const char* tile = std::getenv("KJIT_TUNE_TILE");
-        fields.emplace_back(tile != nullptr ? tile : "");
-        const char* unroll = std::getenv("KJIT_TUNE_UNROLL");
-        fields.emplace_back(unroll != nullptr ? unroll : "");
     }
     NoteFields(const NoteFields&) = delete;
     NoteFields& operator=(const NoteFields&) = delete;

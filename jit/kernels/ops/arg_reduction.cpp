@@ -50,11 +50,6 @@ CustomReduction generate(const std::string& name, bool max, const TypeBinding& t
     s << "// kjit " << (max ? "argmax" : "argmin") << " of " << t.name() << "\n";
     if (t == DType::float16) s << "#define KJIT_USE_FLOAT16\n" << codegen::template_text("scalar_types.cuh") << "\n";
     if (t == DType::bfloat16) s << "#define KJIT_USE_BFLOAT16\n" << codegen::template_text("scalar_types.cuh") << "\n";
-    // The same measurement knobs as generated reductions (jit/codegen/reduction.cpp).
-    if (const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL"); unroll != nullptr && std::atoi(unroll) > 0)
-        s << "#define KJIT_REDUCE_UNROLL " << std::atoi(unroll) << "\n";
-    if (const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES"); tiles != nullptr && std::string(tiles) == "0")
-        s << "#define KJIT_REDUCE_WARP_TILES 0\n";
     s << codegen::template_text("elementwise.cuh") << "\n" << codegen::template_text("reduction.cuh") << "\n" << codegen::template_text("arg_reduction.cuh") << "\n";
     const std::string args = name + "_args", ops = name + "_ops";
     s << "struct " << args << " {\n    const " << T << "* x;\n    long long* y;\n};\n\n";

@@ -32,16 +32,8 @@ constexpr unsigned kThreads = 256;       // every strategy but rows_block
 constexpr unsigned kBlockThreads = 512;  // rows_block: one block per output
 constexpr int kMaxInputs = detail::kMaxCallOperands;
 constexpr int kMaxOutputs = detail::kMaxCallOperands;
-// Resident blocks of kThreads per SM on the GPUs kjit targets (2048 threads per SM);
-// KJIT_TUNE_RED_BLOCKS_PER_SM overrides it, for measurements (read once).
-std::int64_t blocks_per_sm() {
-    static const std::int64_t value = [] {
-        const char* e = std::getenv("KJIT_TUNE_RED_BLOCKS_PER_SM");
-        const long long v = e != nullptr ? std::atoll(e) : 0;
-        return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{8};
-    }();
-    return value;
-}
+// Resident blocks of kThreads per SM on the GPUs kjit targets (2048 threads per SM).
+constexpr std::int64_t kBlocksPerSm = 8;
 
 // Device scratch memory of this thread, per device, stream and use, kept between calls and grown
 // when a call needs more. Launches on one stream run in order, so they may share it; another
@@ -244,26 +236,26 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
     unsigned blocks = 1, threads = kThreads, chunks = 1;
     switch (rp.strategy) {
         case detail::ReduceStrategy::full:
-            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(ceil_div(reduced_size, m.vector_width), kThreads), 1, sms * blocks_per_sm()));
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(ceil_div(reduced_size, m.vector_width), kThreads), 1, sms * kBlocksPerSm));
             break;
         case detail::ReduceStrategy::segments_warp:
         case detail::ReduceStrategy::rows_warp:
             // A warp per row up to four times the resident warps: measured faster on the H200 than
             // resident warps looping over rows (sum axis=1 of 16384², docs/perf-log.md).
-            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads / 32), 1, 4 * sms * blocks_per_sm()));
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads / 32), 1, 4 * sms * kBlocksPerSm));
             break;
         case detail::ReduceStrategy::segments_block:
         case detail::ReduceStrategy::rows_block:
             threads = kBlockThreads;
-            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(kept_size, 1, std::max<std::int64_t>(1, sms * blocks_per_sm() / 2)));
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(kept_size, 1, std::max<std::int64_t>(1, sms * kBlocksPerSm / 2)));
             break;
         case detail::ReduceStrategy::columns:
-            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads), 1, sms * blocks_per_sm()));
+            blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(kept_size, kThreads), 1, sms * kBlocksPerSm));
             break;
         case detail::ReduceStrategy::columns_split: {
             blocks = static_cast<unsigned>(ceil_div(kept_size, kThreads));
             // Enough chunks to fill the GPU twice over, each of at least 32 reduced elements.
-            const std::int64_t want = ceil_div(2 * sms * blocks_per_sm(), blocks);
+            const std::int64_t want = ceil_div(2 * sms * kBlocksPerSm, blocks);
             chunks = static_cast<unsigned>(std::clamp<std::int64_t>(want, 1, std::min<std::int64_t>(65535, ceil_div(reduced_size, 32))));
             break;
         }

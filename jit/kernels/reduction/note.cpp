@@ -32,10 +32,6 @@ ReductionNoteFields::ReductionNoteFields(const ReductionKernel& k, const TypeBin
                                  k.post_map_expr(), k.identity(), k.options().preamble, k.options().reduce_type, options});
     for (const std::string& o : k.options().nvrtc_options) fields.emplace_back(o);
     fields.insert(fields.end(), {binding, scalar, storage});
-    const char* unroll = std::getenv("KJIT_TUNE_RED_UNROLL");
-    fields.emplace_back(unroll != nullptr ? unroll : "");
-    const char* tiles = std::getenv("KJIT_TUNE_RED_WARP_TILES");
-    fields.emplace_back(tiles != nullptr ? tiles : "");
 }
 
 PlanNote::Values reduction_note_values(const ReductionModule& m, const std::vector<std::vector<std::string>>& groups) {

@@ -19,9 +19,8 @@
 namespace kjit::jit::kernels {
 
 // The strings the generated code of `kernel` for this binding and variant depends on: its
-// strings and options, the binding, the variant, and the settings that change the code
-// (KJIT_TUNE_RED_UNROLL, KJIT_TUNE_RED_WARP_TILES). `fields` views the kernel's strings and
-// this object's own: it must outlive them and not move.
+// strings and options, the binding, the variant. `fields` views the kernel's strings and this
+// object's own: it must outlive them and not move.
 struct ReductionNoteFields {
     std::string options, binding, scalar, storage;
     std::vector<std::string_view> fields;
