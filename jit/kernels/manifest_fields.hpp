@@ -31,6 +31,20 @@ std::map<std::string, DType> manifest_storage(const nlohmann::json& entry);
 ModuleVariant manifest_variant(const std::string& in, const std::string& out, const std::string& kernel_name,
                                const std::vector<std::string>& scalars, const std::map<std::string, DType>& storage);
 
+// A kernel's manifest entry read back: the kernel (ElementwiseKernel, ReductionKernel), its
+// bindings, and how calls passed the arguments ("scalars": names passed as scalars, "storage":
+// name -> dtype of an array input converted on load): another module than the plain binding's.
+template <class Kernel>
+struct ManifestEntry {
+    Kernel kernel;
+    std::vector<TypeBinding> bindings;  // the entry's "types"; empty when it has none
+    std::vector<std::string> scalars;
+    std::map<std::string, DType> storage;
+
+    // The module variant "scalars" and "storage" name (the plain one when neither).
+    ModuleVariant variant() const { return manifest_variant(kernel.in_params(), kernel.out_params(), kernel.name(), scalars, storage); }
+};
+
 // The other way: the fields every kernel's entry has, for one binding, as KJIT_CACHE_RECORD writes
 // them: "kind", "name", "in", "out", "preamble" and "options" when not empty, "types", and
 // "scalars" / "storage" when a call passed scalars or converted inputs (another module, which a

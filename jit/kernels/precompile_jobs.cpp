@@ -110,7 +110,7 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                     failures.push_back(detail::printable(name + " (reduction, " + format_type_binding(b) + "):\n" + ex.what(), true));
                     continue;
                 }
-                const ModuleVariant variant = manifest_reduction_variant(*m);
+                const ModuleVariant variant = m->variant();
                 for (const std::string& arch : archs) {
                     const std::size_t programs = static_cast<std::size_t>(kReductionEntryGroups) * 2;
                     const auto note = std::make_shared<NoteOfJobs>(programs, programs, [m, i, variant, arch](const auto& keys, const auto& aliases) {
@@ -132,7 +132,7 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
         ManifestKernel read = kernel_from_manifest_entry(e);
         if (read.bindings.empty()) read.bindings.emplace_back();
         const auto m = std::make_shared<const ManifestKernel>(std::move(read));
-        const ModuleVariant variant = manifest_kernel_variant(*m);
+        const ModuleVariant variant = m->variant();
         for (std::size_t i = 0; i < m->bindings.size(); ++i) {
             const TypeBinding& b = m->bindings[i];
             // The variants this binding has (and the kernel checked once: a mistake is one failure).

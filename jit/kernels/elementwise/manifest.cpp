@@ -31,10 +31,6 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
     return m;
 }
 
-ModuleVariant manifest_kernel_variant(const ManifestKernel& m) {
-    return manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
-}
-
 bool is_raw_manifest_entry(const nlohmann::json& e) {
     return e.is_object() && e.contains("kind") && e["kind"] == "raw";
 }

@@ -30,8 +30,4 @@ ManifestReduction reduction_from_manifest_entry(const nlohmann::json& e) {
     return m;
 }
 
-ModuleVariant manifest_reduction_variant(const ManifestReduction& m) {
-    return manifest_variant(m.kernel.in_params(), m.kernel.out_params(), m.kernel.name(), m.scalars, m.storage);
-}
-
 }  // namespace kjit::jit::kernels

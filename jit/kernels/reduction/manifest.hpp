@@ -3,25 +3,14 @@
 // precompile` compiles and what `--spec FILE.json` names for a reduction.
 #pragma once
 
-#include <map>
-#include <string>
-#include <vector>
-
 #include <nlohmann/json.hpp>
 
-#include "jit/kernels/reduction/calls.hpp"
+#include "jit/kernels/manifest_fields.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 namespace kjit::jit::kernels {
 
-struct ManifestReduction {
-    ReductionKernel kernel;
-    std::vector<TypeBinding> bindings;  // the entry's "types"; empty when it has none
-    // How calls passed the arguments, as for elementwise entries: another module than the plain
-    // binding's (manifest_reduction_variant).
-    std::vector<std::string> scalars;
-    std::map<std::string, DType> storage;
-};
+using ManifestReduction = ManifestEntry<ReductionKernel>;
 
 // Whether the entry is a reduction ("kind": "reduction").
 bool is_reduction_manifest_entry(const nlohmann::json& entry);
@@ -31,8 +20,5 @@ bool is_reduction_manifest_entry(const nlohmann::json& entry);
 // "scalars", "storage". Throws CacheError naming the field that is malformed, or saying that the
 // entry is not a reduction.
 ManifestReduction reduction_from_manifest_entry(const nlohmann::json& entry);
-
-// The module variant the entry's "scalars" and "storage" ask for (jit/kernels/reduction/calls.hpp).
-ModuleVariant manifest_reduction_variant(const ManifestReduction& m);
 
 }  // namespace kjit::jit::kernels
