@@ -11,10 +11,23 @@
 #include "jit/compile/nvrtc_version.hpp"
 #include "jit/compile/program_store.hpp"
 #include "jit/compile/source_identity.hpp"
+#include "jit/kernels/elementwise/calls.hpp"
 #include "runtime/detail/log.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
 namespace kjit::jit::kernels {
+
+NoteFields::NoteFields(std::initializer_list<std::string_view> strings, const std::vector<std::string>& nvrtc_options,
+                       const TypeBinding& types, const ModuleVariant& variant)
+    : options(std::to_string(nvrtc_options.size())),
+      binding(format_type_binding(types)),
+      scalar(variant.scalar_field()),
+      storage(variant.storage_field()) {
+    fields.assign(strings);
+    fields.emplace_back(options);
+    for (const std::string& o : nvrtc_options) fields.emplace_back(o);
+    fields.insert(fields.end(), {binding, scalar, storage});
+}
 namespace {
 
 constexpr std::string_view kHeader = "kjit-plan-note 5\n";

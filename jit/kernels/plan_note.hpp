@@ -38,6 +38,7 @@
 
 #include "cache/disk_store.hpp"
 #include "cache/entry.hpp"
+#include "kjit/dtype.hpp"
 #include "runtime/detail/module.hpp"
 
 namespace kjit::jit::compile {
@@ -45,6 +46,21 @@ struct CachedProgram;  // jit/compile/program_store.hpp
 }  // namespace kjit::jit::compile
 
 namespace kjit::jit::kernels {
+
+struct ModuleVariant;  // jit/kernels/elementwise/calls.hpp
+
+// What a kernel's generated code for one binding depends on, as a note's name takes it: the
+// kernel's own strings (`strings`, its kind first), its NVRTC options, the binding and the module
+// variant. Views of the kernel's strings and of this object's own: it must outlive them and not move.
+struct NoteFields {
+    std::string options, binding, scalar, storage;
+    std::vector<std::string_view> fields;
+
+    NoteFields(std::initializer_list<std::string_view> strings, const std::vector<std::string>& nvrtc_options,
+               const TypeBinding& types, const ModuleVariant& variant);
+    NoteFields(const NoteFields&) = delete;
+    NoteFields& operator=(const NoteFields&) = delete;
+};
 
 // What a note's programs were keyed under: NVRTC's identity lines (nvrtc_identity_lines), its
 // version key and the target ("sm_90"). Views: of the note's text when read, of the process's

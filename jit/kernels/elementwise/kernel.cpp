@@ -287,27 +287,12 @@ VariantPrograms variant_programs(const ElementwiseKernel& kernel, const TypeBind
 
 namespace {
 
-// What the elementwise code generated for a binding depends on, for its plan note
-// (jit/kernels/plan_note.hpp): the kernel's strings and options, the binding, the module variant, and
-// Views of the kernel's own strings and of this object's: it must outlive `fields` and not move.
-struct NoteFields {
-    std::string options, binding, scalar, storage;
-    std::vector<std::string_view> fields;
-
-    NoteFields(const ElementwiseKernel& k, const TypeBinding& types, const jit::kernels::ModuleVariant& variant)
-        : options(std::to_string(k.options().nvrtc_options.size())),
-          binding(format_type_binding(types)),
-          scalar(variant.scalar_field()),
-          storage(variant.storage_field()) {
-        fields.reserve(13 + k.options().nvrtc_options.size());
-        fields.insert(fields.end(), {"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(),
-                                     k.options().preamble, k.options().loop_prep, k.options().after_loop, options});
-        for (const std::string& o : k.options().nvrtc_options) fields.emplace_back(o);
-        fields.insert(fields.end(), {binding, scalar, storage});
-    }
-    NoteFields(const NoteFields&) = delete;
-    NoteFields& operator=(const NoteFields&) = delete;
-};
+// What the elementwise code generated for a binding depends on, for its plan note.
+jit::kernels::NoteFields note_fields(const ElementwiseKernel& k, const TypeBinding& types, const jit::kernels::ModuleVariant& variant) {
+    return {{"elementwise", k.name(), k.in_params(), k.out_params(), k.operation(), k.options().preamble, k.options().loop_prep,
+             k.options().after_loop},
+            k.options().nvrtc_options, types, variant};
+}
 
 // The variants' launch shape and entry names as a plan note holds them, and back.
 jit::kernels::PlanNote::Values note_values(const jit::kernels::ElementwiseVariants& v, const std::vector<std::vector<std::string>>& groups) {
@@ -390,7 +375,7 @@ jit::kernels::ElementwiseVariants jit::kernels::elementwise_variants(const Eleme
         ModuleVariant variant;
     };
     const auto context = std::make_shared<const Context>(Context{kernel, types, variant});
-    const NoteFields fields(kernel, types, variant);
+    const jit::kernels::NoteFields fields = note_fields(kernel, types, variant);
     auto note = std::make_shared<PlanNote>(fields.fields,
                                            kjit::detail::device_attributes(ordinal).compute_capability(),
                                            static_cast<std::size_t>(kElementwiseEntries),
@@ -452,7 +437,7 @@ bool jit::kernels::note_elementwise_programs(const ElementwiseKernel& kernel, co
             return false;
     ElementwiseVariants v;
     take_plan(p, v);
-    const NoteFields fields(kernel, types, variant);
+    const jit::kernels::NoteFields fields = note_fields(kernel, types, variant);
     return write_plan_note(fields.fields, arch, note_values(v, p.groups), keys, aliases);
 }
 

@@ -482,7 +482,7 @@ jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel
     const CustomGenerator& custom = ReductionKernelAccess::generator(kernel);
     std::shared_ptr<PlanNote> note;
     if (!custom) {  // a user's reduction: noted (jit/kernels/reduction/note.hpp)
-        const ReductionNoteFields fields(kernel, types, variant);
+        const NoteFields fields = reduction_note_fields(kernel, types, variant);
         note = std::make_shared<PlanNote>(fields.fields, kjit::detail::device_attributes(ordinal).compute_capability(),
                                           static_cast<std::size_t>(kReductionEntryGroups) * 2,
                                           [kernel, types, variant] { return spec_json(kernel, types, variant); },
@@ -530,7 +530,7 @@ bool jit::kernels::note_reduction_programs(const ReductionKernel& kernel, const 
         if (keys[g].empty() || aliases[g].empty()) return false;
     const Prepared p = prepare(kernel, {}, types, variant);
     const ReductionModule m = module_facts(p);
-    const ReductionNoteFields fields(kernel, types, variant);
+    const NoteFields fields = reduction_note_fields(kernel, types, variant);
     return write_plan_note(fields.fields, arch, reduction_note_values(m, reduction_groups(p.generated)), keys, aliases);
 }
 

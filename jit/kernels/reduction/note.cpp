@@ -22,16 +22,10 @@ constexpr std::size_t kFacts = 5;  // the values before the entries
 
 }  // namespace
 
-ReductionNoteFields::ReductionNoteFields(const ReductionKernel& k, const TypeBinding& types, const ModuleVariant& variant)
-    : options(std::to_string(k.options().nvrtc_options.size())),
-      binding(format_type_binding(types)),
-      scalar(variant.scalar_field()),
-      storage(variant.storage_field()) {
-    fields.reserve(16 + k.options().nvrtc_options.size());
-    fields.insert(fields.end(), {"reduction", k.name(), k.in_params(), k.out_params(), k.map_expr(), k.reduce_expr(),
-                                 k.post_map_expr(), k.identity(), k.options().preamble, k.options().reduce_type, options});
-    for (const std::string& o : k.options().nvrtc_options) fields.emplace_back(o);
-    fields.insert(fields.end(), {binding, scalar, storage});
+NoteFields reduction_note_fields(const ReductionKernel& k, const TypeBinding& types, const ModuleVariant& variant) {
+    return {{"reduction", k.name(), k.in_params(), k.out_params(), k.map_expr(), k.reduce_expr(), k.post_map_expr(), k.identity(),
+             k.options().preamble, k.options().reduce_type},
+            k.options().nvrtc_options, types, variant};
 }
 
 PlanNote::Values reduction_note_values(const ReductionModule& m, const std::vector<std::vector<std::string>>& groups) {

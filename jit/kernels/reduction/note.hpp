@@ -18,17 +18,8 @@
 
 namespace kjit::jit::kernels {
 
-// The strings the generated code of `kernel` for this binding and variant depends on: its
-// strings and options, the binding, the variant. `fields` views the kernel's strings and this
-// object's own: it must outlive them and not move.
-struct ReductionNoteFields {
-    std::string options, binding, scalar, storage;
-    std::vector<std::string_view> fields;
-
-    ReductionNoteFields(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant);
-    ReductionNoteFields(const ReductionNoteFields&) = delete;
-    ReductionNoteFields& operator=(const ReductionNoteFields&) = delete;
-};
+// What the generated code of `kernel` for this binding and variant depends on, for its note.
+NoteFields reduction_note_fields(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant);
 
 // A module's facts and its groups' entry names (one group per strategy and index width, as
 // make_reduction_group_loader numbers them) as a note holds them, and back: false when the
