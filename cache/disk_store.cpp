@@ -108,6 +108,14 @@ bool used_lately(std::int64_t last_used) {
 }
 bool used_lately(const struct stat& st) { return used_lately(last_used_ns(st)); }
 
+// Records a read of the open file `fd` (entry, alias or note) for eviction, unless it was used
+// lately: the access time kjit keeps itself, as file systems are often mounted noatime or relatime.
+void record_use(int fd, const struct stat& st, const std::string& path) {
+    if (used_lately(st)) return;
+    const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+    if (::futimens(fd, times) != 0) kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
+}
+
 // What a file name in a shard is, and for which key.
 enum class FileKind { entry, temporary, lock, alias, alias_temporary, note, note_temporary, other };
 
@@ -350,12 +358,7 @@ std::optional<Entry> DiskStore::read(const std::string& key) {
         kjit::detail::warn_once("cache-damaged:" + path, what);
         return std::nullopt;
     }
-    if (writable_ && !used_lately(st)) {
-        // Access time kept by kjit itself: file systems are often mounted noatime or relatime.
-        const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-        if (::futimens(fd.get(), times) != 0)
-            kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
-    }
+    if (writable_) record_use(fd.get(), st, path);
     return entry;
 }
 
@@ -634,12 +637,7 @@ std::optional<std::string> DiskStore::read_small_file(const std::string& name, s
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_bytes ||
         !untrusted_because(st, root_may_own_).empty())
         return std::nullopt;
-    if (writable_ && !used_lately(st)) {
-        // Kept for eviction as an entry's is (see read()): aliases count in the size cap.
-        const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-        if (::futimens(fd.get(), times) != 0)
-            kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
-    }
+    if (writable_) record_use(fd.get(), st, path);  // aliases count in the size cap
     std::string bytes;
     char buffer[4096];
     for (;;) {
@@ -799,12 +797,7 @@ std::optional<DiskStore::Note> DiskStore::read_note(const std::string& name) con
     if (!fd) return std::nullopt;
     struct stat st {};
     std::optional<Note> note = read_note_file(fd.get(), name, root_may_own_, st);
-    if (note && writable_ && !used_lately(st)) {
-        // Kept for eviction as an entry's is (see read()).
-        const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-        if (::futimens(fd.get(), times) != 0)
-            kjit::detail::log(LogLevel::debug, os_error("cannot record the access time of", path));
-    }
+    if (note && writable_) record_use(fd.get(), st, path);
     return note;
 }
 
