@@ -1,5 +1,5 @@
-// Small matrix products, C = A·B, for the sizes where cuBLAS's own host cost (7-13 µs per call on
-// the H200 host for 64×64×64, docs/perf-log.md) is most of the time a product takes. kjit's
+// Small matrix products, C = A·B, for the sizes where cuBLAS's own host cost per call is most of
+// the time a product takes (docs/PERFORMANCE.md). kjit's
 // matmul sends a product here when m·n·k·batch is at most a limit (jit/kernels/ops/small_matmul_plan.hpp).
 //
 // One block of 16×16 threads computes one 16×16 tile of C: it walks k in steps of 64, staging a

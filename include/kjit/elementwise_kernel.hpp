@@ -86,8 +86,8 @@ public:
     // finds it in the kernel cache (kjit/cache.hpp): the module of every variant, to inspect
     // (`kjit compile`). Throws NoDeviceError when it is in no cache and there is no NVRTC. Calls do
     // not load this module: a call compiles (or finds) the program of the one variant it launches
-    // (on the build machine: 19 ms of NVRTC for the small one, 50 ms for the contiguous one, 250
-    // ms for all seven), and `kjit precompile` builds those programs, one per variant.
+    // (a fraction of the NVRTC time of all seven), and `kjit precompile` builds those programs,
+    // one per variant.
     // Binary::entry_points names the variants: contiguous32/64 (vector loads), strided32/64 (any
     // strides), rows32 (rows whose last dimension is contiguous or broadcast everywhere), tiled32
     // (2-D with transposed inputs, through shared memory), small32 (one element per thread, calls

@@ -70,8 +70,8 @@ public:
     // Compiles for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else sm_80), or
     // finds it in the kernel cache, as ElementwiseKernel::compile does: the module of every entry
     // point, to inspect (`kjit compile`). Calls do not load it: a call compiles (or finds) the
-    // module of the one strategy it launches, 65-150 ms of NVRTC instead of 1.3 s for all of
-    // them; `kjit precompile` builds those modules, one per strategy and index width.
+    // module of the one strategy it launches (a tenth of the NVRTC time of all of them); `kjit
+    // precompile` builds those modules, one per strategy and index width.
     // Binary::entry_points names the strategies, each in a 32-bit index variant (every offset and
     // count below 2^31) and a 64-bit one: full (one value from many blocks), rows_warp and
     // rows_block (a warp or a block per output reducing the trailing dimensions), columns (a

@@ -1,7 +1,6 @@
 // Generated modules end with their entry points, one `extern "C" __global__` line each. A call
 // compiles the module of the entry points it launches only (the rest of the source unchanged):
-// NVRTC's time grows with the entry points (docs/perf-log.md: an elementwise module of six
-// 250 ms, its contiguous variant alone 50 ms; a reduction's sixteen 1.3 s, one 65-150 ms).
+// NVRTC's time grows with the entry points (docs/PERFORMANCE.md).
 #pragma once
 
 #include <string>

@@ -1,9 +1,8 @@
 // Small matrix products in a kernel of kjit's own (templates/small_matmul.cuh) instead of cuBLAS.
 //
-// Why: for a 64×64×64 float32 product cuBLAS alone costs 7.3-13.4 µs of host time per call on the
-// H200 host, while a kjit launch costs about 3 µs (docs/perf-log.md, "Matrix products"). Below
-// a size limit the work is so small that the launch is the product's cost, so kjit::matmul sends
-// such products to one launch of its own kernel; above it, to cuBLAS.
+// Why: for small products cuBLAS's own host time per call is several kjit launches
+// (docs/PERFORMANCE.md). Below a size limit the work is so small that the launch is the product's
+// cost, so kjit::matmul sends such products to one launch of its own kernel; above it, to cuBLAS.
 //
 // This header decides which products are small (matmul.cpp asks it); small_matmul.hpp launches them.
 #pragma once
