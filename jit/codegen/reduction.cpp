@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <sstream>
 
 #include "jit/codegen/args_struct.hpp"

@@ -65,6 +65,14 @@ LaunchBuffers& launch_buffers() {
     return *buffers;
 }
 
+detail::ArgsLayout args_layout_for(const CallSite& site, const std::vector<detail::ArgField>& fields, const std::vector<DType>& types) {
+    detail::ArgsLayout layout = detail::args_layout(fields, types);
+    if (layout.size > sizeof(LaunchBuffers::args))
+        throw TypeError(site.prefix() + "its arguments take " + std::to_string(layout.size) +
+                        " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
+    return layout;
+}
+
 void launch(const Target& target, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void** params) {
     KJIT_CU_CHECK(detail::driver_on(target.ordinal).cuLaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, 0, target.stream.handle(), params,
                                                                    nullptr));

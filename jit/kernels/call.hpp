@@ -91,12 +91,8 @@ private:
 // view) or overlaps another output, and returns the inputs that share memory with an output and
 // so are read from a copy, except those `in_place(i, o)` accepts (positions in `arrays`: the same
 // elements in the same order, so each is read before it is written).
-template <class InPlace>
-std::bitset<kMaxCallParams> inputs_to_copy(const CallSite& site, const Operands& operands, std::span<const int> arrays,
-                                           std::size_t first_output, InPlace&& in_place);
 void check_writable(const CallSite& site, std::size_t k, const Array& output);
 [[noreturn]] void throw_outputs_overlap(const CallSite& site, std::size_t a, std::size_t b);
-
 template <class InPlace>
 std::bitset<kMaxCallParams> inputs_to_copy(const CallSite& site, const Operands& operands, std::span<const int> arrays,
                                            std::size_t first_output, InPlace&& in_place) {
@@ -146,6 +142,10 @@ void pack_args(const CallSite& site, unsigned char* a, const detail::ArgsLayout&
     write_args(a, layout, bound, args, site.sig.params.size(), pointer_of, [&](std::size_t k) { return operands.array(k); },
                [&](std::size_t k) { return site.where(k); });
 }
+
+// The layout of the argument struct of a kernel with these fields; more bytes than a launch
+// passes is the site's TypeError.
+detail::ArgsLayout args_layout_for(const CallSite& site, const std::vector<detail::ArgField>& fields, const std::vector<DType>& types);
 
 // One launch on the call's device and stream: grid (x, y) of `block` threads.
 void launch(const Target& target, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void** params);

@@ -1,7 +1,6 @@
 #include "runtime/detail/reduce_layout.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "kjit/error.hpp"
 

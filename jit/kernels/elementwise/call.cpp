@@ -4,7 +4,6 @@
 #include <array>
 #include <bitset>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 
 #include "jit/kernels/call.hpp"
@@ -45,10 +44,7 @@ std::unique_ptr<CallPlan> make_plan(const ElementwiseKernel& kernel, const CallS
             if (plan->first_output_operand < 0) plan->first_output_operand = slot;
         }
     }
-    plan->args = detail::args_layout(fields, plan->bound.param_types);
-    if (plan->args.size > sizeof(LaunchBuffers::args))
-        throw TypeError(site.prefix() + "its arguments take " + std::to_string(plan->args.size) +
-                        " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
+    plan->args = args_layout_for(site, fields, plan->bound.param_types);
     // The code: compiled for the CPU by the host back end, or the GPU variants (each compiled or
     // loaded when first launched).
     if (target.host) {

@@ -1,7 +1,6 @@
 #include "kjit/elementwise_kernel.hpp"
 
 #include <cctype>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>

@@ -1,6 +1,5 @@
 #include "jit/kernels/ops/arg_reduction.hpp"
 
-#include <cstdlib>
 #include <sstream>
 
 #include <nlohmann/json.hpp>

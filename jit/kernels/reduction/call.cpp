@@ -5,7 +5,6 @@
 #include <array>
 #include <bitset>
 #include <climits>
-#include <cstdlib>
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -81,10 +80,7 @@ std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const Ca
     if (static_cast<int>(plan->operand_param.size()) > kMaxInputs || site.sig.outputs > kMaxOutputs)
         throw TypeError(site.prefix() + "kjit reduces at most " + std::to_string(kMaxInputs) + " array inputs into at most " +
                         std::to_string(kMaxOutputs) + " outputs");
-    plan->args = detail::args_layout(fields, plan->bound.param_types);
-    if (plan->args.size > sizeof(LaunchBuffers::args))
-        throw TypeError(site.prefix() + "its arguments take " + std::to_string(plan->args.size) +
-                        " bytes, more than kjit passes to a kernel (" + std::to_string(sizeof(LaunchBuffers::args)) + ")");
+    plan->args = args_layout_for(site, fields, plan->bound.param_types);
     // The code: compiled for the CPU by the host back end (which also gives the module's facts),
     // or the GPU module (each strategy's group loaded when first launched).
     if (target.host) {

@@ -1,6 +1,5 @@
 #include "jit/kernels/reduction/note.hpp"
 
-#include <cstdlib>
 
 #include "kjit/elementwise_kernel.hpp"
 
