@@ -64,7 +64,7 @@ __device__ __forceinline__ long long thread_count() { return (long long)gridDim.
 //       an array output, `T a` for a scalar, `kjit::Raw<T> r` for a raw parameter), then `long long n`;
 //   struct NAME_k: the per-operand accessors these loops call, with no loops of its own:
 //       args (NAME_args); arrays (array operands, at least 1: the slots of Layout<arrays> in
-//       parameter order), vector (V), unroll (U), tile, tile_per (enumerators: see below);
+//       parameter order), vector (V), tile, tile_per (enumerators: see below);
 //       state, prep(state&, args), after(state&, args): CuPy's loop_prep and after_loop around
 //           each thread's loop (an empty struct and no-ops without them);
 //       at(args, off, i, state): the body on one element, array operand s at offset off[s] (its
@@ -108,37 +108,19 @@ __device__ __forceinline__ void small(const typename K::args& args) {
 #ifndef KJIT_ELEMENTWISE_SMALL_ONLY
 
 // Contiguous: every array operand is C-contiguous over the same n elements and aligned to V
-// elements. Each thread takes U vectors a grid apart at once (all loads issued before any use),
-// then single vectors, then a scalar tail. Launched with one thread per U vectors
-// (jit/kernels/elementwise/call.cpp); U = 1 measured best on the H200 (docs/perf-log.md).
+// elements. Each thread takes one vector at a time, a grid apart, then a scalar tail. Launched
+// with one thread per vector (jit/kernels/elementwise/call.cpp); several vectors per thread at
+// once measured no faster on the H200 (docs/perf-log.md).
 template <class K, class Index>
 __device__ __forceinline__ void contiguous(const typename K::args& args) {
-    enum : int { V = K::vector, U = K::unroll };
+    enum : int { V = K::vector };
     typename K::state state;
     K::prep(state, args);
     const bool broadcast[K::arrays] = {};
     const Index n = static_cast<Index>(args.n);
     const Index stride = static_cast<Index>(thread_count());
     const Index vectors = n / V;
-    Index v = static_cast<Index>(thread_index());
-    for (; v + (U - 1) * stride < vectors; v += U * stride) {
-        typename K::vectors r[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            Index off[K::arrays];
-            same_offsets((v + u * stride) * V, off);
-            K::load(r[u], args, off, broadcast);
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const Index e = (v + u * stride) * V;
-            Index off[K::arrays];
-            same_offsets(e, off);
-            K::compute(r[u], args, e, state);
-            K::store(r[u], args, off);
-        }
-    }
-    for (; v < vectors; v += stride) {
+    for (Index v = static_cast<Index>(thread_index()); v < vectors; v += stride) {
         const Index e = v * V;
         Index off[K::arrays];
         same_offsets(e, off);

@@ -203,7 +203,6 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     int cost = 0;
     for (const StmtPtr& st : body.statements) cost += body_cost(st.get());
     const bool heavy = cost > kHeavyBody;
-    if (heavy) m.unroll = 1;
     s << "namespace kjit_body {\n";
     if (hooked) {
         s << "struct " << state_type << " {\n";
@@ -283,7 +282,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     };
     const std::string k_type = name + "_k";
     s << "struct " << k_type << " {\n    typedef " << args_type << " args;\n";
-    s << "    enum : int { arrays = " << A << ", vector = " << m.vector_width << ", unroll = " << m.unroll << ", tile = " << m.tile
+    s << "    enum : int { arrays = " << A << ", vector = " << m.vector_width << ", tile = " << m.tile
       << ", tile_per = " << m.tile * m.tile / 256 << " };\n";
     if (hooked) {
         s << "    typedef kjit_body::" << state_type << " state;\n";

@@ -41,7 +41,6 @@ struct GeneratedModule {
     std::string contiguous32, contiguous64, strided32, strided64, rows32, tiled32, small32;
     std::size_t tiled_shared_bytes = 0;  // static shared memory of the tiled variant
     int tile = 32;              // the tiled variant's tiles are tile x tile elements
-    int unroll = 1;             // vectors per thread per step of the contiguous variants (1: best on the H200)
     int vector_width = 1;       // elements per vector load in the contiguous variants
     int array_operands = 0;     // operands of the strided Layout, in parameter order
     EntryLines entry_lines;     // the entry points' definitions: the source's last lines

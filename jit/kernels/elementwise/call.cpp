@@ -206,7 +206,7 @@ void launch_on_gpu(const CallSite& site, const CallPlan& plan, const Target& tar
     switch (choice.variant) {
         case detail::Variant::contiguous:
             f = m.function(choice.index64 ? ElementwiseEntry::contiguous64 : ElementwiseEntry::contiguous32);
-            items = ((n + m.vector_width - 1) / m.vector_width + m.unroll - 1) / m.unroll;
+            items = (n + m.vector_width - 1) / m.vector_width;
             break;
         case detail::Variant::small:
             f = m.function(ElementwiseEntry::small32);

@@ -50,7 +50,6 @@ inline constexpr int kElementwiseEntries = 7;
 struct ElementwiseVariants {
     std::shared_ptr<LazyEntryPoints> loader;  // one group per ElementwiseEntry
     int vector_width = 1;
-    int unroll = 1;
     int tile = 32;
     bool has_rows = false;
     bool has_tiled = false;

@@ -296,7 +296,6 @@ jit::kernels::NoteFields note_fields(const ElementwiseKernel& k, const TypeBindi
 // The variants' launch shape and entry names as a plan note holds them, and back.
 jit::kernels::PlanNote::Values note_values(const jit::kernels::ElementwiseVariants& v, const std::vector<std::vector<std::string>>& groups) {
     jit::kernels::PlanNote::Values values{{"vector_width", std::to_string(v.vector_width)},
-                                 {"unroll", std::to_string(v.unroll)},
                                  {"tile", std::to_string(v.tile)},
                                  {"rows", v.has_rows ? "1" : "0"},
                                  {"tiled", v.has_tiled ? "1" : "0"},
@@ -310,7 +309,7 @@ jit::kernels::PlanNote::Values note_values(const jit::kernels::ElementwiseVarian
 
 bool from_note(const jit::kernels::PlanNote::NotedValues& values, jit::kernels::ElementwiseVariants& v, jit::kernels::EntryGroups& groups) {
     int rows = 0, tiled = 0, uses_index = 0;
-    if (!jit::kernels::find_number(values, "vector_width", v.vector_width, 1, 16) || !jit::kernels::find_number(values, "unroll", v.unroll, 1, 64) ||
+    if (!jit::kernels::find_number(values, "vector_width", v.vector_width, 1, 16) ||
         !jit::kernels::find_number(values, "tile", v.tile, 1, 1024) || !jit::kernels::find_number(values, "rows", rows, 0, 1) ||
         !jit::kernels::find_number(values, "tiled", tiled, 0, 1) || !jit::kernels::find_number(values, "uses_index", uses_index, 0, 1))
         return false;
@@ -334,13 +333,12 @@ bool from_note(const jit::kernels::PlanNote::NotedValues& values, jit::kernels::
         if (groups.empty(static_cast<std::size_t>(e))) return false;
     if (v.has_rows == groups.empty(static_cast<std::size_t>(E::rows32))) return false;
     if (v.has_tiled == groups.empty(static_cast<std::size_t>(E::tiled32))) return false;
-    return entries + 6 == values.size();
+    return entries + 5 == values.size();
 }
 
 // The launch shape the generated code has, as a call plans with it.
 void take_plan(const VariantPrograms& p, jit::kernels::ElementwiseVariants& v) {
     v.vector_width = p.small.generated.vector_width;
-    v.unroll = p.small.generated.unroll;
     v.tile = p.small.generated.tile;
     v.has_rows = !p.small.generated.rows32.empty();
     v.has_tiled = !p.small.generated.tiled32.empty();
