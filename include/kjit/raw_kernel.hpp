@@ -79,6 +79,12 @@ struct KJIT_API RawModuleOptions {
     // The source includes CUDA toolkit headers with quotes (`#include "cuda_fp16.h"`); `#include <...>`
     // turns this on by itself. The toolkit's include folder is then searched.
     bool toolkit_headers = false;
+    // Headers given as text, found by their include name without a file (as NVRTC and jitify2 offer):
+    // `{{"tile.cuh", "#define TILE 32"}}` for `#include "tile.cuh"`. They are part of the cache key.
+    // So is the content of every file the source includes from disk through "-I" options or
+    // relative to the working folder, followed through nested includes: an edited header is a cache
+    // miss. An include through a macro (`#include HEADER`) is not followed; name such a header here.
+    std::vector<std::pair<std::string, std::string>> headers;
     // A label: the program's name in NVRTC's messages, the cache entry and the manifest.
     // Empty: "raw_module" (RawKernel: the kernel's name).
     std::string name;

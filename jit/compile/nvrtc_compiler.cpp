@@ -112,14 +112,25 @@ CompileResult compile_cuda(const CompileRequest& request) {
         if (o.find('\0') != std::string::npos)
             throw CompileError(fmt::format("an NVRTC option for '{}' holds a NUL byte", name), "", {});
 
+    std::vector<const char*> header_texts, header_names;
+    bool includes = request.toolkit_headers || has_include(request.source);
+    for (const auto& [header_name, text] : request.headers) {
+        if (text.find('\0') != std::string::npos || header_name.find('\0') != std::string::npos)
+            throw CompileError(fmt::format("the header \"{}\" of '{}' holds a NUL byte", header_name, name), "", {});
+        header_names.push_back(header_name.c_str());
+        header_texts.push_back(text.c_str());
+        includes = includes || has_include(text);
+    }
     nvrtcProgram raw = nullptr;
-    KJIT_NVRTC_CHECK(api.nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(), 0, nullptr, nullptr));
+    KJIT_NVRTC_CHECK(api.nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(), static_cast<int>(header_texts.size()),
+                                            header_texts.empty() ? nullptr : header_texts.data(),
+                                            header_names.empty() ? nullptr : header_names.data()));
     const UniqueProgram program(raw, ProgramDeleter{&api});
     for (const std::string& e : request.name_expressions)
         KJIT_NVRTC_CHECK(api.nvrtcAddNameExpression(raw, e.c_str()));
 
     std::vector<std::string> options = compile_options(request);
-    if (request.toolkit_headers || has_include(request.source)) {
+    if (includes) {
         const std::vector<std::string>& include = toolkit_include_options(api);
         options.insert(options.end(), include.begin(), include.end());
     }

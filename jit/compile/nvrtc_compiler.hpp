@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "jit/compile/arch.hpp"
+#include "jit/compile/included_files.hpp"
 
 namespace kjit::jit::compile {
 
@@ -24,6 +25,8 @@ struct CompileRequest {
     // find on its own: add the toolkit's include folder. Also turned on by any `#include <`
     // in the source. The folder's path is not an option compile_options() lists (see there).
     bool toolkit_headers = false;
+    // Headers NVRTC finds by name without a file, (include name, text), as nvrtcCreateProgram takes them.
+    NamedHeaders headers;
     // The user's strings that the source's #line directives name ("axpb:op" and its text): the
     // error excerpt shows their lines where NVRTC's messages point into them.
     std::vector<std::pair<std::string, std::string>> user_texts;

@@ -45,6 +45,16 @@ RawModule raw_module_from_manifest_entry(const nlohmann::json& e) {
         if (!e["toolkit_headers"].is_boolean()) throw CacheError("\"toolkit_headers\" must be true or false");
         options.toolkit_headers = e["toolkit_headers"].get<bool>();
     }
+    if (e.contains("headers")) {
+        const nlohmann::json& headers = e["headers"];
+        if (!headers.is_array()) throw CacheError("\"headers\" must be a list of {\"name\": ..., \"text\": ...}");
+        for (const nlohmann::json& h : headers) {
+            if (!h.is_object() || !h.contains("name") || !h.contains("text") || !h["name"].is_string() || !h["text"].is_string() ||
+                h.size() != 2)
+                throw CacheError("each of \"headers\" must be {\"name\": string, \"text\": string}");
+            options.headers.emplace_back(h["name"].get<std::string>(), h["text"].get<std::string>());
+        }
+    }
     try {
         return RawModule(manifest_text(e, "source", true), std::move(options));
     } catch (const CacheError&) {

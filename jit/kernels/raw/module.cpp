@@ -1,5 +1,6 @@
 // RawModule: the user's CUDA source as a cacheable program, loaded once per device.
 #include "jit/kernels/raw/module.hpp"
+#include "jit/compile/included_files.hpp"
 #include "jit/frontend/source.hpp"
 
 #include <algorithm>
@@ -41,6 +42,7 @@ std::string spec_json(const jit::RawModuleState& s) {
     if (!s.options.nvrtc_options.empty()) e["options"] = s.options.nvrtc_options;
     if (!s.options.name_expressions.empty()) e["name_expressions"] = s.options.name_expressions;
     if (s.options.toolkit_headers) e["toolkit_headers"] = true;
+    for (const auto& [name, text] : s.options.headers) e["headers"].push_back({{"name", name}, {"text", text}});
     return e.dump();
 }
 
@@ -73,7 +75,9 @@ compile::CachedProgram RawModuleState::program() const {
     p.request.options = options.nvrtc_options;
     p.request.name_expressions = options.name_expressions;
     p.request.toolkit_headers = options.toolkit_headers;
-    p.key_source = key_source;
+    p.request.headers = options.headers;
+    // Read now, at each compile or first load: a header edited while the process runs is seen.
+    p.key_source = key_source + compile::included_files_key(source, options.headers, options.nvrtc_options);
     p.spec_json = [s = spec_json] { return s; };
     p.kernel_name = label;
     p.description = "raw module '" + label + "'";
@@ -116,6 +120,11 @@ RawModule::RawModule(std::string source, RawModuleOptions options) {
         jit::frontend::refuse_nul_byte({"raw module name expression", e});
     for (const std::string& e : options.name_expressions)
         if (e.empty()) throw Error("raw module: an empty name expression");
+    for (const auto& [name, text] : options.headers) {
+        if (name.empty()) throw Error("raw module: a header with an empty name");
+        jit::frontend::refuse_nul_byte({"raw module header name", name});
+        jit::frontend::refuse_nul_byte({"raw module header \"" + name + "\"", text});
+    }
     auto s = std::make_shared<jit::RawModuleState>();
     s->source = std::move(source);
     s->options = std::move(options);
