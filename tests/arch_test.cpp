@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "jit/compile/arch.hpp"
+#include "runtime/detail/module.hpp"
 #include "kjit/error.hpp"
 
 using kjit::jit::compile::ArchSpec;
@@ -41,14 +42,47 @@ TEST_CASE("parse_arch reads sm_XX and compute_XX", "[arch]") {
     CHECK(ptx.ptx_only);
 }
 
+TEST_CASE("architecture- and family-specific targets are parsed, kept exactly, and named", "[arch]") {
+    const ArchSpec a = kjit::jit::compile::parse_arch("sm_90a", "KJIT_ARCH");
+    CHECK((a.compute_capability == 90 && a.suffix == 'a' && !a.ptx_only));
+    const ArchSpec f = kjit::jit::compile::parse_arch("compute_100f", "KJIT_ARCH");
+    CHECK((f.compute_capability == 100 && f.suffix == 'f' && f.ptx_only));
+    const ArchTarget t = kjit::jit::compile::clamp_arch(a, nvrtc13, "argument");
+    CHECK(t.name() == "sm_90a");
+    CHECK(kjit::jit::compile::clamp_arch(f, nvrtc13, "argument").name() == "compute_100f");
+    // Never substituted by a neighbour, as a plain target would be.
+    try {
+        (void)kjit::jit::compile::clamp_arch({91, false, 'a'}, nvrtc13, "argument");
+        FAIL("sm_91a was accepted");
+    } catch (const kjit::Error& e) {
+        CHECK_THAT(e.what(), Catch::Contains("sm_91a") && Catch::Contains("architecture-specific") && Catch::Contains("sm_90"));
+    }
+    CHECK(kjit::jit::compile::choose_arch("sm_100a", 90, nvrtc13).name() == "sm_100a");
+}
+
+TEST_CASE("where a cubin runs: plain and family targets on later minors, architecture-specific on their own", "[arch]") {
+    using kjit::detail::cubin_runs_on;
+    CHECK(cubin_runs_on("sm_90", 90));
+    CHECK(cubin_runs_on("sm_80", 86));
+    CHECK_FALSE(cubin_runs_on("sm_90", 100));
+    CHECK(cubin_runs_on("sm_90a", 90));
+    CHECK_FALSE(cubin_runs_on("sm_90a", 100));
+    CHECK_FALSE(cubin_runs_on("sm_100a", 103));
+    CHECK(cubin_runs_on("sm_100f", 103));
+    CHECK_FALSE(cubin_runs_on("sm_103f", 100));
+    CHECK_FALSE(cubin_runs_on("sm_120f", 100));
+    CHECK(kjit::detail::where_arch_runs("sm_90a") == "GPUs of compute capability 9.0 only");
+    CHECK(kjit::detail::where_arch_runs("sm_100f") == "GPUs of compute capability 10.x from 10.0 on");
+}
+
 TEST_CASE("parse_arch rejects malformed values, naming the variable and the value", "[arch]") {
     for (const char* bad : {"", "90", "sm90", "sm_9", "sm_090", "sm_1000", "SM_90", "sm_90 ", "sm_9x", "compute_",
-                            "sm_90a", "compute_100f", "sm_90ab"}) {
+                            "sm_90x", "sm_90ab", "sm_90fa", "sm_a"}) {
         INFO("value: '" << bad << "'");
         const std::string what = error_text(bad);
         CHECK_THAT(what, Catch::Contains("KJIT_ARCH='" + std::string(bad) + "'"));
     }
-    CHECK_THAT(error_text("sm_90a"), Catch::Contains("use sm_90"));
+    CHECK_THAT(error_text("sm_90x"), Catch::Contains("an 'a' or 'f' suffix may follow"));
     CHECK_THAT(error_text("sm9"), Catch::Contains("e.g. sm_90"));
 }
 

@@ -85,6 +85,13 @@ struct KJIT_API RawModuleOptions {
     // relative to the working folder, followed through nested includes: an edited header is a cache
     // miss. An include through a macro (`#include HEADER`) is not followed; name such a header here.
     std::vector<std::pair<std::string, std::string>> headers;
+    // The module's own target, for code that needs one: "sm_90a" (architecture-specific: wgmma,
+    // setmaxnreg; runs on compute capability 9.0 only), "sm_100a", "sm_100f" (family-specific:
+    // runs on 10.x from 10.0 on), or any "sm_XX". Empty: the device's architecture, as every kjit
+    // kernel. Keyed and cached like any target; on a device where it cannot run, the first use is
+    // an Error saying where it runs. An "-arch=..." or "--gpu-architecture=..." among nvrtc_options
+    // (as CuPy users write it) is moved here.
+    std::string arch;
     // A label: the program's name in NVRTC's messages, the cache entry and the manifest.
     // Empty: "raw_module" (RawKernel: the kernel's name).
     std::string name;
@@ -122,8 +129,9 @@ public:
     // first used on a device.
     RawKernel get_function(const std::string& name) const;
 
-    // Compiles the module for `arch` ("sm_90"; empty: KJIT_ARCH, else the current device, else
-    // sm_80), or finds it in the kernel cache. Throws CompileError with NVRTC's log and the source
+    // Compiles the module for `arch` ("sm_90"; empty: options().arch, else KJIT_ARCH, else the
+    // current device, else sm_80), or finds it in the kernel cache. A module with an arch of its
+    // own is built for that alone: another `arch` is an Error. Throws CompileError with NVRTC's log and the source
     // lines it points at; NoDeviceError when it is in no cache and there is no NVRTC.
     // Binary::entry_points holds each name expression with its mangled name; Binary::source is the
     // module's source.

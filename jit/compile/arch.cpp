@@ -24,7 +24,11 @@ std::string supported_text(const std::vector<int>& sorted) {
 
 // Without fmt: a fresh process's first cached call names its target, and fmt's formatting code
 // would be touched for that alone.
-std::string ArchTarget::name() const { return (ptx_only ? "compute_" : "sm_") + std::to_string(compiled); }
+std::string ArchTarget::name() const {
+    std::string n = (ptx_only ? "compute_" : "sm_") + std::to_string(compiled);
+    if (suffix != 0) n += suffix;
+    return n;
+}
 
 ArchSpec parse_arch(std::string_view text, std::string_view where) {
     const auto fail = [&](std::string_view why) -> ArchSpec {
@@ -44,12 +48,10 @@ ArchSpec parse_arch(std::string_view text, std::string_view where) {
     while (n < digits.size() && digits[n] >= '0' && digits[n] <= '9') ++n;
     if (n < 2 || n > 3 || digits[0] == '0')
         return fail("expected two or three digits after the prefix, e.g. sm_90 or sm_120");
-    if (n != digits.size()) {
-        if (n + 1 == digits.size() && (digits[n] == 'a' || digits[n] == 'f'))
-            return fail(fmt::format("architecture-specific targets are not supported; use {}_{}",
-                                    spec.ptx_only ? "compute" : "sm", digits.substr(0, n)));
-        return fail("unexpected characters after the digits");
-    }
+    if (n + 1 == digits.size() && (digits[n] == 'a' || digits[n] == 'f'))
+        spec.suffix = digits[n];
+    else if (n != digits.size())
+        return fail("unexpected characters after the digits (an 'a' or 'f' suffix may follow: sm_90a, sm_100f)");
     for (std::size_t i = 0; i < n; ++i) spec.compute_capability = spec.compute_capability * 10 + (digits[i] - '0');
     return spec;
 }
@@ -70,6 +72,12 @@ ArchTarget clamp_arch(ArchSpec spec, std::span<const int> supported, std::string
     t.requested = r;
     t.origin = std::move(origin);
     t.ptx_only = spec.ptx_only;
+    t.suffix = spec.suffix;
+    if (spec.suffix != 0 && !std::binary_search(sorted.begin(), sorted.end(), r))
+        throw Error(fmt::format("sm_{}{} (from {}) is an {}-specific target, which only its own architecture can "
+                                "compile for, and this NVRTC does not support sm_{}; supported: {}",
+                                r, spec.suffix, t.origin, spec.suffix == 'a' ? "architecture" : "family", r,
+                                supported_text(sorted)));
     if (std::binary_search(sorted.begin(), sorted.end(), r)) {
         t.compiled = r;
         return t;

@@ -19,15 +19,17 @@ namespace kjit::jit::compile {
 // would run on more GPUs but emulate bfloat16 everywhere.
 inline constexpr int default_compute_capability = 80;
 
-// An architecture as written in KJIT_ARCH: "sm_90" (cubin and PTX) or "compute_90" (PTX only).
+// An architecture as written in KJIT_ARCH: "sm_90" (cubin and PTX) or "compute_90" (PTX only),
+// with an optional suffix: "sm_90a" (architecture-specific: wgmma, setmaxnreg; runs on 9.0 only)
+// or "sm_100f" (family-specific: runs on the 10.x GPUs from 10.0 on).
 struct ArchSpec {
     int compute_capability = 0;  // 10 * major + minor: 90 for 9.0, 120 for 12.0
     bool ptx_only = false;
+    char suffix = 0;             // 'a', 'f' or none
 };
 
-// Parses "sm_XX" / "compute_XX" (XX two or three digits). Throws kjit::Error naming `where`
-// (e.g. "KJIT_ARCH") and the value when the text is anything else, including arch-specific
-// targets such as "sm_90a", which kjit does not produce.
+// Parses "sm_XX" / "compute_XX" (XX two or three digits), each with an optional 'a' or 'f'.
+// Throws kjit::Error naming `where` (e.g. "KJIT_ARCH") and the value when the text is anything else.
 ArchSpec parse_arch(std::string_view text, std::string_view where);
 
 // The target of one compilation.
@@ -35,10 +37,11 @@ struct ArchTarget {
     int requested = 0;      // the compute capability asked for (device, KJIT_ARCH or default)
     int compiled = 0;       // the architecture NVRTC compiles for; differs when clamped
     bool ptx_only = false;  // compile for compute_<compiled>: PTX only, no cubin; the driver JITs it
+    char suffix = 0;        // 'a' or 'f' for an architecture- or family-specific target
     std::string origin;     // where `requested` came from: "KJIT_ARCH", "device", "default"
     std::string note;       // why compiled/ptx_only differ from what was asked; empty if they don't
 
-    // "sm_90", or "compute_90" when ptx_only: what --gpu-architecture gets.
+    // "sm_90", "sm_90a", or "compute_90" when ptx_only: what --gpu-architecture gets.
     std::string name() const;
     friend bool operator==(const ArchTarget&, const ArchTarget&) = default;
 };
@@ -51,6 +54,7 @@ struct ArchTarget {
 //  - else the newest supported one older than it, PTX only (covers a device newer than this NVRTC
 //    knows: the driver compiles the PTX for it);
 //  - older than every supported one: kjit::Error saying so.
+// An 'a' or 'f' target is never substituted: supported exactly, or kjit::Error.
 ArchTarget clamp_arch(ArchSpec spec, std::span<const int> supported, std::string origin);
 
 // The whole choice as a pure function: `kjit_arch` is KJIT_ARCH's value (null or empty when

@@ -94,6 +94,7 @@ ArchTarget choose_target(const std::string& arch, const std::vector<int>& suppor
     ArchTarget t;
     t.requested = t.compiled = spec.compute_capability;
     t.ptx_only = spec.ptx_only;
+    t.suffix = spec.suffix;
     t.origin = origin;
     return t;
 }
@@ -187,13 +188,41 @@ std::shared_ptr<const cache::Entry> find_without_loading_nvrtc(CachedProgram& p,
 // Every architecture a cubin or PTX of which kjit may find in a cache, newest first.
 constexpr int kKnownArchs[] = {121, 120, 110, 103, 100, 90, 89, 88, 87, 86, 80, 75};
 
+// A program with a target of its own (sm_90a): built for it, and loaded only where it runs.
+LoadedProgram load_own_target(CachedProgram& p, int ordinal, int cc) {
+    if (!p.arch.starts_with("compute_") && !kjit::detail::cubin_runs_on(p.arch, cc))
+        throw Error(p.description + " targets " + p.arch + ", whose code runs on " + kjit::detail::where_arch_runs(p.arch) +
+                    "; cuda:" + std::to_string(ordinal) + " is compute capability " + std::to_string(cc / 10) + "." +
+                    std::to_string(cc % 10));
+    const FoundProgram found = find_or_compile_program(p, p.arch);
+    LoadedProgram loaded;
+    loaded.entry = found.entry;
+    std::vector<unsigned char> jitted;  // from compute_XXa PTX: not kept, as the PTX is the entry
+    loaded.module = kjit::detail::ModuleRegistry::process().get(found.entry->key, ordinal, [&] {
+        return kjit::detail::load_module({found.entry->meta.arch, found.entry->cubin, found.entry->ptx}, ordinal, &jitted);
+    });
+    loaded.arch = found.entry->meta.arch;
+    loaded.compiled_from_ptx = !jitted.empty();
+    return loaded;
+}
+
+// The program's own target when it has one, else `arch`.
+const std::string& target_of(const CachedProgram& p, const std::string& arch) {
+    if (p.arch.empty()) return arch;
+    if (!arch.empty() && arch != p.arch)
+        throw Error(p.description + " targets " + p.arch + " (its own architecture option); it cannot be built for " + arch);
+    return p.arch;
+}
+
 }  // namespace
 
 std::string alias_key(const CachedProgram& p) {
     return cache::make_alias_key(key_source(p), compile_options(p.request), p.request.target.name());
 }
 
-FoundProgram find_or_compile_program(CachedProgram& p, const std::string& arch) {
+
+FoundProgram find_or_compile_program(CachedProgram& p, const std::string& requested) {
+    const std::string& arch = target_of(p, requested);
     FoundProgram found;
     found.entry = find_without_loading_nvrtc(p, arch);
     if (!found.entry) {
@@ -244,6 +273,7 @@ std::shared_ptr<kjit::detail::LoadedModule> load_entry_module(const std::shared_
 
 LoadedProgram load_program(CachedProgram& p, int ordinal) {
     const int cc = kjit::detail::device_attributes(ordinal).compute_capability();
+    if (!p.arch.empty()) return load_own_target(p, ordinal, cc);
     ArchTarget native;
     native.requested = native.compiled = cc;
     native.origin = "device";

@@ -33,6 +33,9 @@ struct CachedProgram {
     std::string kernel_name;  // entry metadata
     std::string types;        // entry metadata ("T=float32"), empty when none
     std::string description;  // for errors: "raw module 'scan'"
+    // The program's own target ("sm_90a"), or empty: the device's (or KJIT_ARCH, or the default).
+    // A program with a target of its own is built for it alone, and loads only where it runs.
+    std::string arch;
 };
 
 // The alias key of `program` as targeted now (program.request.target, which the functions below

@@ -77,6 +77,12 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
             // One module per architecture; it has no type bindings. Copies of a RawModule share
             // their state.
             const RawModule module = raw_module_from_manifest_entry(e);
+            // A module with a target of its own (sm_90a) is built for that one alone.
+            if (!module.options().arch.empty()) {
+                const std::string arch = module.options().arch;
+                jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
+                return;
+            }
             for (const std::string& arch : archs)
                 jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
             return;

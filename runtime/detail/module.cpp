@@ -24,6 +24,13 @@ int arch_number(const std::string& arch) {
     return std::atoi(arch.c_str() + underscore + 1);
 }
 
+// The 'a' of "sm_90a", the 'f' of "sm_100f"; 0 for "sm_90".
+char arch_suffix(const std::string& arch) {
+    return !arch.empty() && (arch.back() == 'a' || arch.back() == 'f') ? arch.back() : 0;
+}
+
+std::string cc_text(int cc) { return std::to_string(cc / 10) + "." + std::to_string(cc % 10); }
+
 // Owns a cuLink state; the cubin it completes lives until the state is destroyed.
 struct LinkState {
     CUlinkState handle = nullptr;
@@ -79,7 +86,16 @@ CUfunction LoadedModule::function(const char* name) const {
 bool cubin_runs_on(const std::string& arch, int device_cc) {
     if (arch.rfind("sm_", 0) != 0) return false;
     const int built = arch_number(arch);
+    if (arch_suffix(arch) == 'a') return built == device_cc;
     return built > 0 && built / 10 == device_cc / 10 && built % 10 <= device_cc % 10;
+}
+
+std::string where_arch_runs(const std::string& arch) {
+    const int built = arch_number(arch);
+    if (arch_suffix(arch) == 'a') return "GPUs of compute capability " + cc_text(built) + " only";
+    if (arch.rfind("compute_", 0) == 0 && arch_suffix(arch) == 0)
+        return "GPUs of compute capability " + cc_text(built) + " and newer (compiled from PTX)";
+    return "GPUs of compute capability " + std::to_string(built / 10) + ".x from " + cc_text(built) + " on";
 }
 
 std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, std::vector<unsigned char>* jitted) {
@@ -95,10 +111,15 @@ std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, 
     if (image.ptx.empty())
         throw Error("a kernel built for " + image.arch + " cannot run on device " + std::to_string(device) + " (sm_" +
                     std::to_string(major * 10 + minor) + ") and has no PTX to compile for it");
-    const int ptx_arch = arch_number(image.arch);
-    if (ptx_arch > major * 10 + minor)
+    const int ptx_arch = arch_number(image.arch), cc = major * 10 + minor;
+    if (ptx_arch > cc)
         throw Error("a kernel built for " + image.arch + " cannot run on device " + std::to_string(device) + " (sm_" +
-                    std::to_string(major * 10 + minor) + "): its PTX needs a newer GPU");
+                    std::to_string(cc) + "): its PTX needs a newer GPU");
+    // Architecture- and family-specific PTX compiles only for its own architecture or family.
+    const char suffix = arch_suffix(image.arch);
+    if ((suffix == 'a' && ptx_arch != cc) || (suffix == 'f' && ptx_arch / 10 != cc / 10))
+        throw Error("a kernel built for " + image.arch + " cannot run on device " + std::to_string(device) + " (sm_" +
+                    std::to_string(cc) + "): " + image.arch + " code runs on " + where_arch_runs(image.arch));
     std::vector<unsigned char> cubin = jit_ptx(d, image.ptx);
     KJIT_CU_CHECK(d.cuModuleLoadData(&module, cubin.data()));
     if (jitted != nullptr) *jitted = std::move(cubin);

@@ -37,8 +37,12 @@ private:
 };
 
 // Whether a cubin built for `arch` ("sm_80") runs on a GPU of compute capability `device_cc`
-// (86 for 8.6): same major version, and a minor version no newer than the device's.
+// (86 for 8.6): same major version, and a minor version no newer than the device's. An
+// architecture-specific cubin ("sm_90a") runs on its own compute capability only; a family one
+// ("sm_100f") as a plain one does.
 bool cubin_runs_on(const std::string& arch, int device_cc);
+// Where code built for `arch` runs, for errors: "GPUs of compute capability 9.0 only".
+std::string where_arch_runs(const std::string& arch);
 
 struct ModuleImage {
     std::string arch;                 // what `cubin` was built for ("sm_90"), or "compute_90" with PTX only

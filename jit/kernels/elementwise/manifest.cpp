@@ -45,6 +45,7 @@ RawModule raw_module_from_manifest_entry(const nlohmann::json& e) {
         if (!e["toolkit_headers"].is_boolean()) throw CacheError("\"toolkit_headers\" must be true or false");
         options.toolkit_headers = e["toolkit_headers"].get<bool>();
     }
+    if (e.contains("arch")) options.arch = manifest_text(e, "arch", false);
     if (e.contains("headers")) {
         const nlohmann::json& headers = e["headers"];
         if (!headers.is_array()) throw CacheError("\"headers\" must be a list of {\"name\": ..., \"text\": ...}");

@@ -22,7 +22,7 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& entry);
 // Whether the entry is a raw CUDA module ("kind": "raw").
 bool is_raw_manifest_entry(const nlohmann::json& entry);
 
-// Reads one raw entry: "source", and "name", "options", "name_expressions", "toolkit_headers", "headers" when
+// Reads one raw entry: "source", and "name", "options", "name_expressions", "toolkit_headers", "headers", "arch" when
 // present (what RawModule records). Throws CacheError naming the field that is malformed.
 RawModule raw_module_from_manifest_entry(const nlohmann::json& entry);
 

@@ -1,5 +1,6 @@
 // RawModule: the user's CUDA source as a cacheable program, loaded once per device.
 #include "jit/kernels/raw/module.hpp"
+#include "jit/compile/arch.hpp"
 #include "jit/compile/included_files.hpp"
 #include "jit/frontend/source.hpp"
 
@@ -42,6 +43,7 @@ std::string spec_json(const jit::RawModuleState& s) {
     if (!s.options.nvrtc_options.empty()) e["options"] = s.options.nvrtc_options;
     if (!s.options.name_expressions.empty()) e["name_expressions"] = s.options.name_expressions;
     if (s.options.toolkit_headers) e["toolkit_headers"] = true;
+    if (!s.options.arch.empty()) e["arch"] = s.options.arch;
     for (const auto& [name, text] : s.options.headers) e["headers"].push_back({{"name", name}, {"text", text}});
     return e.dump();
 }
@@ -55,6 +57,34 @@ std::string key_source(const jit::RawModuleState& s) {
     k.append(1, '\0').append("kjit-raw-module").append(1, '\0').append(s.label);
     for (const std::string& e : s.options.name_expressions) k.append(1, '\0').append(e);
     return k;
+}
+
+// Moves an architecture among the NVRTC options to options.arch (kjit passes its own
+// --gpu-architecture, and NVRTC would see two), then checks it.
+void take_arch_option(RawModuleOptions& options) {
+    std::vector<std::string>& o = options.nvrtc_options;
+    for (std::size_t k = 0; k < o.size();) {
+        std::string value;
+        std::size_t taken = 1;
+        for (const std::string_view flag : {"-arch", "--gpu-architecture"}) {
+            if (o[k] == flag && k + 1 < o.size()) {
+                value = o[k + 1];
+                taken = 2;
+            } else if (o[k].starts_with(std::string(flag) + "=")) {
+                value = o[k].substr(flag.size() + 1);
+            }
+        }
+        if (value.empty()) {
+            ++k;
+            continue;
+        }
+        if (!options.arch.empty() && options.arch != value)
+            throw Error("raw module: the NVRTC option " + o[k] + (taken == 2 ? " " + value : "") +
+                        " asks for another architecture than RawModuleOptions::arch (" + options.arch + ")");
+        options.arch = value;
+        o.erase(o.begin() + static_cast<std::ptrdiff_t>(k), o.begin() + static_cast<std::ptrdiff_t>(k + taken));
+    }
+    if (!options.arch.empty()) (void)jit::compile::parse_arch(options.arch, "RawModuleOptions::arch");
 }
 
 std::string quoted_list(const std::vector<std::string>& names) {
@@ -76,6 +106,7 @@ compile::CachedProgram RawModuleState::program() const {
     p.request.name_expressions = options.name_expressions;
     p.request.toolkit_headers = options.toolkit_headers;
     p.request.headers = options.headers;
+    p.arch = options.arch;
     // Read now, at each compile or first load: a header edited while the process runs is seen.
     p.key_source = key_source + compile::included_files_key(source, options.headers, options.nvrtc_options);
     p.spec_json = [s = spec_json] { return s; };
@@ -125,6 +156,7 @@ RawModule::RawModule(std::string source, RawModuleOptions options) {
         jit::frontend::refuse_nul_byte({"raw module header name", name});
         jit::frontend::refuse_nul_byte({"raw module header \"" + name + "\"", text});
     }
+    take_arch_option(options);
     auto s = std::make_shared<jit::RawModuleState>();
     s->source = std::move(source);
     s->options = std::move(options);
