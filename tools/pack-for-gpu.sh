@@ -10,6 +10,8 @@ rm -rf "$out"
 mkdir -p "$out/tests"
 cp -a "$build"/kjit "$build"/kjit-probe "$build"/libkjit.so* "$out/"
 cp -a "$build/tests/kjit_tests" "$out/tests/"
+# The nvcc-built binaries the raw_image tests load (beside kjit_tests), when the build made them.
+if [ -d "$build/tests/binaries" ]; then cp -a "$build/tests/binaries" "$out/tests/"; fi
 if compgen -G "$build/examples/kjit_example_*" > /dev/null; then
   mkdir -p "$out/examples"
   cp -a "$build"/examples/kjit_example_* "$out/examples/"

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -45,6 +46,9 @@ namespace kjit {
 namespace jit {
 struct RawModuleState;
 struct RawKernelState;
+namespace kernels {
+struct BinaryImage;
+}
 }  // namespace jit
 
 // A grid or block extent, as CUDA's dim3: `1024`, `{64, 64}`, `{8, 8, 4}`.
@@ -113,10 +117,25 @@ struct KJIT_API RawKernelAttributes {
 
 class RawKernel;
 
+// What a binary built outside kjit (nvcc, a build system) holds: RawModule::from_image.
+enum class ImageKind { cubin, ptx, fatbin, ltoir };
+
 // A CUDA program holding any number of kernels.
 class KJIT_API RawModule {
 public:
     explicit RawModule(std::string source, RawModuleOptions options = {});
+
+    // A module from a binary built elsewhere: a cubin, a fatbin, or PTX (which the driver compiles
+    // for the GPU), its kind read from its first bytes. Kernels are found by name as in a source
+    // module (a C++ kernel by its mangled name). It gets no cache entry: it is its own binary. A
+    // file that is missing or cannot be read is an IoError naming the path; code for another
+    // architecture is an Error naming both architectures at the first use on a device. LTO-IR is
+    // recognised and refused: kjit does not link it yet. `name` labels the module in messages
+    // (default: the file's name).
+    static RawModule from_file(const std::string& path, std::string name = {});
+    static RawModule from_image(std::vector<unsigned char> bytes, ImageKind kind, std::string name = {});
+    // The binary's kind for a module made from one; empty for a module compiled from source.
+    std::optional<ImageKind> image_kind() const noexcept;
 
     const std::string& source() const noexcept;
     const RawModuleOptions& options() const noexcept;
@@ -134,11 +153,14 @@ public:
     // own is built for that alone: another `arch` is an Error. Throws CompileError with NVRTC's log and the source
     // lines it points at; NoDeviceError when it is in no cache and there is no NVRTC.
     // Binary::entry_points holds each name expression with its mangled name; Binary::source is the
-    // module's source.
+    // module's source. A module made from a cubin or PTX gives that binary; from a fatbin or
+    // LTO-IR, an Error (there is nothing to compile).
     Binary compile(const std::string& arch = {}) const;
 
 private:
     friend class RawKernel;
+    RawModule() = default;
+    static RawModule from_binary(jit::kernels::BinaryImage image, std::string name);
     std::shared_ptr<const jit::RawModuleState> state_;
 };
 

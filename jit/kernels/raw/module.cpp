@@ -6,6 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -116,6 +121,14 @@ compile::CachedProgram RawModuleState::program() const {
 }
 
 const compile::LoadedProgram& RawModuleState::on_device(int ordinal) const {
+    if (image)
+        return loaded.get(ordinal, [&] {
+            auto p = std::make_unique<compile::LoadedProgram>();
+            p->module = kernels::load_image(*image, label, ordinal);
+            p->arch = image->archs.empty() ? std::string() : image->archs[0];
+            p->compiled_from_ptx = image->kind == ImageKind::ptx;
+            return p;
+        });
     return loaded.get(ordinal, [&] {
         compile::CachedProgram p = program();
         return std::make_unique<compile::LoadedProgram>(compile::load_program(p, ordinal));
@@ -125,11 +138,15 @@ const compile::LoadedProgram& RawModuleState::on_device(int ordinal) const {
 CUfunction RawModuleState::function(const std::string& name, int ordinal) const {
     const compile::LoadedProgram& loaded_here = on_device(ordinal);
     std::string symbol = name;
-    for (const auto& [expression, lowered] : loaded_here.entry->meta.lowered_names)
-        if (expression == name) symbol = lowered;
+    if (loaded_here.entry)
+        for (const auto& [expression, lowered] : loaded_here.entry->meta.lowered_names)
+            if (expression == name) symbol = lowered;
     detail::Driver& d = detail::driver_on(ordinal);
     CUfunction f = nullptr;
     const CUresult st = d.cuModuleGetFunction(&f, loaded_here.module->handle(), symbol.c_str());
+    if (st == CUDA_ERROR_NOT_FOUND && image)
+        throw Error("raw module '" + label + "' (" + image->origin + ") has no kernel '" + name +
+                    "' (a C++ kernel is found by its mangled name, as cuobjdump -symbols lists it)");
     if (st == CUDA_ERROR_NOT_FOUND)
         throw Error("raw module '" + label + "' has no kernel '" + name +
                     "': it is not an extern \"C\" __global__ function of the source (a kernel with C++ linkage has "
@@ -170,7 +187,40 @@ const std::string& RawModule::source() const noexcept { return state_->source; }
 const RawModuleOptions& RawModule::options() const noexcept { return state_->options; }
 const std::string& RawModule::name() const noexcept { return state_->label; }
 
+RawModule RawModule::from_file(const std::string& path, std::string name) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IoError("cannot open the binary " + path + ": " + std::strerror(errno));
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw IoError("cannot read the binary " + path + ": " + std::strerror(errno));
+    const std::string origin = "file " + path;
+    const ImageKind kind = jit::kernels::detect_image_kind(bytes, origin);
+    if (name.empty()) name = std::filesystem::path(path).filename().string();
+    return from_binary(jit::kernels::read_image(std::move(bytes), kind, origin), std::move(name));
+}
+
+RawModule RawModule::from_image(std::vector<unsigned char> bytes, ImageKind kind, std::string name) {
+    return from_binary(jit::kernels::read_image(std::move(bytes), kind, "an image given in memory"), std::move(name));
+}
+
+RawModule RawModule::from_binary(jit::kernels::BinaryImage image, std::string name) {
+    auto s = std::make_shared<jit::RawModuleState>();
+    s->label = name.empty() ? kDefaultLabel : std::move(name);
+    s->image = std::make_shared<const jit::kernels::BinaryImage>(std::move(image));
+    RawModule m;
+    m.state_ = std::move(s);
+    return m;
+}
+
+std::optional<ImageKind> RawModule::image_kind() const noexcept {
+    return state_->image ? std::optional<ImageKind>(state_->image->kind) : std::nullopt;
+}
+
 RawKernel RawModule::get_function(const std::string& name) const {
+    if (state_->image) {
+        if (name.empty() || name.find('\0') != std::string::npos)
+            throw Error("raw module '" + state_->label + "': a kernel name must be non-empty and hold no NUL byte");
+        return RawKernel(*this, name);
+    }
     const std::vector<std::string>& expressions = state_->options.name_expressions;
     const bool is_expression = std::find(expressions.begin(), expressions.end(), name) != expressions.end();
     if (!is_expression && !is_c_identifier(name))
@@ -182,6 +232,15 @@ RawKernel RawModule::get_function(const std::string& name) const {
 }
 
 Binary RawModule::compile(const std::string& arch) const {
+    if (const auto& image = state_->image) {
+        if (image->kind != ImageKind::cubin && image->kind != ImageKind::ptx)
+            throw Error("raw module '" + state_->label + "' (" + image->origin + ") is a binary built elsewhere, not a program kjit compiles");
+        Binary b;
+        b.arch = image->archs.empty() ? std::string() : image->archs[0];
+        if (image->kind == ImageKind::cubin) b.cubin = image->bytes;
+        else b.ptx.assign(image->bytes.begin(), image->bytes.end());
+        return b;
+    }
     jit::compile::CachedProgram p = state_->program();
     const jit::compile::FoundProgram found = jit::compile::find_or_compile_program(p, arch);
     Binary b;

@@ -12,6 +12,7 @@
 
 #include "jit/kernels/per_device.hpp"
 #include "jit/compile/program_store.hpp"
+#include "jit/kernels/raw/image.hpp"
 #include "kjit/raw_kernel.hpp"
 
 // RawModuleState and RawKernelState are named by kjit/raw_kernel.hpp (RawModule's and RawKernel's
@@ -25,6 +26,8 @@ struct RawModuleState {
     std::string spec_json;   // the manifest entry (DESIGN.md, "kind": "raw")
     std::string key_source;  // what cache keys hash as the source (see raw_module.cpp)
     kernels::PerDevice<compile::LoadedProgram> loaded;
+    // Set for a module made from a binary (RawModule::from_file / from_image): loaded as it is.
+    std::shared_ptr<const kernels::BinaryImage> image;
 
     // The program to look up or compile (a fresh copy: the lookup fills in its target).
     compile::CachedProgram program() const;
