@@ -762,8 +762,8 @@ TEST_CASE("a __constant__ table filled through RawModule::global is read by a ke
             const long double product = static_cast<long double>(x[i]) * t[i % 256];
             const long double ref = product + o[i % 4];
             // One fused multiply-add or a rounded product and sum: within two roundings.
-            if (!(std::fabs(static_cast<long double>(got[i]) - ref) <= 0x1p-51L * (std::fabs(product) + std::fabs(ref))))
-                ++wrong;
+            const long double error = std::fabs(static_cast<long double>(got[i]) - ref);
+            if (!(error <= 0x1p-51L * (std::fabs(product) + std::fabs(ref)))) ++wrong;
         }
         CHECK(wrong == 0);
     }

@@ -26,7 +26,8 @@
 //
 // Launch attributes (LaunchConfig): thread-block clusters and cooperative launches go through
 // cuLaunchKernelEx, checked against the device first; a launch that asks for neither is one
-// cuLaunchKernel. Module globals (RawModule::global) fill a __constant__ table before a launch:
+// cuLaunchKernel, as cheap as before they existed. Module globals (RawModule::global) fill a
+// __constant__ table before a launch:
 //
 //   const kjit::RawModule m(source);                            // __constant__ float taps[16]; ...
 //   m.global("taps", kjit::DType::float32).copy_from_host(host_taps.data());
@@ -81,17 +82,19 @@ struct KJIT_API LaunchConfig {
     // The stream, and so the device, the kernel runs on: the calling thread's current stream unless
     // given. Every array argument must be on that device.
     Stream stream = Stream::current();
-    // Thread-block clusters (compute capability 9.0 and newer): the blocks of a cluster run at once
-    // on neighbouring SMs and may read each other's shared memory (cooperative_groups::
-    // this_cluster()). {1, 1, 1}: no cluster. The grid must be a multiple of it in each dimension.
+    // Thread-block clusters (compute capability 9.0 and newer; below, an Error naming the device's):
+    // the blocks of a cluster run at once on one GPC and may read each other's shared memory
+    // (cooperative_groups::this_cluster()). {1, 1, 1}: no cluster. The grid must be a multiple of it
+    // in each dimension.
     // Clusters of up to 8 blocks are portable; 9 to 16 blocks (where the GPU has them: Hopper,
     // Blackwell) set the kernel's CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED first. A
     // cluster the device cannot run (cuOccupancyMaxActiveClusters says 0 fit, with this block and
     // shared memory) is an Error giving the numbers, before anything is queued.
     Dim3 cluster{1, 1, 1};
     // A cooperative launch: every block of the grid is resident at once, so that the kernel may use
-    // cooperative_groups::this_grid().sync(). The grid may have at most (the blocks of this size and
-    // shared memory an SM keeps resident) x (the device's SMs) blocks: more is an Error giving both.
+    // cooperative_groups::this_grid().sync(). The device must support them (CU_DEVICE_ATTRIBUTE_
+    // COOPERATIVE_LAUNCH), and the grid may have at most (the blocks of this size and shared memory
+    // an SM keeps resident) x (the device's SMs) blocks: more is an Error giving both.
     bool cooperative = false;
     // The kernel's preferred split of each SM's L1/shared storage, in percent given to shared memory
     // (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT; a hint the driver may override), or one
@@ -128,7 +131,7 @@ struct KJIT_API RawKernelAttributes {
     std::size_t static_shared_bytes = 0;
     std::size_t max_dynamic_shared_bytes = 0;  // what a launch may ask for now without raising it
     std::size_t local_bytes = 0;               // per thread
-    std::size_t const_size_bytes = 0;          // user __constant__ memory the kernel's module holds
+    std::size_t const_size_bytes = 0;          // user __constant__ memory the kernel needs
     int ptx_version = 0;                       // 10 * major + minor
     int binary_version = 0;
     bool cache_mode_ca = false;                // global loads cached in L1 (ptxas's -dlcm=ca)

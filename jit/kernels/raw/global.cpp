@@ -49,7 +49,8 @@ RawGlobal RawModule::global(const std::string& name, Device device) const {
                     expressions_text(s.options.name_expressions));
     }
     if (st != CUDA_SUCCESS)
-        throw CudaError(st, "cuModuleGetGlobal(\"" + symbol + "\") in raw module '" + s.label + "'", __FILE__, __LINE__);
+        throw CudaError(st, "cuModuleGetGlobal(\"" + symbol + "\") in raw module '" + s.label + "'", __FILE__,
+                        __LINE__);
     return RawGlobal{reinterpret_cast<void*>(address), bytes, Device::cuda(ordinal), loaded.module};
 }
 
@@ -57,8 +58,8 @@ Array RawModule::global(const std::string& name, DType dtype, Device device) con
     const RawGlobal g = global(name, device);
     if (g.bytes % dtype.itemsize() != 0)
         throw Error("raw module '" + state_->label + "': global '" + name + "' has " + std::to_string(g.bytes) +
-                    " bytes, not a multiple of " + std::string(dtype.name()) + "'s " + std::to_string(dtype.itemsize()) +
-                    "; view it as a dtype whose size divides it");
+                    " bytes, not a multiple of " + std::string(dtype.name()) + "'s " +
+                    std::to_string(dtype.itemsize()) + "; view it as a dtype whose size divides it");
     // Borrowed: the module's memory, never freed by kjit; the buffer holds the module loaded.
     std::shared_ptr<Buffer> buffer =
         Buffer::borrow(g.address, g.bytes, g.device, std::const_pointer_cast<void>(g.keep_alive));

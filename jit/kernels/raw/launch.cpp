@@ -158,7 +158,8 @@ void RawKernel::launch(Dim3 grid, Dim3 block, std::span<const KernelArg> args, c
     if (!jit::kernels::needs_launch_ex(config)) {
         detail::Driver& d = detail::driver_on(ordinal);
         status = d.cuLaunchKernel(f.function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                  static_cast<unsigned>(config.shared_mem_bytes), config.stream.handle(), packed, nullptr);
+                                  static_cast<unsigned>(config.shared_mem_bytes), config.stream.handle(), packed,
+                                  nullptr);
     } else {
         jit::kernels::check_launch_ex(f, grid, block, config, s.name);
         status = jit::kernels::launch_ex(f, grid, block, config, packed);

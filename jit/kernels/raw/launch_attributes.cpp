@@ -53,7 +53,8 @@ void allow_non_portable_clusters(const RawFunction& f, detail::Driver& d, Dim3 c
     std::lock_guard lock(function_attribute_mutex());
     const CUresult st = d.cuFuncSetAttribute(f.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     if (st != CUDA_SUCCESS)
-        throw CudaError(st, "cuFuncSetAttribute(" + kernel + ", CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)",
+        throw CudaError(st,
+                        "cuFuncSetAttribute(" + kernel + ", CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)",
                         __FILE__, __LINE__,
                         "a cluster of " + std::to_string(blocks(cluster)) + " blocks " + dims_text(cluster) +
                             " is above the portable " + std::to_string(kPortableClusterBlocks) + " on " +
@@ -178,8 +179,9 @@ CUresult launch_ex(const RawFunction& f, Dim3 grid, Dim3 block, const LaunchConf
         attributes[count].value.cooperative = 1;
         ++count;
     }
-    const CUlaunchConfig config{grid.x,  grid.y,  grid.z, block.x, block.y, block.z, static_cast<unsigned>(c.shared_mem_bytes),
-                                c.stream.handle(), attributes, count};
+    const CUlaunchConfig config{grid.x,  grid.y,  grid.z,
+                                block.x, block.y, block.z,
+                                static_cast<unsigned>(c.shared_mem_bytes), c.stream.handle(), attributes, count};
     return detail::driver().cuLaunchKernelEx(&config, f.function, params, nullptr);
 }
 

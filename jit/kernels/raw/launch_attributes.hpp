@@ -48,7 +48,8 @@ inline bool needs_launch_ex(const LaunchConfig& c) noexcept {
 // cluster of this kernel can have (cuOccupancyMaxActiveClusters is 0), a cooperative launch on a
 // device without them or a grid larger than can be resident at once. The grid is checked each
 // time, the device's limits once per shape.
-void check_launch_ex(const RawFunction& f, Dim3 grid, Dim3 block, const LaunchConfig& config, const std::string& kernel);
+void check_launch_ex(const RawFunction& f, Dim3 grid, Dim3 block, const LaunchConfig& config,
+                     const std::string& kernel);
 
 // Queues the launch with its cluster and cooperative attributes (cuLaunchKernelEx).
 CUresult launch_ex(const RawFunction& f, Dim3 grid, Dim3 block, const LaunchConfig& config, void** params);
