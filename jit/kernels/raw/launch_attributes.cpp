@@ -20,8 +20,10 @@ constexpr unsigned kPortableClusterBlocks = 8;
 
 unsigned long long blocks(Dim3 d) { return 1ull * d.x * d.y * d.z; }
 
-std::string device_text(int ordinal) {
+// "NVIDIA H200 (cuda:0)"; with `cc`, "NVIDIA H200 (cuda:0, compute capability 9.0)".
+std::string device_text(int ordinal, bool cc = true) {
     const DeviceProperties p = Device::cuda(ordinal).properties();
+    if (!cc) return p.name + " (cuda:" + std::to_string(ordinal) + ")";
     return p.name + " (cuda:" + std::to_string(ordinal) + ", compute capability " + std::to_string(p.cc_major) + "." +
            std::to_string(p.cc_minor) + ")";
 }
@@ -68,8 +70,8 @@ void check_cluster_on_device(const RawFunction& f, detail::Driver& d, Dim3 block
     if (device.compute_capability() < 90)
         throw Error("raw kernel '" + kernel + "': a cluster " + dims_text(c.cluster) +
                     " needs compute capability 9.0 or newer (thread-block clusters came with Hopper), but " +
-                    device_text(f.ordinal) + " is " + std::to_string(device.cc_major) + "." +
-                    std::to_string(device.cc_minor) + "; launch without a cluster there");
+                    device_text(f.ordinal, false) + " has compute capability " + std::to_string(device.cc_major) +
+                    "." + std::to_string(device.cc_minor) + "; launch without a cluster there");
     if (blocks(c.cluster) > kPortableClusterBlocks) allow_non_portable_clusters(f, d, c.cluster, kernel);
     // One cluster as the grid: how many fit at once does not depend on the grid.
     CUlaunchAttribute attribute{};
