@@ -96,4 +96,19 @@ void Array::copy_to_host(void* dst, const Stream& stream) const {
     device_to_host(*this, dst, stream);
 }
 
+void Array::copy_from_host(const void* src, const Stream& stream) const {
+    if (!valid()) throw Error("Array::copy_from_host: the array is invalid (default-constructed)");
+    if (!is_c_contiguous())
+        throw Error("Array::copy_from_host: " + to_string() + " is not C-contiguous; copy into a contiguous array");
+    if (size() == 0) return;
+    if (is_host()) {
+        std::memcpy(data(), src, nbytes());
+        return;
+    }
+    const Stream s = stream.for_device(device());
+    detail::Driver& d = detail::driver_on(device().ordinal());
+    KJIT_CU_CHECK(d.cuMemcpyHtoDAsync(device_address(data()), src, nbytes(), s.handle()));
+    record_stream(s);
+}
+
 }  // namespace kjit

@@ -272,3 +272,30 @@ TEST_CASE("device to device copies, contiguous or not", "[gpu][array]") {
     CHECK(z.to_host().size() == 0);
     CHECK(z.to(kjit::Device::cuda(0)).size() == 0);
 }
+
+TEST_CASE("copy_from_host overwrites an array in place", "[array]") {
+    const Array a = Array::empty({3, 4}, DType::int32, kjit::Device::cpu());
+    const auto src = kjit::test::random_elements(DType::int32, 12);
+    a.copy_from_host(src.data());
+    CHECK(std::memcmp(a.data(), src.data(), src.size()) == 0);
+    // A view that is not C-contiguous is refused, naming it; so is an array without a buffer.
+    CHECK_THROWS_WITH(a.transpose().copy_from_host(src.data()),
+                      Contains("Array(int32, (4, 3), cpu) is not C-contiguous"));
+    CHECK_THROWS_WITH(Array().copy_from_host(src.data()), Contains("invalid"));
+    // A contiguous slice is written where it lies.
+    const std::int32_t row[4] = {7, 8, 9, 10};
+    a.index(0, 1).copy_from_host(row);
+    CHECK(elements(a.index(0, 1)) == std::vector<std::int32_t>{7, 8, 9, 10});
+}
+
+TEST_CASE("copy_from_host fills a device array in place", "[gpu][array]") {
+    KJIT_REQUIRE_GPU();
+    const auto src = kjit::test::random_elements(DType::float32, 1000);
+    const Array d = Array::empty({1000}, DType::float32, kjit::Device::cuda(0));
+    const void* before = d.data();
+    d.copy_from_host(src.data());
+    CHECK(d.data() == before);
+    std::vector<unsigned char> back(src.size(), 0xAB);  // poisoned
+    d.copy_to_host(back.data());
+    CHECK(back == src);
+}

@@ -13,6 +13,7 @@ const char* fake_name(CUresult r) {
         case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
         case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
         case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+        case CUDA_ERROR_INVALID_CLUSTER_SIZE: return "CUDA_ERROR_INVALID_CLUSTER_SIZE";
         default: return nullptr;
     }
 }
@@ -104,8 +105,9 @@ detail::DriverApi make_fake_sm90_driver() {
     };
     api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice) {
         switch (a) {
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = g_state.cc_major; break;
+            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = g_state.cc_minor; break;
+            case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *v = g_state.cooperative_launch; break;
             case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = g_state.device_max_threads; break;
             case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
             case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
@@ -127,6 +129,35 @@ detail::DriverApi make_fake_sm90_driver() {
         return CUDA_SUCCESS;
     };
     api.cuModuleUnload = [](CUmodule) { return CUDA_SUCCESS; };
+    api.cuModuleGetGlobal = [](CUdeviceptr* p, std::size_t* bytes, CUmodule, const char* name) {
+        const auto it = g_state.globals.find(name);
+        if (it == g_state.globals.end()) return CUDA_ERROR_NOT_FOUND;
+        *p = it->second.first;
+        *bytes = it->second.second;
+        return CUDA_SUCCESS;
+    };
+    api.cuMemcpyHtoDAsync = [](CUdeviceptr to, const void*, std::size_t bytes, CUstream) {
+        g_state.last_copy_to = to;
+        g_state.last_copy_bytes = bytes;
+        return CUDA_SUCCESS;
+    };
+    api.cuOccupancyMaxActiveClusters = [](int* clusters, CUfunction, const CUlaunchConfig*) {
+        ++g_state.occupancy_queries;
+        *clusters = g_state.max_active_clusters;
+        return g_state.max_active_clusters_result;
+    };
+    api.cuOccupancyMaxActiveBlocksPerMultiprocessor = [](int* blocks, CUfunction, int, std::size_t) {
+        ++g_state.occupancy_queries;
+        *blocks = g_state.max_blocks_per_sm;
+        return CUDA_SUCCESS;
+    };
+    api.cuLaunchKernelEx = [](const CUlaunchConfig* config, CUfunction, void**, void**) {
+        ++g_state.ex_launches;
+        g_state.last_ex = *config;
+        g_state.last_ex_attributes.assign(config->attrs, config->attrs + config->numAttrs);
+        g_state.last_ex.attrs = nullptr;  // the caller's, gone after the call
+        return g_state.ex_result;
+    };
     return api;
 }
 

@@ -5,6 +5,9 @@
 
 #include <cstddef>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/detail/driver.hpp"
 
@@ -27,6 +30,24 @@ struct FakeDriverState {
     int function_max_threads = 256;  // what its cuFuncGetAttribute says of MAX_THREADS_PER_BLOCK
     int device_max_threads = 1024;  // what the sm_90 fake says of the device's MAX_THREADS_PER_BLOCK
     CUresult stream_synchronize_result = CUDA_SUCCESS;  // what cuStreamSynchronize returns
+    // What the sm_90 fake says of its device and of a kernel's occupancy, for launch attributes.
+    int cc_major = 9, cc_minor = 0;  // the compute capability (set before the first device query)
+    int cooperative_launch = 1;      // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
+    int max_active_clusters = 4;     // what cuOccupancyMaxActiveClusters says ...
+    CUresult max_active_clusters_result = CUDA_SUCCESS;  // ... and returns
+    int max_blocks_per_sm = 2;       // what cuOccupancyMaxActiveBlocksPerMultiprocessor says
+    int occupancy_queries = 0;       // calls of either
+    // cuLaunchKernelEx calls: their count, what the last one asked for (its attributes copied),
+    // and what it returns.
+    int ex_launches = 0;
+    CUlaunchConfig last_ex{};
+    std::vector<CUlaunchAttribute> last_ex_attributes;
+    CUresult ex_result = CUDA_SUCCESS;
+    // What cuModuleGetGlobal finds, by symbol (anything else: CUDA_ERROR_NOT_FOUND).
+    std::map<std::string, std::pair<CUdeviceptr, std::size_t>> globals;
+    // The last cuMemcpyHtoDAsync: its destination and size.
+    CUdeviceptr last_copy_to = 0;
+    std::size_t last_copy_bytes = 0;
     std::map<CUdeviceptr, std::size_t> live;
     CUdeviceptr next_address = 0x10000000;
 };
@@ -39,7 +60,9 @@ detail::DriverApi make_fake_driver();
 
 // The same, describing one sm_90 GPU ("Fake GPU", 132 SMs, 1 GiB, 1024 threads and 227 KiB of
 // shared memory per block) whose every module loads (as 0x6000, counted) and unloads; getting a
-// function by name is the caller's.
+// function by name is the caller's. Its compute capability, cooperative launch support,
+// occupancy answers and globals are FakeDriverState's; cuLaunchKernelEx and host-to-device copies
+// are recorded there and do nothing else.
 detail::DriverApi make_fake_sm90_driver();
 
 // The sm_90 fake with one function (0x6000) for every name, whose launches do nothing but count

@@ -99,6 +99,71 @@ extern "C" __global__ void half_axpy(__half a, const __half* x, __half* y, int n
 }
 )";
 
+// A __constant__ table and a __device__ array in a namespace, both filled from the host through
+// RawModule::global before the launch.
+const char* const kConstantTable = R"(
+__constant__ double taps[256];
+namespace lookup { __device__ float offsets[4]; }
+extern "C" __global__ void apply_taps(const double* x, double* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * taps[i % 256] + lookup::offsets[i % 4];
+}
+)";
+const RawModuleOptions kConstantTableOptions{.name_expressions = {"&lookup::offsets"}, .name = "constant_table"};
+
+// Clusters of two blocks: each block stages its slice of x in shared memory, then reads its
+// partner's slice, reversed, through distributed shared memory.
+const char* const kPartnerReverse = R"(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void partner_reverse(const float* x, float* y, int per_block) {
+    extern __shared__ float slice[];
+    cg::cluster_group cluster = cg::this_cluster();
+    const float* mine = x + (size_t)blockIdx.x * per_block;
+    for (int i = threadIdx.x; i < per_block; i += blockDim.x) slice[i] = mine[i];
+    cluster.sync();
+    const float* partner = cluster.map_shared_rank(slice, cluster.block_rank() ^ 1u);
+    float* out = y + (size_t)blockIdx.x * per_block;
+    for (int i = threadIdx.x; i < per_block; i += blockDim.x) out[i] = 2.0f * partner[per_block - 1 - i] + slice[i];
+    cluster.sync();  // a block's shared memory must outlive its partner's reads
+}
+)";
+
+// A cluster fixed when compiled (__cluster_dims__): a plain launch runs it; each block writes its
+// rank in the cluster.
+const char* const kClusterRanks = R"(
+#include <cooperative_groups.h>
+extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_ranks(unsigned* rank) {
+    if (threadIdx.x == 0) rank[blockIdx.x] = cooperative_groups::this_cluster().block_rank();
+}
+)";
+
+// Two phases around a grid-wide sync: each block sums its share of x into partials[block], then
+// block 0 adds the partials (every block must be resident at once: a cooperative launch).
+const char* const kGridSum = R"(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void grid_sum(const double* x, double* partials, double* total, long long n) {
+    cg::grid_group grid = cg::this_grid();
+    __shared__ double sums[256];
+    double s = 0;
+    for (unsigned long long i = grid.thread_rank(); i < (unsigned long long)n; i += grid.size()) s += x[i];
+    sums[threadIdx.x] = s;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) sums[threadIdx.x] += sums[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
+    grid.sync();
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        double t = 0;
+        for (unsigned b = 0; b < gridDim.x; ++b) t += partials[b];
+        *total = t;
+    }
+}
+)";
+
 template <class T>
 std::vector<T> random_values(DType t, std::int64_t n) {
     const std::vector<unsigned char> bytes = kjit::test::random_elements(t, n);
@@ -302,9 +367,16 @@ TEST_CASE("the GPU tests' sources compile", "[raw][nvrtc]") {
     const ProcessCacheGuard restore;
     const kjit::test::TempDir dir;
     kjit::configure_cache(cache_in(dir.path()));
-    for (const char* source : {kSaxpy, kEcho, kReverse, kHalf}) CHECK_NOTHROW(RawModule(source).compile("sm_90"));
+    for (const char* source : {kSaxpy, kEcho, kReverse, kHalf, kPartnerReverse, kClusterRanks, kGridSum})
+        CHECK_NOTHROW(RawModule(source).compile("sm_90"));
     CHECK_NOTHROW(RawModule(kTemplate, {.name_expressions = {"scale_add<float, 4>", "scale_add<double, -2>"}})
                       .compile("sm_90"));
+    // A variable's address as a name expression lowers to its mangled name, which global() asks for.
+    const kjit::Binary table = RawModule(kConstantTable, kConstantTableOptions).compile("sm_90");
+    CHECK(table.entry_point("&lookup::offsets") == "_ZN6lookup7offsetsE");
+    const std::string cubin(table.cubin.begin(), table.cubin.end());
+    CHECK(cubin.find("_ZN6lookup7offsetsE") != std::string::npos);
+    CHECK(cubin.find("taps") != std::string::npos);
 }
 
 TEST_CASE("raw modules are recorded in the manifest and precompiled from it", "[raw][nvrtc][kernel_cache]") {
@@ -659,6 +731,134 @@ TEST_CASE("on the GPU: an unknown kernel, an array of the host", "[raw][gpu]") {
     CHECK_THROWS_WITH(m.get_function("saxpy_f32")(1, 4, {2.0f, x, host, x, 4}), Contains("argument 2 is a host array"));
     // Still usable after both.
     m.get_function("saxpy_f32")(1, 4, {2.0f, x, x, x, 4});
+    CHECK_NOTHROW(kjit::Device::cuda(0).synchronize());
+}
+
+TEST_CASE("a __constant__ table filled through RawModule::global is read by a kernel", "[raw][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const RawModule m(kConstantTable, kConstantTableOptions);
+    const Array taps = m.global("taps", DType::float64);
+    const Array offsets = m.global("lookup::offsets", DType::float32);
+    REQUIRE(taps.shape() == kjit::Shape{256});
+    REQUIRE(offsets.shape() == kjit::Shape{4});
+    CHECK(m.global("taps").bytes == 256 * sizeof(double));
+    const std::int64_t n = 100003;
+    const RawKernel k = m.get_function("apply_taps");
+    // Twice, with fresh tables: the second launch must see the second fill.
+    for (int round = 0; round < 2; ++round) {
+        INFO("round " << round);
+        const auto t = random_values<double>(DType::float64, 256);
+        const auto o = random_values<float>(DType::float32, 4);
+        taps.copy_from_host(t.data());
+        offsets.copy_from_host(o.data());
+        CHECK(host_values<double>(taps) == t);  // read back as written
+        CHECK(host_values<float>(offsets) == o);
+        const auto x = random_values<double>(DType::float64, n);
+        const Array y = poisoned(DType::float64, n);
+        k(blocks_for(n, 256), 256, {device_array(x, DType::float64), y, int(n)});
+        const std::vector<double> got = host_values<double>(y);
+        std::size_t wrong = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const long double product = static_cast<long double>(x[i]) * t[i % 256];
+            const long double ref = product + o[i % 4];
+            // One fused multiply-add or a rounded product and sum: within two roundings.
+            const long double error = std::fabs(static_cast<long double>(got[i]) - ref);
+            if (!(error <= 0x1p-51L * (std::fabs(product) + std::fabs(ref)))) ++wrong;
+        }
+        CHECK(wrong == 0);
+    }
+}
+
+TEST_CASE("a cluster of two blocks reads its partner's shared memory", "[raw][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const RawKernel k(kPartnerReverse, "partner_reverse");
+    const int per_block = 1000;  // not a multiple of the block
+    const unsigned grid = 2 * 37;
+    const std::int64_t n = std::int64_t{grid} * per_block;
+    const auto x = random_values<float>(DType::float32, n);
+    const Array dx = device_array(x, DType::float32);
+    const Array y = poisoned(DType::float32, n);
+    const kjit::LaunchConfig config{.shared_mem_bytes = per_block * sizeof(float), .cluster = {2, 1, 1}};
+    if (kjit::Device::cuda(0).properties().cc_major < 9) {
+        CHECK_THROWS_WITH(k(grid, 128, {dx, y, per_block}, config), Contains("needs compute capability 9.0"));
+        WARN("clusters need compute capability 9.0: only the refusal was checked");
+        return;
+    }
+    k(grid, 128, {dx, y, per_block}, config);
+    const std::vector<float> got = host_values<float>(y);
+    std::size_t wrong = 0;
+    for (unsigned b = 0; b < grid; ++b)
+        for (int i = 0; i < per_block; ++i) {
+            const std::size_t at = std::size_t{b} * per_block + i;
+            const std::size_t partner = std::size_t{b ^ 1u} * per_block + (per_block - 1 - i);
+            const double ref = 2.0 * double(x[partner]) + double(x[at]);
+            if (!(std::fabs(double(got[at]) - ref) <= 0x1p-23 * std::fabs(ref))) ++wrong;
+        }
+    CHECK(wrong == 0);
+    // A grid of whole clusters only.
+    CHECK_THROWS_WITH(k(grid - 1, 128, {dx, y, per_block}, config),
+                      Contains("grid (73, 1, 1) is not a multiple of the cluster (2, 1, 1)"));
+
+    // A cluster fixed at compile time runs from a plain launch; the attributes say it.
+    const RawKernel ranks(kClusterRanks, "cluster_ranks");
+    const Array r = poisoned(DType::uint32, 64);
+    ranks(64, 32, {r});
+    const std::vector<std::uint32_t> got_ranks = host_values<std::uint32_t>(r);
+    for (std::uint32_t b = 0; b < 64; ++b) CHECK(got_ranks[b] == b % 2);
+    const kjit::RawKernelAttributes a = ranks.attributes();
+    CHECK((a.required_cluster.x == 2 && a.required_cluster.y == 1 && a.required_cluster.z == 1));
+}
+
+TEST_CASE("a cooperative kernel syncs its whole grid", "[raw][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const RawKernel k(kGridSum, "grid_sum");
+    const int sms = kjit::Device::cuda(0).properties().sm_count;
+    const unsigned grid = 2 * static_cast<unsigned>(sms), block = 256;
+    const std::int64_t n = (std::int64_t{1} << 22) + 3;
+    const auto x = random_values<double>(DType::float64, n);
+    const Array partials = poisoned(DType::float64, grid), total = poisoned(DType::float64, 1);
+    k(grid, block, {device_array(x, DType::float64), partials, total, n}, {.cooperative = true});
+    // What each block and the grid sum, in long double, with the same split of x.
+    std::vector<long double> want(grid, 0.0L);
+    long double sum = 0, magnitude = 0;
+    const std::int64_t threads = std::int64_t{grid} * block;
+    for (std::int64_t i = 0; i < n; ++i) {
+        want[static_cast<std::size_t>(i % threads / block)] += x[i];
+        sum += x[i];
+        magnitude += std::fabs(x[i]);
+    }
+    const std::vector<double> got = host_values<double>(partials);
+    std::size_t wrong = 0;
+    for (unsigned b = 0; b < grid; ++b)
+        if (!(std::fabs(got[b] - want[b]) <= 1e-12L * magnitude)) ++wrong;
+    CHECK(wrong == 0);
+    const double got_total = host_values<double>(total)[0];
+    INFO("total " << got_total << ", reference " << static_cast<double>(sum));
+    CHECK(std::fabs(got_total - sum) <= 1e-12L * magnitude);
+    // More blocks than can be resident at once: refused with the device's numbers.
+    CHECK_THROWS_WITH(k(64 * grid, block, {device_array(x, DType::float64), partials, total, n}, {.cooperative = true}),
+                      Contains("keeps resident at once") && Contains(std::to_string(sms) + " SMs"));
+}
+
+TEST_CASE("function attributes read on the GPU", "[raw][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const RawModule m(kConstantTable, kConstantTableOptions);
+    const RawKernel k = m.get_function("apply_taps");
+    const kjit::RawKernelAttributes a = k.attributes();
+    CHECK(a.const_size_bytes >= 256 * sizeof(double));  // the __constant__ table
+    CHECK(a.max_threads_per_block > 0);
+    CHECK(a.num_regs > 0);
+    CHECK(a.binary_version >= 80);
+    CHECK(a.ptx_version >= 80);
+    CHECK_FALSE(a.cluster_size_must_be_set);
+    CHECK((a.required_cluster.x == 0 && a.required_cluster.y == 0 && a.required_cluster.z == 0));
+    CHECK(a.parameter_sizes == std::vector<std::size_t>{8, 8, 4});
+    // A carveout set by a launch is what the driver then reports.
+    const Array x = poisoned(DType::float64, 4), y = poisoned(DType::float64, 4);
+    k(1, 32, {x, y, 4}, {.shared_carveout = 25});
+    CHECK(k.attributes().preferred_shared_memory_carveout == 25);
+    k(1, 32, {x, y, 4}, {.shared_carveout = kjit::kCarveoutMaxShared});
+    CHECK(k.attributes().preferred_shared_memory_carveout == 100);
     CHECK_NOTHROW(kjit::Device::cuda(0).synchronize());
 }
 

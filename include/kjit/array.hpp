@@ -109,6 +109,10 @@ public:
     Array to_host(const Stream& stream = Stream::current()) const { return to(Device::cpu(), stream); }
     // Writes the elements in C order to `dst` (size() * itemsize() bytes) and waits for the copy.
     void copy_to_host(void* dst, const Stream& stream = Stream::current()) const;
+    // Overwrites the elements with size() * itemsize() bytes read from `src` in C order, in place
+    // (a module's __constant__ table, say, which cannot be replaced); the array must be
+    // C-contiguous. As from_host: the copy is complete when this returns only for pageable memory.
+    void copy_from_host(const void* src, const Stream& stream = Stream::current()) const;
 
     // Records that `stream` uses this array, so that its memory is freed in order on it.
     void record_stream(const Stream& stream) const;

@@ -23,6 +23,15 @@
 // call from many threads. The module is compiled (or found in a cache) and loaded on a device the
 // first time a kernel is used there; a warm launch allocates nothing and takes no lock held across
 // the launch.
+//
+// Launch attributes (LaunchConfig): thread-block clusters and cooperative launches go through
+// cuLaunchKernelEx, checked against the device first; a launch that asks for neither is one
+// cuLaunchKernel, as cheap as before they existed. Module globals (RawModule::global) fill a
+// __constant__ table before a launch:
+//
+//   const kjit::RawModule m(source);                            // __constant__ float taps[16]; ...
+//   m.global("taps", kjit::DType::float32).copy_from_host(host_taps.data());
+//   m.get_function("fir")(grid, 256, {x, y, n}, {.cluster = {2, 1, 1}});
 #pragma once
 
 #include "kjit/export.hpp"
@@ -36,6 +45,7 @@
 #include <utility>
 #include <vector>
 
+#include "kjit/array.hpp"
 #include "kjit/binary.hpp"
 #include "kjit/device.hpp"
 #include "kjit/kernel_arg.hpp"
@@ -59,7 +69,14 @@ struct KJIT_API Dim3 {
         : x(x_), y(y_), z(z_) {}
 };
 
-// How a launch runs, besides grid and block: `{.shared_mem_bytes = 96 * 1024, .stream = s}`.
+// Named values of LaunchConfig::shared_carveout (CUDA's CU_SHAREDMEM_CARVEOUT_*); any percent
+// 0-100 is allowed too.
+inline constexpr int kCarveoutDefault = -1;    // no preference: the driver chooses
+inline constexpr int kCarveoutMaxL1 = 0;       // as much L1 cache as the SM allows
+inline constexpr int kCarveoutMaxShared = 100;  // as much shared memory as the SM allows
+
+// How a launch runs, besides grid and block: `{.shared_mem_bytes = 96 * 1024, .stream = s}`,
+// `{.stream = s, .cluster = {2, 1, 1}}`, `{.cooperative = true}`.
 struct KJIT_API LaunchConfig {
     // Dynamic shared memory per block (`extern __shared__`). More than the kernel may use by default
     // (48 KiB less its static shared memory) raises its limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_
@@ -68,6 +85,25 @@ struct KJIT_API LaunchConfig {
     // The stream, and so the device, the kernel runs on: the calling thread's current stream unless
     // given. Every array argument must be on that device.
     Stream stream = Stream::current();
+    // Thread-block clusters (compute capability 9.0 and newer; below, an Error naming the device's):
+    // the blocks of a cluster run at once on one GPC and may read each other's shared memory
+    // (cooperative_groups::this_cluster()). {1, 1, 1}: no cluster. The grid must be a multiple of it
+    // in each dimension.
+    // Clusters of up to 8 blocks are portable; 9 to 16 blocks (where the GPU has them: Hopper,
+    // Blackwell) set the kernel's CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED first. A
+    // cluster the device cannot run (cuOccupancyMaxActiveClusters says 0 fit, with this block and
+    // shared memory) is an Error giving the numbers, before anything is queued.
+    Dim3 cluster{1, 1, 1};
+    // A cooperative launch: every block of the grid is resident at once, so that the kernel may use
+    // cooperative_groups::this_grid().sync(). The device must support them (CU_DEVICE_ATTRIBUTE_
+    // COOPERATIVE_LAUNCH), and the grid may have at most (the blocks of this size and shared memory
+    // an SM keeps resident) x (the device's SMs) blocks: more is an Error giving both.
+    bool cooperative = false;
+    // The kernel's preferred split of each SM's L1/shared storage, in percent given to shared memory
+    // (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT; a hint the driver may override), or one
+    // of the kCarveout* values. It is the kernel's setting, kept for later launches; kjit sets it when
+    // it differs from what this kernel object set last. Empty: left as it is.
+    std::optional<int> shared_carveout;
 };
 
 // The most arguments one launch takes: they are packed into an array on the stack.
@@ -101,7 +137,8 @@ struct KJIT_API RawModuleOptions {
     std::string name;
 };
 
-// What the driver says about a kernel loaded on a device.
+// What the driver says about a kernel loaded on a device (CuPy's RawKernel.attributes). An
+// attribute the driver does not know keeps the default written here.
 struct KJIT_API RawKernelAttributes {
     std::string arch;                        // what the loaded cubin was built for
     bool compiled_from_ptx = false;          // the driver compiled cached PTX for this GPU
@@ -110,8 +147,18 @@ struct KJIT_API RawKernelAttributes {
     std::size_t static_shared_bytes = 0;
     std::size_t max_dynamic_shared_bytes = 0;  // what a launch may ask for now without raising it
     std::size_t local_bytes = 0;               // per thread
+    std::size_t const_size_bytes = 0;          // user __constant__ memory the kernel needs
     int ptx_version = 0;                       // 10 * major + minor
     int binary_version = 0;
+    bool cache_mode_ca = false;                // global loads cached in L1 (ptxas's -dlcm=ca)
+    int preferred_shared_memory_carveout = kCarveoutDefault;  // percent, or kCarveoutDefault
+    // Clusters: the kernel must be launched with one (__cluster_dims__ or the attribute), the
+    // cluster it was compiled for ({0, 0, 0}: none), whether clusters above 8 blocks may be asked
+    // for, and its CUclusterSchedulingPolicy (0 default, 1 spread, 2 load balancing).
+    bool cluster_size_must_be_set = false;
+    Dim3 required_cluster{0, 0, 0};
+    bool non_portable_cluster_size_allowed = false;
+    int cluster_scheduling_policy_preference = 0;
     std::vector<std::size_t> parameter_sizes;  // bytes, one per parameter (none listed if the driver cannot say)
 };
 
@@ -119,6 +166,14 @@ class RawKernel;
 
 // What a binary built outside kjit (nvcc, a build system) holds: RawModule::from_image.
 enum class ImageKind { cubin, ptx, fatbin, ltoir };
+
+// A __device__ or __constant__ variable of a module loaded on a device.
+struct KJIT_API RawGlobal {
+    void* address = nullptr;  // a device address, valid while the module stays loaded (see keep_alive)
+    std::size_t bytes = 0;
+    Device device;
+    std::shared_ptr<const void> keep_alive;  // holds the loaded module: the address is valid while it lives
+};
 
 // A CUDA program holding any number of kernels.
 class KJIT_API RawModule {
@@ -147,6 +202,18 @@ public:
     // name expressions); a C identifier the module does not define is an Error when the kernel is
     // first used on a device.
     RawKernel get_function(const std::string& name) const;
+
+    // The __device__ or __constant__ variable `name` of the module on `device` (Device(): the
+    // current one), the module loaded there first (compiled or found in a cache): its address and
+    // size (cuModuleGetGlobal). A variable at global scope is found by its name; one in a namespace
+    // or a variable template has a mangled name: add its address to RawModuleOptions::
+    // name_expressions ("&ns::table", "&table<float>"), then ask for "ns::table" or "&ns::table".
+    // A name the module lacks is an Error naming the module and the variable.
+    RawGlobal global(const std::string& name, Device device = Device()) const;
+    // The same variable as a 1-d Array of `dtype` (bytes / itemsize elements): a view that keeps the
+    // module loaded and is never freed by kjit, to fill with copy_from_host() or read back before a
+    // launch. A size that is not a multiple of the dtype's is an Error saying both.
+    Array global(const std::string& name, DType dtype, Device device = Device()) const;
 
     // Compiles the module for `arch` ("sm_90"; empty: options().arch, else KJIT_ARCH, else the
     // current device, else sm_80), or finds it in the kernel cache. A module with an arch of its

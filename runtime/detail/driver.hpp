@@ -40,8 +40,10 @@ namespace kjit::detail {
     X(cuMemcpyHtoDAsync, 3020) X(cuMemcpyDtoHAsync, 3020) X(cuMemcpyDtoDAsync, 3020)               \
     X(cuMemsetD8Async, 3020) X(cuPointerGetAttribute, 4000)                                        \
     X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000) X(cuModuleGetFunction, 2000)                 \
+    X(cuModuleGetGlobal, 3020)                                                                     \
     X(cuLaunchKernel, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
-    X(cuFuncGetParamInfo, 12040)                                                                   \
+    X(cuFuncGetParamInfo, 12040) X(cuLaunchKernelEx, 11060)                                        \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) X(cuOccupancyMaxActiveClusters, 11070)   \
     X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050)
 
 struct DriverApi {

@@ -91,6 +91,11 @@ RawKernelAttributes RawKernel::attributes(Device device) const {
     const jit::kernels::RawFunction& f = state_->on_device(device.ordinal());
     detail::Driver& d = detail::driver_on(f.ordinal);
     auto get = [&](CUfunction_attribute a) { return function_attribute(d, a, f.function); };
+    // Attributes newer than the first CUDA releases: one the driver does not know keeps `fallback`.
+    auto get_or = [&](CUfunction_attribute a, int fallback) {
+        int value = 0;
+        return d.cuFuncGetAttribute(&value, a, f.function) == CUDA_SUCCESS ? value : fallback;
+    };
     RawKernelAttributes a;
     a.arch = f.arch;
     a.compiled_from_ptx = f.compiled_from_ptx;
@@ -99,8 +104,17 @@ RawKernelAttributes RawKernel::attributes(Device device) const {
     a.static_shared_bytes = static_cast<std::size_t>(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
     a.max_dynamic_shared_bytes = static_cast<std::size_t>(get(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
     a.local_bytes = static_cast<std::size_t>(get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
+    a.const_size_bytes = static_cast<std::size_t>(get(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
     a.ptx_version = get(CU_FUNC_ATTRIBUTE_PTX_VERSION);
     a.binary_version = get(CU_FUNC_ATTRIBUTE_BINARY_VERSION);
+    a.cache_mode_ca = get_or(CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, 0) != 0;
+    a.preferred_shared_memory_carveout = get_or(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, kCarveoutDefault);
+    a.cluster_size_must_be_set = get_or(CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, 0) != 0;
+    a.required_cluster = Dim3(static_cast<unsigned>(get_or(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 0)),
+                              static_cast<unsigned>(get_or(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, 0)),
+                              static_cast<unsigned>(get_or(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, 0)));
+    a.non_portable_cluster_size_allowed = get_or(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0) != 0;
+    a.cluster_scheduling_policy_preference = get_or(CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 0);
     const int known = std::min(f.param_count, static_cast<int>(kMaxRawKernelArgs));
     for (int k = 0; k < known; ++k) a.parameter_sizes.push_back(f.param_sizes[k]);
     return a;

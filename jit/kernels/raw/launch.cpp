@@ -1,11 +1,13 @@
 // Launching a RawKernel. The warm path: one atomic load for the kernel on the stream's device, the
-// arguments checked and packed into arrays on the stack, one cuLaunchKernel, and the stream
-// recorded on pool buffers; no host allocation, no lock held across the launch.
+// arguments checked and packed into arrays on the stack, one cuLaunchKernel (cuLaunchKernelEx for
+// a cluster or a cooperative grid: raw/launch_attributes.cpp), and the stream recorded on pool
+// buffers; no host allocation, no lock held across the launch.
 #include <algorithm>
 #include <mutex>
 #include <span>
 #include <string>
 
+#include "jit/kernels/raw/launch_attributes.hpp"
 #include "jit/kernels/raw/module.hpp"
 #include "kjit/error.hpp"
 #include "kjit/raw_kernel.hpp"
@@ -17,10 +19,6 @@ namespace {
 
 std::string where(const std::string& kernel, std::size_t position) {
     return "raw kernel '" + kernel + "', argument " + std::to_string(position);
-}
-
-std::string dims(Dim3 d) {
-    return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
 }
 
 void check_array(const Array& a, std::size_t position, int ordinal, const std::string& kernel) {
@@ -59,13 +57,11 @@ void check_parameters(const jit::kernels::RawFunction& f, std::span<const Kernel
     }
 }
 
-// Lets the kernel use `bytes` of dynamic shared memory, up to what the device allows. Under one lock
-// for the process: equal modules share a CUfunction (the module registry loads a cache key once
-// per device), so two kernel objects must not race to set its limit, one lowering the other's.
-// Under the lock the limit only grows.
+// Lets the kernel use `bytes` of dynamic shared memory, up to what the device allows. Under the
+// lock for function attributes: two kernel objects sharing a CUfunction must not race to set its
+// limit, one lowering the other's. Under the lock the limit only grows.
 void raise_dynamic_shared(const jit::kernels::RawFunction& f, std::size_t bytes, const std::string& kernel) {
-    static std::mutex mutex;
-    std::lock_guard lock(mutex);
+    std::lock_guard lock(jit::kernels::function_attribute_mutex());
     detail::Driver& d = detail::driver_on(f.ordinal);
     int current = 0;
     KJIT_CU_CHECK(d.cuFuncGetAttribute(&current, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f.function));
@@ -86,8 +82,27 @@ void raise_dynamic_shared(const jit::kernels::RawFunction& f, std::size_t bytes,
     f.dynamic_shared_limit.store(static_cast<std::size_t>(current), std::memory_order_release);
 }
 
+// What the kernel was compiled to need of clusters (__cluster_dims__), when a launch disagrees.
+std::string cluster_requirement(const jit::kernels::RawFunction& f, const LaunchConfig& config) {
+    detail::Driver& d = detail::driver();
+    int x = 0, y = 0, z = 0, must = 0;
+    if (d.cuFuncGetAttribute(&x, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f.function) != CUDA_SUCCESS ||
+        d.cuFuncGetAttribute(&y, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f.function) != CUDA_SUCCESS ||
+        d.cuFuncGetAttribute(&z, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f.function) != CUDA_SUCCESS ||
+        d.cuFuncGetAttribute(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, f.function) != CUDA_SUCCESS)
+        return {};
+    const Dim3 c = config.cluster;
+    const bool clustered = c.x != 1 || c.y != 1 || c.z != 1;
+    if (x > 0 && clustered)
+        return "the kernel was compiled for clusters of " +
+               jit::kernels::dims_text(Dim3(unsigned(x), unsigned(y), unsigned(z))) +
+               " (__cluster_dims__): launch it with that cluster or none";
+    if (must != 0 && !clustered) return "the kernel must be launched with a cluster (LaunchConfig::cluster)";
+    return {};
+}
+
 [[noreturn]] void fail_launch(CUresult status, const jit::kernels::RawFunction& f, const std::string& kernel, Dim3 grid,
-                              Dim3 block, std::size_t shared) {
+                              Dim3 block, const LaunchConfig& config) {
     std::string detail;
     int max_threads = 0;
     const unsigned long long threads = 1ull * block.x * block.y * block.z;
@@ -96,10 +111,16 @@ void raise_dynamic_shared(const jit::kernels::RawFunction& f, std::size_t bytes,
         threads > static_cast<unsigned long long>(max_threads))
         detail = "a block of " + std::to_string(threads) + " threads; this kernel takes at most " +
                  std::to_string(max_threads) + " per block";
-    throw CudaError(status,
-                    "cuLaunchKernel(" + kernel + ", grid " + dims(grid) + ", block " + dims(block) + ", " +
-                        std::to_string(shared) + " bytes of dynamic shared memory)",
-                    __FILE__, __LINE__, detail);
+    else
+        detail = cluster_requirement(f, config);
+    const bool ex = jit::kernels::needs_launch_ex(config);
+    std::string call = std::string(ex ? "cuLaunchKernelEx(" : "cuLaunchKernel(") + kernel + ", grid " +
+                       jit::kernels::dims_text(grid) + ", block " + jit::kernels::dims_text(block);
+    const Dim3 c = config.cluster;
+    if (c.x != 1 || c.y != 1 || c.z != 1) call += ", cluster " + jit::kernels::dims_text(c);
+    if (config.cooperative) call += ", cooperative";
+    call += ", " + std::to_string(config.shared_mem_bytes) + " bytes of dynamic shared memory)";
+    throw CudaError(status, call, __FILE__, __LINE__, detail);
 }
 
 }  // namespace
@@ -130,13 +151,20 @@ void RawKernel::launch(Dim3 grid, Dim3 block, std::span<const KernelArg> args, c
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no work: what a grid sized by n = 0 means
     if (config.shared_mem_bytes > f.dynamic_shared_limit.load(std::memory_order_acquire))
         raise_dynamic_shared(f, config.shared_mem_bytes, s.name);
+    if (config.shared_carveout) jit::kernels::apply_carveout(f, *config.shared_carveout, s.name);
 
-    detail::Driver& d = detail::driver_on(ordinal);
-    const CUresult status =
-        d.cuLaunchKernel(f.function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                         static_cast<unsigned>(config.shared_mem_bytes), config.stream.handle(),
-                         args.empty() ? nullptr : params, nullptr);
-    if (status != CUDA_SUCCESS) fail_launch(status, f, s.name, grid, block, config.shared_mem_bytes);
+    void** const packed = args.empty() ? nullptr : params;
+    CUresult status;
+    if (!jit::kernels::needs_launch_ex(config)) {
+        detail::Driver& d = detail::driver_on(ordinal);
+        status = d.cuLaunchKernel(f.function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                  static_cast<unsigned>(config.shared_mem_bytes), config.stream.handle(), packed,
+                                  nullptr);
+    } else {
+        jit::kernels::check_launch_ex(f, grid, block, config, s.name);
+        status = jit::kernels::launch_ex(f, grid, block, config, packed);
+    }
+    if (status != CUDA_SUCCESS) fail_launch(status, f, s.name, grid, block, config);
 
     // Pool memory is freed in order on the stream that used it last (kjit/buffer.hpp).
     for (const KernelArg& a : args) {

@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include "jit/kernels/per_device.hpp"
+#include "jit/kernels/raw/launch_attributes.hpp"
 #include "jit/compile/program_store.hpp"
 #include "jit/kernels/raw/image.hpp"
 #include "kjit/raw_kernel.hpp"
@@ -53,8 +54,10 @@ struct RawFunction {
     int param_count = -1;
     std::array<std::uint32_t, kMaxRawKernelArgs> param_sizes{};
     // Dynamic shared memory a launch may ask for without raising the kernel's limit: a lower bound
-    // of the driver's value (raised only, by raise_dynamic_shared in raw_launch.cpp).
+    // of the driver's value (raised only, by raise_dynamic_shared in raw/launch.cpp).
     mutable std::atomic<std::size_t> dynamic_shared_limit{0};
+    // Launch shapes already checked for clusters and cooperative grids, and the attributes set.
+    mutable LaunchAttributeMemory attribute_launches;
 };
 
 }  // namespace kjit::jit::kernels
