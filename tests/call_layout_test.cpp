@@ -116,10 +116,6 @@ TEST_CASE("byte ranges, same elements and repeated elements", "[layout]") {
     CHECK_FALSE(same_elements(shifted, 0, 1));
     const CallLayout transposed = lay_out({{{4, 4}, {4, 1}, memory}, {{4, 4}, {1, 4}, memory}});
     CHECK_FALSE(same_elements(transposed, 0, 1));
-
-    const CallLayout repeated = lay_out({{{3, 4}, {4, 1}, memory}, {{4}, {1}, memory + 4096}});
-    CHECK(has_repeated_elements(repeated, 1));
-    CHECK_FALSE(has_repeated_elements(repeated, 0));
 }
 
 TEST_CASE("the variant follows layout, alignment and size", "[layout]") {

@@ -119,12 +119,6 @@ bool same_elements(const CallLayout& layout, int a, int b) {
     return true;
 }
 
-bool has_repeated_elements(const CallLayout& layout, int operand) {
-    for (int d = 0; d < layout.ndim; ++d)
-        if (layout.shape[d] > 1 && layout.strides[operand][d] == 0) return true;
-    return false;
-}
-
 bool fits_int32(const CallLayout& layout) {
     if (layout.size > INT_MAX) return false;
     for (int a = 0; a < layout.operands; ++a) {

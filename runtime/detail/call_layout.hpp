@@ -54,9 +54,6 @@ void byte_range(const OperandView& v, char*& lo, char*& hi);
 // (an in-place update), judged before simplify().
 bool same_elements(const CallLayout& layout, int a, int b);
 
-// Whether an operand writes some element twice: a zero stride over an extent above one.
-bool has_repeated_elements(const CallLayout& layout, int operand);
-
 // Whether every offset an operand reaches, and the element count, fit 32-bit index arithmetic.
 bool fits_int32(const CallLayout& layout);
 
