@@ -20,13 +20,6 @@ std::string global_symbol(const jit::compile::LoadedProgram& loaded, const std::
     return name;
 }
 
-std::string expressions_text(const std::vector<std::string>& names) {
-    if (names.empty()) return "none";
-    std::string s;
-    for (const std::string& n : names) s += (s.empty() ? "\"" : ", \"") + n + "\"";
-    return s;
-}
-
 }  // namespace
 
 RawGlobal RawModule::global(const std::string& name, Device device) const {
@@ -47,7 +40,7 @@ RawGlobal RawModule::global(const std::string& name, Device device) const {
                     "': it is not a __device__ or __constant__ variable of the source at global scope (one in a "
                     "namespace, or a variable template, has a mangled name: add \"&" + plain +
                     "\" to RawModuleOptions::name_expressions); the module's name expressions: " +
-                    expressions_text(s.options.name_expressions));
+                    jit::quoted_list(s.options.name_expressions));
     }
     if (st != CUDA_SUCCESS)
         throw CudaError(st, "cuModuleGetGlobal(\"" + symbol + "\") in raw module '" + s.label + "'", __FILE__,

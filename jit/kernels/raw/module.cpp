@@ -92,16 +92,16 @@ void take_arch_option(RawModuleOptions& options) {
     if (!options.arch.empty()) (void)jit::compile::parse_arch(options.arch, "RawModuleOptions::arch");
 }
 
+}  // namespace
+
+namespace jit {
+
 std::string quoted_list(const std::vector<std::string>& names) {
     if (names.empty()) return "none";
     std::string s;
     for (const std::string& n : names) s += (s.empty() ? "\"" : ", \"") + n + "\"";
     return s;
 }
-
-}  // namespace
-
-namespace jit {
 
 compile::CachedProgram RawModuleState::program() const {
     compile::CachedProgram p;
@@ -225,7 +225,7 @@ RawKernel RawModule::get_function(const std::string& name) const {
     const bool is_expression = std::find(expressions.begin(), expressions.end(), name) != expressions.end();
     if (!is_expression && !is_c_identifier(name))
         throw Error("raw module '" + state_->label + "' has no kernel '" + name +
-                    "': it is not one of the module's name expressions (" + quoted_list(expressions) +
+                    "': it is not one of the module's name expressions (" + jit::quoted_list(expressions) +
                     "; NVRTC matches them as written, spaces included) nor an extern \"C\" name; add it to "
                     "RawModuleOptions::name_expressions");
     return RawKernel(*this, name);

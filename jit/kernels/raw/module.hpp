@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cuda.h>
 
@@ -19,6 +20,9 @@
 // RawModuleState and RawKernelState are named by kjit/raw_kernel.hpp (RawModule's and RawKernel's
 // state), so they are in kjit::jit, beside kjit::jit::kernels.
 namespace kjit::jit {
+
+// `"a", "b"` (or "none"): the name expressions as errors list them.
+std::string quoted_list(const std::vector<std::string>& names);
 
 struct RawModuleState {
     std::string source;
