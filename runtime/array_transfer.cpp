@@ -4,6 +4,7 @@
 
 #include "kjit/array.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/strided_copy.hpp"
@@ -44,6 +45,8 @@ void device_to_host(const Array& src, void* dst, const Stream& stream) {
     if (src.size() == 0) return;
     const Stream s = stream.for_device(src.device());
     detail::Driver& d = detail::driver_on(src.device().ordinal());
+    detail::refuse_under_capture(d, s.handle(), "copying a device array to the host",
+                                 "copy it after the capture ends (the graph can write into a device array to copy then)");
     if (src.is_c_contiguous()) {
         KJIT_CU_CHECK(d.cuMemcpyDtoHAsync(dst, device_address(src.data()), src.nbytes(), s.handle()));
         KJIT_CU_CHECK(d.cuStreamSynchronize(s.handle()));  // dst may be pinned: wait for the copy

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "kjit/error.hpp"
+#include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/log.hpp"
@@ -31,14 +32,16 @@ std::shared_ptr<Buffer> Buffer::allocate_device(std::size_t bytes, const Stream&
     detail::Driver& d = detail::driver_on(ord);
     std::shared_ptr<Buffer> buf(new Buffer(nullptr, bytes, Device::cuda(ord), Kind::device_pool));
     buf->last_stream_ = stream;
+    if (auto* captured = detail::captured_allocations()) captured->push_back(buf);
     if (bytes == 0) return buf;  // no memory behind it; data() is null
 
     CUmemoryPool pool = d.memory_pool(ord);
     CUdeviceptr ptr = 0;
     CUresult st = allocate_from_pool(d, &ptr, bytes, pool, stream.handle());
-    if (st == CUDA_ERROR_OUT_OF_MEMORY) {
+    if (st == CUDA_ERROR_OUT_OF_MEMORY && !detail::is_capturing(d, stream.handle())) {
         // The pool keeps freed blocks; wait for pending frees, give the cached memory back to the
-        // driver and try once more before calling it out of memory.
+        // driver and try once more before calling it out of memory (not under capture: the wait
+        // would end the capture).
         KJIT_CU_CHECK(d.cuCtxSynchronize());
         KJIT_CU_CHECK(d.cuMemPoolTrimTo(pool, 0));
         st = allocate_from_pool(d, &ptr, bytes, pool, stream.handle());

@@ -50,6 +50,11 @@ detail::DriverApi make_fake_driver() {
     api.cuCtxSetCurrent = [](CUcontext) { return CUDA_SUCCESS; };
     api.cuCtxSynchronize = [] {
         ++g_state.synchronize_calls;
+        if (g_state.capturing != nullptr) {
+            ++g_state.unsafe_calls_under_capture;
+            g_state.capture_invalidated = true;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
         return CUDA_SUCCESS;
     };
     api.cuStreamCreateWithPriority = [](CUstream* s, unsigned int, int) {
@@ -60,7 +65,56 @@ detail::DriverApi make_fake_driver() {
         ++g_state.streams_destroyed;
         return CUDA_SUCCESS;
     };
-    api.cuStreamSynchronize = [](CUstream) { return g_state.stream_synchronize_result; };
+    api.cuStreamSynchronize = [](CUstream) {
+        if (g_state.capturing != nullptr) {
+            ++g_state.unsafe_calls_under_capture;
+            g_state.capture_invalidated = true;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        return g_state.stream_synchronize_result;
+    };
+    api.cuStreamIsCapturing = [](CUstream s, CUstreamCaptureStatus* status) {
+        *status = g_state.capturing != nullptr && s == g_state.capturing
+                      ? (g_state.capture_invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE)
+                      : CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    };
+    api.cuThreadExchangeStreamCaptureMode = [](CUstreamCaptureMode* mode) {
+        std::swap(*mode, g_state.thread_mode);
+        return CUDA_SUCCESS;
+    };
+    api.cuStreamBeginCapture = [](CUstream s, CUstreamCaptureMode mode) {
+        if (s == nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        g_state.capturing = s;
+        g_state.thread_mode = mode;
+        g_state.capture_invalidated = false;
+        g_state.captured_nodes = 0;
+        return CUDA_SUCCESS;
+    };
+    api.cuStreamEndCapture = [](CUstream, CUgraph* g) {
+        g_state.capturing = nullptr;
+        g_state.thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+        if (g_state.capture_invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        *g = reinterpret_cast<CUgraph>(std::uintptr_t{0x9000});
+        return CUDA_SUCCESS;
+    };
+    api.cuGraphInstantiateWithFlags = [](CUgraphExec* e, CUgraph, unsigned long long) {
+        *e = reinterpret_cast<CUgraphExec>(std::uintptr_t{0xA000});
+        return CUDA_SUCCESS;
+    };
+    api.cuGraphLaunch = [](CUgraphExec, CUstream) {
+        ++g_state.graph_launches;
+        return CUDA_SUCCESS;
+    };
+    api.cuGraphGetNodes = [](CUgraph, CUgraphNode*, std::size_t* count) {
+        *count = static_cast<std::size_t>(g_state.captured_nodes);
+        return CUDA_SUCCESS;
+    };
+    api.cuGraphDestroy = [](CUgraph) {
+        ++g_state.graphs_destroyed;
+        return CUDA_SUCCESS;
+    };
+    api.cuGraphExecDestroy = [](CUgraphExec) { return CUDA_SUCCESS; };
     api.cuMemPoolCreate = [](CUmemoryPool* p, const CUmemPoolProps*) {
         *p = reinterpret_cast<CUmemoryPool>(std::uintptr_t{0x2000});
         return CUDA_SUCCESS;
@@ -72,8 +126,9 @@ detail::DriverApi make_fake_driver() {
         g_state.cached_bytes = 0;
         return CUDA_SUCCESS;
     };
-    api.cuMemAllocFromPoolAsync = [](CUdeviceptr* p, std::size_t bytes, CUmemoryPool, CUstream) {
+    api.cuMemAllocFromPoolAsync = [](CUdeviceptr* p, std::size_t bytes, CUmemoryPool, CUstream s) {
         ++g_state.alloc_calls;
+        if (g_state.capturing != nullptr && s == g_state.capturing) ++g_state.captured_nodes;
         if (bytes > g_state.free_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
         g_state.free_bytes -= bytes;
         *p = g_state.next_address;
@@ -124,6 +179,11 @@ detail::DriverApi make_fake_sm90_driver() {
         return CUDA_SUCCESS;
     };
     api.cuModuleLoadData = [](CUmodule* m, const void*) {
+        if (g_state.capturing != nullptr && g_state.thread_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+            ++g_state.unsafe_calls_under_capture;
+            g_state.capture_invalidated = true;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
         ++g_state.modules_loaded;
         *m = reinterpret_cast<CUmodule>(std::uintptr_t{0x6000});
         return CUDA_SUCCESS;
@@ -170,6 +230,7 @@ detail::DriverApi make_fake_launching_driver() {
     api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned, CUstream, void**,
                             void**) {
         ++g_state.launches;
+        if (g_state.capturing != nullptr) ++g_state.captured_nodes;
         g_state.last_grid_x = gx;
         g_state.last_block_x = bx;
         return CUDA_SUCCESS;

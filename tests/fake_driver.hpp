@@ -50,6 +50,17 @@ struct FakeDriverState {
     std::size_t last_copy_bytes = 0;
     std::map<CUdeviceptr, std::size_t> live;
     CUdeviceptr next_address = 0x10000000;
+    // Stream capture: the stream being captured (null: none) and this thread's capture mode. What
+    // a real driver refuses under a global or thread-local capture (a module load outside relaxed
+    // mode, a synchronisation) invalidates the capture and is counted; cuStreamEndCapture then
+    // fails. Launches and allocations on the capturing stream are counted as its nodes.
+    CUstream capturing = nullptr;
+    CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    bool capture_invalidated = false;
+    int unsafe_calls_under_capture = 0;
+    int captured_nodes = 0;
+    int graph_launches = 0;
+    int graphs_destroyed = 0;
 };
 
 // The state the fake entries read and change (one fake at a time).

@@ -44,7 +44,11 @@ namespace kjit::detail {
     X(cuLaunchKernel, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
     X(cuFuncGetParamInfo, 12040) X(cuLaunchKernelEx, 11060)                                        \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) X(cuOccupancyMaxActiveClusters, 11070)   \
-    X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050)
+    X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050)    \
+    X(cuStreamIsCapturing, 10000) X(cuThreadExchangeStreamCaptureMode, 10010)                      \
+    X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphDestroy, 10000)           \
+    X(cuGraphInstantiateWithFlags, 11040) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)     \
+    X(cuGraphGetNodes, 10000) X(cuGraphDebugDotPrint, 11030)
 
 struct DriverApi {
 #define KJIT_DECLARE_ENTRY(name, version) decltype(&::name) name = nullptr;

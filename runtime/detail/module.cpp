@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "kjit/error.hpp"
+#include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/driver.hpp"
@@ -100,6 +101,9 @@ std::string where_arch_runs(const std::string& arch) {
 
 std::shared_ptr<LoadedModule> load_module(const ModuleImage& image, int device, std::vector<unsigned char>* jitted) {
     Driver& d = driver_on(device);
+    // A kernel's first use may come while its stream is captured into a graph: loading is then
+    // made in relaxed mode, where the driver allows it without invalidating the capture.
+    const RelaxedCaptureMode relaxed;
     // Kept per device and process: a first call loads a module, and asks the driver nothing more.
     const DeviceAttributes& attributes = device_attributes(device);
     const int major = attributes.cc_major, minor = attributes.cc_minor;

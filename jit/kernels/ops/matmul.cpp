@@ -15,6 +15,7 @@
 #include "jit/kernels/ops/small_matmul.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/call_layout.hpp"
+#include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/cublas.hpp"
 #include "runtime/detail/driver.hpp"
@@ -49,7 +50,8 @@ public:
     cublasHandle_t get(const detail::CublasApi& api, int device, const Stream& s) {
         auto it = handles_.find(device);
         if (it == handles_.end()) {
-            detail::driver_on(device);
+            detail::refuse_kept_allocation_under_capture(detail::driver_on(device), s.handle(),
+                                                         "kjit::matmul's first call on this thread (its cuBLAS handle)");
             cublasHandle_t h = nullptr;
             KJIT_CUBLAS_CHECK(api.cublasCreate_v2(&h));
             it = handles_.emplace(device, h).first;
@@ -67,7 +69,11 @@ public:
     // A workspace per device and stream, so that work queued on two streams never shares one.
     void* workspace(int device, const Stream& s) {
         std::shared_ptr<Buffer>& w = workspaces_[{device, s.handle()}];
-        if (!w) w = Buffer::allocate_device(kWorkspaceBytes, s);
+        if (!w) {
+            detail::refuse_kept_allocation_under_capture(detail::driver_on(device), s.handle(),
+                                                         "kjit::matmul's first call on this stream (cuBLAS's workspace)");
+            w = Buffer::allocate_device(kWorkspaceBytes, s);
+        }
         w->record_stream(s);
         return w->data();
     }

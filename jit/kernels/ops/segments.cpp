@@ -7,6 +7,7 @@
 
 #include "jit/codegen/templates.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
 
@@ -136,6 +137,9 @@ Segments segments_of_sorted_keys(const Array& keys, const Stream& stream, const 
     kernels.scan()(1, kSegmentScanThreads, {block_offsets, blocks}, config);
 
     std::int64_t count = 0;
+    detail::refuse_under_capture(detail::driver_on(device.ordinal()), s.handle(),
+                                 std::string(kWhat) + "counting the groups",
+                                 "find the groups before the capture, and capture the reductions over them");
     block_offsets.slice(0, {blocks, blocks + 1}).copy_to_host(&count, s);  // the one synchronisation
     if (count < 1 || count > n)
         throw Error(std::string(kWhat) + "the GPU counted " + std::to_string(count) + " runs in " + std::to_string(n) +

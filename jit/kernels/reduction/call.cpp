@@ -16,6 +16,7 @@
 #include "jit/kernels/call.hpp"
 #include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/driver.hpp"
@@ -44,6 +45,8 @@ public:
     void* get(int device, const Stream& stream, Use use, std::size_t bytes) {
         Slot& s = slots_[{device, stream.handle(), use}];
         if (!s.buffer || s.bytes < bytes) {
+            detail::refuse_kept_allocation_under_capture(detail::driver_on(device), stream.handle(),
+                                                         "this reduction (its workspace of " + std::to_string(bytes) + " bytes)");
             const std::size_t size = std::max<std::size_t>(bytes, s.bytes * 2);
             s.buffer = Buffer::allocate_device(size, stream);
             s.bytes = size;

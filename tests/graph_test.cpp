@@ -1,0 +1,204 @@
+// kjit::Graph and capture-safe calls (issue 33): on the pretend driver, what a call under capture
+// does and refuses; on the GPU, captured sequences replayed against their eager results.
+#include "test_support.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "fake_driver.hpp"
+#include "gpu_data.hpp"
+#include "kjit/elementwise_kernel.hpp"
+#include "kjit/error.hpp"
+#include "kjit/graph.hpp"
+#include "kjit/matmul.hpp"
+#include "kjit/reduction_kernel.hpp"
+#include "kjit/reductions.hpp"
+#include "runtime/detail/driver.hpp"
+
+// GCC 12 warns about designated initializers that leave out members with default initializers.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
+using Catch::Matchers::Contains;
+using kjit::Array;
+using kjit::Device;
+using kjit::DType;
+using kjit::ElementwiseKernel;
+using kjit::Graph;
+using kjit::Stream;
+
+TEST_CASE("a call under capture loads its module in relaxed mode, makes no synchronisation, and replays",
+          "[graph][nvrtc]") {
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const ElementwiseKernel axpb("T x", "T y", "y = 2 * x + 1", "graph_fake_axpb");
+    const Array x = Array::empty({1000}, DType::float32, Device::cuda(0));
+    const Array y = Array::empty({1000}, DType::float32, Device::cuda(0));
+    const Stream s = Stream::create(Device::cuda(0));
+    const int loads = state.modules_loaded, syncs = state.synchronize_calls;
+    // The kernel's first use is inside the capture: its module is loaded there.
+    const Graph g = Graph::capture(s, [&] { axpb.launch({x, y}); });
+    CHECK(state.modules_loaded == loads + 1);
+    CHECK(state.unsafe_calls_under_capture == 0);
+    CHECK(state.synchronize_calls == syncs);
+    CHECK(state.captured_nodes == 1);
+    CHECK(g.node_count() == 1);
+    CHECK(state.thread_mode == CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's mode given back
+    g.launch(s);
+    g.launch(s);
+    CHECK(state.graph_launches == 2);
+    CHECK_THROWS_WITH(Graph().launch(s), Contains("empty Graph"));
+}
+
+TEST_CASE("what a capture cannot record fails with an Error saying what to do, and the stream stays usable",
+          "[graph][nvrtc]") {
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const ElementwiseKernel axpb("T x", "T y", "y = 2 * x + 1", "graph_fake_refuse");
+    const Array x = Array::empty({1000}, DType::float32, Device::cuda(0));
+    const Array y = Array::empty({1000}, DType::float32, Device::cuda(0));
+    const Stream s = Stream::create(Device::cuda(0));
+
+    // A copy to the host waits for the GPU.
+    std::vector<float> host(1000);
+    CHECK_THROWS_WITH(Graph::capture(s, [&] { y.copy_to_host(host.data()); }),
+                      Contains("Graph::capture failed, and nothing was captured") &&
+                          Contains("copying a device array to the host waits for the GPU") &&
+                          Contains("after the capture ends"));
+    CHECK(state.capturing == nullptr);
+    CHECK(state.unsafe_calls_under_capture == 0);  // refused before the driver saw it
+
+    // An output the call makes would be graph memory: held after the calls, it is an Error.
+    Array held;
+    CHECK_THROWS_WITH(Graph::capture(s, [&] { held = axpb({x})[0]; }),
+                      Contains("an array made by a captured call (4000 bytes on cuda:0) is still held") &&
+                          Contains("make the outputs before the capture"));
+    held = Array();
+    // Made and dropped inside: a temporary, which is fine.
+    CHECK_NOTHROW(Graph::capture(s, [&] { (void)axpb({x}); }));
+
+    // An exception of the application's own ends the capture too.
+    CHECK_THROWS_WITH(Graph::capture(s, [] { throw std::runtime_error("the application's own"); }),
+                      Contains("the application's own"));
+    CHECK(state.capturing == nullptr);
+
+    // A default stream cannot be captured.
+    CHECK_THROWS_WITH(Graph::capture(Stream::legacy_default(Device::cuda(0)), [] {}),
+                      Contains("a default stream cannot be captured"));
+
+    // And the stream captures again.
+    CHECK(Graph::capture(s, [&] { axpb.launch({x, y}); }).node_count() == 1);
+}
+
+TEST_CASE("a capture the driver invalidates says which kind of call did it", "[graph][nvrtc]") {
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    const Stream s = Stream::create(Device::cuda(0));
+    // A synchronisation of the application's, which the pretend driver refuses and which
+    // invalidates the capture as a real one does.
+    CHECK_THROWS_WITH(Graph::capture(s, [&] { (void)kjit::detail::driver().cuCtxSynchronize(); }),
+                      Contains("cuStreamEndCapture") && Contains("make it before the capture"));
+    CHECK(kjit::test::fake_state().capturing == nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// On the GPU.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("a captured sequence replays to the eager results, and follows new inputs", "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "graph_axpb");
+    const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "graph_sumsq");
+    const std::int64_t n = 1 << 16;
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float32, {n});
+    const kjit::test::DeviceData a = kjit::test::random_device(DType::float32, {64, 64});
+    const kjit::test::DeviceData b = kjit::test::random_device(DType::float32, {64, 64});
+    const Array y = kjit::test::poisoned(DType::float32, {n}, s);
+    const Array total = kjit::test::poisoned(DType::float32, kjit::Shape{}, s);
+    const Array row_sums = kjit::test::poisoned(DType::float32, {n / 256}, s);
+    const Array product = kjit::test::poisoned(DType::float32, {64, 64}, s);
+    const Array product_sum = kjit::test::poisoned(DType::float32, kjit::Shape{}, s);
+    const auto calls = [&] {
+        axpb.launch({x.device, 2.0f, 1.0f, y}, kjit::CallOptions{s});
+        sumsq.launch({y, total}, kjit::ReduceOptions{{s}});
+        kjit::sum(y.reshape({n / 256, 256}), kjit::ReduceOptions{{s}, std::vector<int>{1}}, row_sums);
+        kjit::matmul(a.device, b.device, product, {.stream = s});
+        kjit::sum(product, kjit::ReduceOptions{{s}}, product_sum);
+    };
+    // Eager first: workspaces and handles are made outside the capture.
+    calls();
+    const auto eager = [&] {
+        return std::vector<std::vector<unsigned char>>{kjit::test::to_host(y), kjit::test::to_host(total),
+                                                       kjit::test::to_host(row_sums), kjit::test::to_host(product),
+                                                       kjit::test::to_host(product_sum)};
+    };
+    const auto want = eager();
+    for (const Array& out : {y, total, row_sums, product, product_sum}) out.copy_from_host(std::vector<unsigned char>(out.nbytes(), 0xff).data(), s);
+
+    const Graph g = Graph::capture(s, calls);
+    CHECK(g.node_count() >= 5);
+    g.launch(s);
+    s.synchronize();
+    CHECK(eager() == want);  // the same bits as the eager calls
+
+    // New contents of the same input: the replay follows them.
+    const std::vector<unsigned char> fresh = kjit::test::random_elements(DType::float32, n);
+    x.device.copy_from_host(fresh.data(), s);
+    g.launch(s);
+    s.synchronize();
+    CHECK(kjit::test::mismatches(y, [&](std::size_t k) {
+              return 2.0 * kjit::test::element_value(fresh, DType::float32, k).real() + 1.0;
+          }, 1e-6, 1e-6) == 0);
+    calls();  // eager again on the new input: the replay wrote what these write
+    const auto again = eager();
+    g.launch(s);
+    s.synchronize();
+    CHECK(eager() == again);
+
+    const kjit::test::TempDir dir;
+    g.debug_dot((dir.path() / "g.dot").string());
+    std::ifstream dot(dir.path() / "g.dot");
+    std::stringstream text;
+    text << dot.rdbuf();
+    CHECK(text.str().find("digraph") != std::string::npos);
+}
+
+TEST_CASE("a kernel's first use inside a capture loads its module without breaking the capture", "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    // A kernel no other test uses: its module is compiled (or read from the cache) and loaded
+    // during the capture.
+    const ElementwiseKernel fresh("T x", "T y", "y = x * x - 3", "graph_first_use_in_capture");
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float64, {5000});
+    const Array y = kjit::test::poisoned(DType::float64, {5000}, s);
+    const Graph g = Graph::capture(s, [&] { fresh.launch({x.device, y}, kjit::CallOptions{s}); });
+    g.launch(s);
+    s.synchronize();
+    CHECK(kjit::test::mismatches(y, [&](std::size_t k) {
+              const double v = kjit::test::element_value(x.host, DType::float64, k).real();
+              return v * v - 3;
+          }, 1e-15, 1e-15) == 0);
+}
+
+TEST_CASE("on the GPU: a copy to the host under capture is refused and the stream works after", "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float32, {100});
+    std::vector<float> host(100);
+    CHECK_THROWS_WITH(Graph::capture(s, [&] { x.device.copy_to_host(host.data(), s); }),
+                      Contains("copying a device array to the host waits for the GPU"));
+    // A first reduction on a new stream under capture would allocate its workspace: refused.
+    const Stream other = Stream::create();
+    const Array total = kjit::test::poisoned(DType::float32, kjit::Shape{}, other);
+    CHECK_THROWS_WITH(Graph::capture(other, [&] { kjit::sum(x.device, kjit::ReduceOptions{{other}}, total); }),
+                      Contains("workspace") && Contains("before the capture"));
+    kjit::sum(x.device, kjit::ReduceOptions{{other}}, total);  // eager: works, and makes the workspace
+    const Graph g = Graph::capture(other, [&] { kjit::sum(x.device, kjit::ReduceOptions{{other}}, total); });
+    g.launch(other);
+    other.synchronize();
+    double want = 0;
+    for (std::size_t k = 0; k < 100; ++k) want += kjit::test::element_value(x.host, DType::float32, k).real();
+    CHECK(kjit::test::mismatches(total, [&](std::size_t) { return want; }, 1e-5, 1e-5) == 0);
+}
