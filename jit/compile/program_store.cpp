@@ -20,7 +20,6 @@
 #include "kjit/error.hpp"
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/log.hpp"
-#include "runtime/detail/nvjitlink.hpp"
 #include "runtime/detail/nvrtc.hpp"
 
 namespace kjit::jit::compile {
@@ -127,9 +126,8 @@ ArchTarget choose_target(const std::string& arch, const std::vector<int>& suppor
 }
 
 // The entry for `p` built for `target`: from the cache, or compiled now (with NVRTC); without
-// NVRTC, found by alias or null.
-// A linked program (CachedProgram::link) needs nvJitLink and the device runtime as well as NVRTC:
-// without them it is found by alias or not at all (and `why` says what is missing).
+// NVRTC, found by alias or null. A linked program (CachedProgram::link) needs nvJitLink and the
+// device runtime too: without them it is found by alias or not at all (`why` says what is missing).
 std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const ArchTarget& target, bool have_nvrtc,
                                                     double* compile_ms, std::string* log, std::string* why = nullptr) {
     p.request.target = target;
@@ -335,8 +333,9 @@ LoadedProgram load_program(CachedProgram& p, int ordinal) {
         remember_nvrtc_once(cache::process_cache()->writable_dir());
     }
     // Without NVRTC: PTX precompiled for an older architecture, compiled for this GPU by the driver.
+    // Not for a linked program: its entries hold no PTX (relocatable PTX cannot be loaded alone).
     for (const int older : kKnownArchs) {
-        if (entry || have_nvrtc || older >= cc) continue;
+        if (entry || have_nvrtc || older >= cc || p.link) continue;
         ArchTarget t;
         t.requested = t.compiled = older;
         t.origin = "cache";
