@@ -49,6 +49,12 @@ CompileError::CompileError(std::string message, std::string log, std::string sou
       log_(std::move(log)),
       source_excerpt_(std::move(source_excerpt)) {}
 
+CompileError::CompileError(WholeText, std::string what, std::string log)
+    : Error(what), log_(std::move(log)) {}
+
+LinkError::LinkError(std::string message, std::string log)
+    : CompileError(WholeText{}, message + (log.empty() ? "" : "\nnvJitLink log:\n" + log), log) {}
+
 CudaError::CudaError(int code, std::string call, std::string file, int line, std::string detail)
     : Error(cuda_error_text(static_cast<CUresult>(code), call, file, line, detail)), code_(code), call_(std::move(call)) {}
 

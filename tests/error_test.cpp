@@ -28,6 +28,7 @@ TEST_CASE("every kjit error is a kjit::Error and a std::exception", "[error]") {
     CHECK(is_kjit_error([] { throw kjit::TypeError("t"); }));
     CHECK(is_kjit_error([] { throw kjit::ShapeError("s"); }));
     CHECK(is_kjit_error([] { throw kjit::CompileError("c", "log", "src"); }));
+    CHECK(is_kjit_error([] { throw kjit::LinkError("l", "log"); }));
     CHECK(is_kjit_error([] { throw kjit::CudaError(CUDA_ERROR_INVALID_VALUE, "cuX()", "f.cpp", 3); }));
     CHECK(is_kjit_error([] { throw kjit::OutOfMemory(CUDA_ERROR_OUT_OF_MEMORY, "cuY()", "f.cpp", 4, 10, 5, 20); }));
     CHECK(is_kjit_error([] { throw kjit::NvrtcError(3, "nvrtcZ()", "f.cpp", 5, "bad"); }));
@@ -52,6 +53,15 @@ TEST_CASE("OutOfMemory names the size asked and the free memory", "[error]") {
     CHECK(e.requested_bytes() == (3u << 30));
     CHECK(e.free_bytes() == (1u << 29));
     CHECK_THAT(std::string(e.what()), Contains("3221225472 bytes (3072 MiB)") && Contains("536870912 bytes (512 MiB) free"));
+}
+
+TEST_CASE("LinkError is a CompileError carrying nvJitLink's log", "[error]") {
+    const kjit::LinkError e("cannot link raw module 'm' for sm_90", "error   : Undefined reference to 'f'");
+    const kjit::CompileError& base = e;
+    CHECK(base.log() == "error   : Undefined reference to 'f'");
+    CHECK(base.source_excerpt().empty());
+    CHECK_THAT(std::string(e.what()), Contains("cannot link raw module 'm' for sm_90\nnvJitLink log:\nerror   : Undefined"));
+    CHECK_FALSE(std::string(e.what()).find("NVRTC") != std::string::npos);
 }
 
 TEST_CASE("CompileError carries the log and the source excerpt", "[error]") {

@@ -1,5 +1,6 @@
 // RawModule::from_file and from_image: cubins, PTX, fatbins and LTO-IR built by nvcc at build time
-// (tests/data/raw_image.cu), read, refused where they cannot run, and launched on the GPU.
+// (tests/data/raw_image.cu), read, refused where they cannot run, and launched on the GPU (LTO-IR's
+// link: raw_link_test.cpp).
 #include "test_support.hpp"
 
 #include <fstream>
@@ -123,9 +124,11 @@ TEST_CASE("binaries for another architecture are refused on first use, naming bo
     const RawModule ptx = RawModule::from_image({newer.begin(), newer.end()}, ImageKind::ptx, "newer");
     CHECK_THROWS_WITH(ptx.get_function("k").attributes(kjit::Device::cuda(0)),
                       Contains("raw module 'newer'") && Contains("compute_100") && Contains("sm_90"));
-    // LTO-IR needs a link kjit does not make yet.
+    // LTO-IR is linked for the device by nvJitLink (which needs no GPU), then loaded.
     const RawModule lto = RawModule::from_file((dir / "raw_image_90.ltoir").string());
-    CHECK_THROWS_WITH(lto.get_function("affine").attributes(kjit::Device::cuda(0)), Contains("is LTO-IR") && Contains("nvJitLink"));
+    const int before_lto = kjit::test::fake_state().modules_loaded;
+    CHECK(lto.get_function("affine").attributes(kjit::Device::cuda(0)).arch == "sm_90");
+    CHECK(kjit::test::fake_state().modules_loaded == before_lto + 1);
 }
 
 TEST_CASE("a fatbin the driver finds no code in says which architectures it holds", "[raw][image]") {

@@ -72,9 +72,22 @@ public:
     const std::string& log() const noexcept { return log_; }
     const std::string& source_excerpt() const noexcept { return source_excerpt_; }
 
+protected:
+    // For a subclass whose log is another tool's: `what` is the whole text, the log already in it.
+    struct WholeText {};
+    CompileError(WholeText, std::string what, std::string log);
+
 private:
     std::string log_;
     std::string source_excerpt_;
+};
+
+// nvJitLink could not link a module's device code (an undefined extern __device__ function, code
+// for another architecture, an input it cannot read): the inputs by name, and nvJitLink's log.
+// A CompileError, so that one catch covers everything that fails to build a module.
+class KJIT_API LinkError : public CompileError {
+public:
+    LinkError(std::string message, std::string log);
 };
 
 // A CUDA driver call failed. Keeps the raw status (a CUresult: compare it with <cuda.h>'s

@@ -109,9 +109,37 @@ struct KJIT_API LaunchConfig {
 // The most arguments one launch takes: they are packed into an array on the stack.
 inline constexpr std::size_t kMaxRawKernelArgs = 64;
 
+// What a binary built outside kjit (nvcc, a build system) holds: RawModule::from_image.
+enum class ImageKind { cubin, ptx, fatbin, ltoir };
+
+// Device code linked into a relocatable module (RawModuleOptions::link): a file, or bytes in
+// memory. `LinkInput::file("helper.ltoir")`, `LinkInput::image(bytes, ImageKind::cubin, "helper")`.
+struct KJIT_API LinkInput {
+    // A file: a relocatable cubin (nvcc -dc -cubin), PTX, a fatbin, LTO-IR (nvcc -dlto) or a
+    // library (.a), its kind read from its first bytes. Read at the module's first compile or load
+    // in a process, its content part of the cache key; a missing file is an IoError naming it.
+    std::string path;
+    // Or the bytes themselves (path empty), of `kind`.
+    std::vector<unsigned char> bytes;
+    ImageKind kind = ImageKind::cubin;
+    // In messages and nvJitLink's log. Empty: the file's name, or "link input N".
+    std::string name;
+
+    static LinkInput file(std::string path);
+    static LinkInput image(std::vector<unsigned char> bytes, ImageKind kind, std::string name = {});
+};
+
 struct KJIT_API RawModuleOptions {
     // Extra NVRTC options ("-lineinfo", "--use_fast_math", "-DTILE=32"...), after kjit's own.
+    // "-rdc=true", "-dc" (or their long forms) make relocatable device code: the module is linked
+    // with nvJitLink (loaded at run time like NVRTC) and the CUDA device runtime (libcudadevrt.a),
+    // so that kernels may launch kernels (dynamic parallelism), and with `link`. Cached like any
+    // module, under a key covering every input, nvJitLink's version and the device runtime's bytes.
     std::vector<std::string> nvrtc_options;
+    // Device code linked into a relocatable module (the options must make it one): other modules'
+    // __device__ functions and variables, declared extern in the source, as nvcc -rdc links them.
+    // LTO-IR among them makes the link an LTO link (-lto).
+    std::vector<LinkInput> link;
     // C++ names of kernels to find by name, as written in get_function(): template instantiations
     // ("scale<float, 4>"), kernels with C++ linkage ("ns::kernel"). NVRTC instantiates them and
     // gives their mangled names.
@@ -164,9 +192,6 @@ struct KJIT_API RawKernelAttributes {
 
 class RawKernel;
 
-// What a binary built outside kjit (nvcc, a build system) holds: RawModule::from_image.
-enum class ImageKind { cubin, ptx, fatbin, ltoir };
-
 // A __device__ or __constant__ variable of a module loaded on a device.
 struct KJIT_API RawGlobal {
     void* address = nullptr;  // a device address, valid while the module stays loaded (see keep_alive)
@@ -184,9 +209,10 @@ public:
     // for the GPU), its kind read from its first bytes. Kernels are found by name as in a source
     // module (a C++ kernel by its mangled name). It gets no cache entry: it is its own binary. A
     // file that is missing or cannot be read is an IoError naming the path; code for another
-    // architecture is an Error naming both architectures at the first use on a device. LTO-IR is
-    // recognised and refused: kjit does not link it yet. `name` labels the module in messages
-    // (default: the file's name).
+    // architecture is an Error naming both architectures at the first use on a device. LTO-IR
+    // (nvcc -dlto) is linked by nvJitLink (-lto) for the device at its first use there, once per
+    // process and device: a LinkError with nvJitLink's log when it cannot be (code for another
+    // architecture). `name` labels the module in messages (default: the file's name).
     static RawModule from_file(const std::string& path, std::string name = {});
     static RawModule from_image(std::vector<unsigned char> bytes, ImageKind kind, std::string name = {});
     // The binary's kind for a module made from one; empty for a module compiled from source.
@@ -220,8 +246,9 @@ public:
     // own is built for that alone: another `arch` is an Error. Throws CompileError with NVRTC's log and the source
     // lines it points at; NoDeviceError when it is in no cache and there is no NVRTC.
     // Binary::entry_points holds each name expression with its mangled name; Binary::source is the
-    // module's source. A module made from a cubin or PTX gives that binary; from a fatbin or
-    // LTO-IR, an Error (there is nothing to compile).
+    // module's source. A relocatable module gives the linked cubin and no PTX. A module made from a
+    // cubin or PTX gives that binary; from LTO-IR, the cubin nvJitLink links for `arch` (empty:
+    // KJIT_ARCH, else the current device); from a fatbin, an Error (there is nothing to compile).
     Binary compile(const std::string& arch = {}) const;
 
 private:

@@ -14,6 +14,7 @@
 #include "cache/file_io.hpp"
 #include "cache/kernel_cache.hpp"
 #include "jit/compile/arch.hpp"
+#include "jit/compile/device_runtime.hpp"
 #include "jit/compile/nvrtc_identity.hpp"
 #include "kjit/device.hpp"
 #include "kjit/error.hpp"
@@ -64,6 +65,31 @@ void save_source_if_asked(const std::string& dir, const std::string& key, const 
     detail::log(detail::LogLevel::info, "saved the source of " + key + " as " + path);
 }
 
+// What the full key of a linked program adds to NVRTC's version: nvJitLink's version and the device
+// runtime's hash (" nvjitlink-13.0+bid:...;cudadevrt:xxh3:..."), empty for a program without a
+// link. False (and why, in `why`) when nvJitLink or the device runtime is missing.
+bool link_version(const CachedProgram& p, std::string* version, std::string* why) {
+    version->clear();
+    if (!p.link) return true;
+    try {
+        *version = " " + nvjitlink_version_key();
+        if (p.link->device_runtime) *version += ";" + cudadevrt_key();
+        return true;
+    } catch (const NoDeviceError& e) {
+        if (why != nullptr) *why = e.what();
+        return false;
+    }
+}
+
+// NVRTC's relocatable cubin of `p` linked (with its link plan) into the cubin for `arch`.
+LinkResult link_compiled(const CachedProgram& p, std::vector<unsigned char> relocatable, const std::string& arch) {
+    std::vector<LinkData> inputs;
+    inputs.push_back({p.request.program_name, LinkKind::cubin, std::move(relocatable), {}});
+    inputs.insert(inputs.end(), p.link->inputs.begin(), p.link->inputs.end());
+    if (p.link->device_runtime) inputs.push_back({"libcudadevrt.a", LinkKind::library, {}, cudadevrt_path()});
+    return link_cubin(inputs, arch, p.description);
+}
+
 // The manifest entry when the cache records one, else nothing (made only then).
 std::string spec_to_record(const CachedProgram& p, const cache::KernelCache& c) {
     return c.settings().record.empty() ? std::string() : spec_of(p);
@@ -100,23 +126,36 @@ ArchTarget choose_target(const std::string& arch, const std::vector<int>& suppor
 }
 
 // The entry for `p` built for `target`: from the cache, or compiled now (with NVRTC); without
-// NVRTC, found by alias or null.
+// NVRTC, found by alias or null. A linked program (CachedProgram::link) needs nvJitLink and the
+// device runtime too: without them it is found by alias or not at all (`why` says what is missing).
 std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const ArchTarget& target, bool have_nvrtc,
-                                                    double* compile_ms, std::string* log) {
+                                                    double* compile_ms, std::string* log, std::string* why = nullptr) {
     p.request.target = target;
     const std::vector<std::string> options = compile_options(p.request);
     const std::string name = target.name();
     const std::string alias = cache::make_alias_key(key_source(p), options, name);
     const std::shared_ptr<cache::KernelCache> kernel_cache = cache::process_cache();
+    std::string linker;
+    if (have_nvrtc && !link_version(p, &linker, why)) have_nvrtc = false;
     if (!have_nvrtc) return kernel_cache->find_alias(alias, spec_to_record(p, *kernel_cache), name, {p.kernel_name, p.types, name});
     cache::Request r;
-    r.key = cache::make_key(key_source(p), options, name, nvrtc_version_key());
+    r.key = cache::make_key(key_source(p), options, name, nvrtc_version_key() + linker);
     r.alias = alias;
     r.arch = name;
     r.spec_json = spec_to_record(p, *kernel_cache);
     r.compile = [&] {
+        if (p.link && target.ptx_only)
+            throw Error(p.description + " is relocatable device code, which nvJitLink links for a real architecture, "
+                        "not for " + name + " (PTX only): give an sm_XX target that NVRTC supports");
         save_source_if_asked(kernel_cache->writable_dir(), r.key, p.request.source);
-        const CompileResult result = compile_cuda(p.request);
+        CompileResult result = compile_cuda(p.request);
+        if (p.link) {
+            LinkResult linked = link_compiled(p, std::move(result.cubin), name);
+            result.cubin = std::move(linked.cubin);
+            result.ptx.clear();
+            result.compile_ms += linked.link_ms;
+            if (!linked.log.empty()) result.log += (result.log.empty() ? "" : "\n") + linked.log;
+        }
         if (compile_ms) *compile_ms = result.compile_ms;
         if (log) *log = result.log;
         cache::Entry e;
@@ -124,7 +163,7 @@ std::shared_ptr<const cache::Entry> find_or_compile(CachedProgram& p, const Arch
         e.meta.kernel_name = p.kernel_name;
         e.meta.types = p.types;
         e.meta.arch = name;
-        e.meta.nvrtc_version = nvrtc_version_key();
+        e.meta.nvrtc_version = nvrtc_version_key() + linker;
         e.meta.created_unix = static_cast<std::int64_t>(std::time(nullptr));
         e.meta.lowered_names = result.lowered_names;
         e.meta.spec_json = spec_of(p);
@@ -179,10 +218,13 @@ std::shared_ptr<const cache::Entry> find_without_loading_nvrtc(CachedProgram& p,
     }
     const std::optional<NvrtcIdentity> id = remembered_nvrtc_once(dir);
     if (!id) return nullptr;
+    std::string linker;  // a linked program's key needs nvJitLink loaded (cheaper than NVRTC)
+    if (!link_version(p, &linker, nullptr)) return nullptr;
     p.request.target = choose_target(arch, id->supported_archs, device_cc);
     const std::vector<std::string> options = compile_options(p.request);
     const std::string name = p.request.target.name();
-    return kernel_cache->find_key(cache::make_key(key_source(p), options, name, id->version_key), spec_to_record(p, *kernel_cache), name);
+    return kernel_cache->find_key(cache::make_key(key_source(p), options, name, id->version_key + linker),
+                                  spec_to_record(p, *kernel_cache), name);
 }
 
 // Every architecture a cubin or PTX of which kjit may find in a cache, newest first.
@@ -229,7 +271,7 @@ FoundProgram find_or_compile_program(CachedProgram& p, const std::string& reques
         std::string no_nvrtc;
         const bool have_nvrtc = detail::try_nvrtc(&no_nvrtc) != nullptr;
         const ArchTarget target = choose_target(arch, supported_archs(have_nvrtc));
-        found.entry = find_or_compile(p, target, have_nvrtc, &found.compile_ms, &found.log);
+        found.entry = find_or_compile(p, target, have_nvrtc, &found.compile_ms, &found.log, &no_nvrtc);
         if (!found.entry) fail_not_cached(p, target.name(), no_nvrtc);
         remember_nvrtc_once(cache::process_cache()->writable_dir());
     }
@@ -287,12 +329,13 @@ LoadedProgram load_program(CachedProgram& p, int ordinal) {
         const ArchTarget target = choose_target("", supported_archs(have_nvrtc), cc);
         if (!have_nvrtc || target.ptx_only || target.compiled != cc)
             entry = find_or_compile(p, native, false, nullptr, nullptr);
-        if (!entry && have_nvrtc) entry = find_or_compile(p, target, true, nullptr, nullptr);
+        if (!entry && have_nvrtc) entry = find_or_compile(p, target, true, nullptr, nullptr, &no_nvrtc);
         remember_nvrtc_once(cache::process_cache()->writable_dir());
     }
     // Without NVRTC: PTX precompiled for an older architecture, compiled for this GPU by the driver.
+    // Not for a linked program: its entries hold no PTX (relocatable PTX cannot be loaded alone).
     for (const int older : kKnownArchs) {
-        if (entry || have_nvrtc || older >= cc) continue;
+        if (entry || have_nvrtc || older >= cc || p.link) continue;
         ArchTarget t;
         t.requested = t.compiled = older;
         t.origin = "cache";

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cache/entry.hpp"
+#include "jit/compile/linker.hpp"
 #include "jit/compile/nvrtc_compiler.hpp"
 #include "runtime/detail/module.hpp"
 
@@ -36,6 +37,12 @@ struct CachedProgram {
     // The program's own target ("sm_90a"), or empty: the device's (or KJIT_ARCH, or the default).
     // A program with a target of its own is built for it alone, and loads only where it runs.
     std::string arch;
+    // Set for relocatable device code (-rdc, -dc): NVRTC's cubin is linked by nvJitLink with these
+    // inputs (and the device runtime) into the entry's cubin, and the entry holds no PTX (PTX of
+    // relocatable code cannot be loaded alone). The inputs' contents must be in key_source; the
+    // full key adds nvJitLink's version and the device runtime's hash (the alias key does not, so
+    // that a process without the toolkit finds the entry).
+    std::optional<LinkPlan> link;
 };
 
 // The alias key of `program` as targeted now (program.request.target, which the functions below

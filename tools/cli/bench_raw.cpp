@@ -1,7 +1,10 @@
-// `kjit bench`: the raw kernel case of issue 32, the host time of a launch with a thread-block
-// cluster (cuLaunchKernelEx) against a plain launch (cuLaunchKernel) of the same kernel.
+// `kjit bench`: the raw kernel cases of issue 32: the host time of a launch with a thread-block
+// cluster (cuLaunchKernelEx) against a plain launch (cuLaunchKernel) of the same kernel, and a
+// relocatable module's first build (NVRTC + nvJitLink) against its cache hit.
 #include <algorithm>
+#include <ctime>
 #include <sstream>
+#include <unistd.h>
 
 #include "tools/cli/bench_support.hpp"
 
@@ -16,6 +19,18 @@ extern "C" __global__ void fill_1k(float* y, float v, int n) {
 }
 )";
 
+// A parent launching 13 children of 32 threads (dynamic parallelism): child c fills y[32c...] with
+// v + c. `tag` makes the source one no cache has seen.
+std::string parent_and_children(const std::string& tag) {
+    return "// " + tag + R"(
+extern "C" __global__ void child(float* y, float v) { y[threadIdx.x] = v; }
+extern "C" __global__ void parent(float* y, float v, int children) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        for (int c = 0; c < children; ++c) child<<<1, 32>>>(y + 32 * c, v + c);
+}
+)";
+}
+
 // Whether every element of y is v (synchronises).
 bool all_equal(const Array& y, float v, const Stream& s) {
     std::vector<float> host(static_cast<std::size_t>(y.size()));
@@ -26,6 +41,62 @@ bool all_equal(const Array& y, float v, const Stream& s) {
 }  // namespace
 
 void add_raw_cases(Cases& c) {
+    // A link's first cost: 5 relocatable modules no cache has seen, each compiled (NVRTC, -rdc=true)
+    // and linked with the device runtime (nvJitLink) for this GPU and stored; median. Then its
+    // cached cost: a new module object of each source, found in the cache (key: source, options,
+    // the device runtime's hash, nvJitLink's version); median. The last is launched and checked.
+    c.emplace_back("raw_link_first", [](const Stream& s) {
+        const std::string run = std::to_string(getpid()) + "." + std::to_string(std::time(nullptr));
+        const RawModuleOptions options{.nvrtc_options = {"-rdc=true"}, .name = "bench_link"};
+        const std::string arch = Device::cuda(0).properties().arch();
+        std::vector<double> first_ms, cached_ms;
+        std::vector<std::string> sources;
+        for (int k = 0; k < 5; ++k) sources.push_back(parent_and_children("raw_link_first " + run + " " + std::to_string(k)));
+        auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+        for (const std::string& source : sources) {
+            const auto t = Clock::now();
+            (void)RawModule(source, options).compile(arch);
+            first_ms.push_back(ms_since(t));
+        }
+        for (const std::string& source : sources) {
+            const auto t = Clock::now();
+            (void)RawModule(source, options).compile(arch);
+            cached_ms.push_back(ms_since(t));
+        }
+        const RawModule last(sources.back(), options);
+        const Array y = Array::empty({32 * 13}, DType::float32, Device::cuda(0), s);
+        LaunchConfig on_s;
+        on_s.stream = s;
+        last.get_function("parent")(1, 1, {y, 1.0f, 13}, on_s);
+        std::vector<float> host(32 * 13);
+        y.copy_to_host(host.data(), s);
+        std::string wrong;
+        for (std::size_t i = 0; i < host.size() && wrong.empty(); ++i)
+            if (host[i] != 1.0f + static_cast<float>(i / 32)) wrong = "y[" + std::to_string(i) + "] is not what its child wrote";
+
+        Record r;
+        r.name = "raw_link_first";
+        r.ms = median(first_ms);
+        r.error = wrong;
+        std::ostringstream note;
+        note << "RawModule with -rdc=true (a parent launching 13 children) compiled by NVRTC and linked with "
+                "libcudadevrt.a by nvJitLink for " << arch << ", new to the cache; median of 5 (min "
+             << *std::min_element(first_ms.begin(), first_ms.end()) << ", max "
+             << *std::max_element(first_ms.begin(), first_ms.end()) << " ms)";
+        r.note = note.str();
+        Record h;
+        h.name = r.name;
+        h.ms = median(cached_ms);
+        h.variant = "cache hit of the same modules";
+        std::ostringstream hit_note;
+        hit_note << h.variant << " (new RawModule objects, same process): median of 5 (min "
+                 << *std::min_element(cached_ms.begin(), cached_ms.end()) << ", max "
+                 << *std::max_element(cached_ms.begin(), cached_ms.end()) << " ms)";
+        h.note = hit_note.str();
+        extra_records().push_back(h);
+        return r;
+    });
+
     // As ew_host_1k: 1000 warm-up launches, then 10000 launches and one sync, all timed; median of
     // 5. The plain and the cluster launches alternate within each repeat, so that a drift of the
     // host's speed during the run does not fall on one of them.

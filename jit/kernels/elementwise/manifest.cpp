@@ -56,6 +56,17 @@ RawModule raw_module_from_manifest_entry(const nlohmann::json& e) {
             options.headers.emplace_back(h["name"].get<std::string>(), h["text"].get<std::string>());
         }
     }
+    if (e.contains("link")) {
+        const nlohmann::json& link = e["link"];
+        if (!link.is_array()) throw CacheError("\"link\" must be a list of file paths");
+        for (const nlohmann::json& l : link) {
+            if (l.is_object())
+                throw CacheError("a \"link\" input given in memory (" + l.dump() +
+                                 ") cannot be rebuilt from a manifest: give it to RawModuleOptions::link as a file");
+            if (!l.is_string() || l.get<std::string>().empty()) throw CacheError("each of \"link\" must be a file path");
+            options.link.push_back(LinkInput::file(l.get<std::string>()));
+        }
+    }
     try {
         return RawModule(manifest_text(e, "source", true), std::move(options));
     } catch (const CacheError&) {

@@ -6,7 +6,9 @@
 #define XXH_INLINE_ALL  // header-only, as cache/cache_key.cpp uses it
 #include <xxhash.h>
 
+#include "jit/compile/linker.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/driver.hpp"
@@ -148,9 +150,6 @@ std::shared_ptr<detail::LoadedModule> load_image(const BinaryImage& image, const
     const std::string where = fmt::format("raw module '{}' ({})", label, image.origin);
     const int cc = detail::device_attributes(ordinal).compute_capability();
     switch (image.kind) {
-        case ImageKind::ltoir:
-            throw Error(where + " is LTO-IR, which nvJitLink must link into a cubin before it can be loaded; kjit "
-                                "does not link LTO-IR yet: build a cubin, PTX or fatbin instead");
         case ImageKind::cubin:
             if (!image.archs.empty() && !detail::cubin_runs_on(image.archs[0], cc))
                 throw Error(fmt::format("{} is a cubin for {}, whose code runs on {}; {}", where, image.archs[0],
@@ -158,6 +157,7 @@ std::shared_ptr<detail::LoadedModule> load_image(const BinaryImage& image, const
             break;
         case ImageKind::ptx:
         case ImageKind::fatbin:
+        case ImageKind::ltoir:
             break;
     }
     return detail::ModuleRegistry::process().get(image.key, ordinal, [&]() -> std::shared_ptr<detail::LoadedModule> {
@@ -171,15 +171,23 @@ std::shared_ptr<detail::LoadedModule> load_image(const BinaryImage& image, const
                 throw Error(where + ": " + e.what());
             }
         }
+        std::vector<unsigned char> linked;  // LTO-IR's cubin for this device, kept while it loads
+        if (image.kind == ImageKind::ltoir) linked = link_ltoir(image, label, fmt::format("sm_{}", cc));
         detail::Driver& d = detail::driver_on(ordinal);
         CUmodule m = nullptr;
-        const CUresult st = d.cuModuleLoadData(&m, image.bytes.data());
+        const detail::RelaxedCaptureMode relaxed;  // a first use may come under capture (runtime/detail/capture.hpp)
+        const CUresult st = d.cuModuleLoadData(&m, linked.empty() ? image.bytes.data() : linked.data());
         if (st == CUDA_ERROR_NO_BINARY_FOR_GPU || st == CUDA_ERROR_INVALID_PTX || st == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
             throw Error(fmt::format("{} holds no code that runs on this GPU: it has {}; {}", where, list(image.archs),
                                     device_text(ordinal)));
         if (st != CUDA_SUCCESS) throw CudaError(st, "cuModuleLoadData(" + image.origin + ")", __FILE__, __LINE__);
         return std::make_shared<detail::LoadedModule>(m, ordinal);
     });
+}
+
+std::vector<unsigned char> link_ltoir(const BinaryImage& image, const std::string& label, const std::string& arch) {
+    const compile::LinkData input{image.origin, compile::LinkKind::ltoir, image.bytes, {}};
+    return compile::link_cubin({input}, arch, fmt::format("raw module '{}' ({})", label, image.origin)).cubin;
 }
 
 }  // namespace kjit::jit::kernels

@@ -30,9 +30,14 @@ ImageKind detect_image_kind(const std::vector<unsigned char>& bytes, const std::
 // bytes are not what `kind` says (a truncated ELF, PTX without a .target).
 BinaryImage read_image(std::vector<unsigned char> bytes, ImageKind kind, std::string origin);
 
-// The image loaded on device `ordinal`, once per process and device. Throws Error naming the
-// module (`label`), the image's architectures and the device's when none of its code runs there,
-// and saying that LTO-IR needs linking.
+// The image loaded on device `ordinal`, once per process and device; LTO-IR linked first for the
+// device's architecture (link_ltoir). Throws Error naming the module (`label`), the image's
+// architectures and the device's when none of its code runs there.
 std::shared_ptr<detail::LoadedModule> load_image(const BinaryImage& image, const std::string& label, int ordinal);
+
+// LTO-IR `image` linked by nvJitLink (-lto) into a cubin for `arch` ("sm_90"), not cached (a binary
+// gets no cache entry of its own). Throws LinkError naming the module with nvJitLink's log (code
+// for another architecture), NoDeviceError without nvJitLink.
+std::vector<unsigned char> link_ltoir(const BinaryImage& image, const std::string& label, const std::string& arch);
 
 }  // namespace kjit::jit::kernels

@@ -3,10 +3,12 @@
 #include "jit/compile/arch.hpp"
 #include "jit/compile/included_files.hpp"
 #include "jit/frontend/source.hpp"
+#include "jit/kernels/raw/link_inputs.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kjit/error.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/driver.hpp"
 
 namespace kjit {
@@ -50,6 +53,7 @@ std::string spec_json(const jit::RawModuleState& s) {
     if (s.options.toolkit_headers) e["toolkit_headers"] = true;
     if (!s.options.arch.empty()) e["arch"] = s.options.arch;
     for (const auto& [name, text] : s.options.headers) e["headers"].push_back({{"name", name}, {"text", text}});
+    if (!s.options.link.empty()) e["link"] = jit::kernels::link_inputs_json(s.options.link);
     return e.dump();
 }
 
@@ -92,6 +96,19 @@ void take_arch_option(RawModuleOptions& options) {
     if (!options.arch.empty()) (void)jit::compile::parse_arch(options.arch, "RawModuleOptions::arch");
 }
 
+// The architecture LTO-IR is linked for by RawModule::compile: `arch`, else KJIT_ARCH, else the
+// current device's; an Error when none says.
+std::string ltoir_target(const std::string& arch) {
+    std::string target = arch;
+    if (const char* env = std::getenv("KJIT_ARCH"); target.empty() && env != nullptr) target = env;
+    if (target.empty() && Device::count() > 0) target = Device::current().properties().arch();
+    if (target.empty())
+        throw Error("RawModule::compile of LTO-IR needs an architecture to link for (\"sm_90\"): there is no GPU "
+                    "and KJIT_ARCH is not set");
+    (void)jit::compile::parse_arch(target, "arch");
+    return target;
+}
+
 }  // namespace
 
 namespace jit {
@@ -114,6 +131,8 @@ compile::CachedProgram RawModuleState::program() const {
     p.arch = options.arch;
     // Read now, at each compile or first load: a header edited while the process runs is seen.
     p.key_source = key_source + compile::included_files_key(source, options.headers, options.nvrtc_options);
+    // So are the link inputs, whose contents key the entry as the source does.
+    if (relocatable) p.link = kernels::link_plan(options.link, p.key_source);
     p.spec_json = [s = spec_json] { return s; };
     p.kernel_name = label;
     p.description = "raw module '" + label + "'";
@@ -126,6 +145,8 @@ const compile::LoadedProgram& RawModuleState::on_device(int ordinal) const {
             auto p = std::make_unique<compile::LoadedProgram>();
             p->module = kernels::load_image(*image, label, ordinal);
             p->arch = image->archs.empty() ? std::string() : image->archs[0];
+            if (image->kind == ImageKind::ltoir)
+                p->arch = "sm_" + std::to_string(detail::device_attributes(ordinal).compute_capability());
             p->compiled_from_ptx = image->kind == ImageKind::ptx;
             return p;
         });
@@ -174,10 +195,12 @@ RawModule::RawModule(std::string source, RawModuleOptions options) {
         jit::frontend::refuse_nul_byte({"raw module header \"" + name + "\"", text});
     }
     take_arch_option(options);
+    jit::kernels::check_link_inputs(options, options.name.empty() ? kDefaultLabel : options.name);
     auto s = std::make_shared<jit::RawModuleState>();
     s->source = std::move(source);
     s->options = std::move(options);
     s->label = s->options.name.empty() ? kDefaultLabel : s->options.name;
+    s->relocatable = jit::kernels::is_relocatable(s->options.nvrtc_options);
     s->spec_json = spec_json(*s);
     s->key_source = key_source(*s);
     state_ = std::move(s);
@@ -233,6 +256,12 @@ RawKernel RawModule::get_function(const std::string& name) const {
 
 Binary RawModule::compile(const std::string& arch) const {
     if (const auto& image = state_->image) {
+        if (image->kind == ImageKind::ltoir) {
+            Binary b;
+            b.arch = ltoir_target(arch);
+            b.cubin = jit::kernels::link_ltoir(*image, state_->label, b.arch);
+            return b;
+        }
         if (image->kind != ImageKind::cubin && image->kind != ImageKind::ptx)
             throw Error("raw module '" + state_->label + "' (" + image->origin + ") is a binary built elsewhere, not a program kjit compiles");
         Binary b;

@@ -30,6 +30,7 @@ struct RawModuleState {
     std::string label;       // options.name, or the default
     std::string spec_json;   // the manifest entry (DESIGN.md, "kind": "raw")
     std::string key_source;  // what cache keys hash as the source (see raw_module.cpp)
+    bool relocatable = false;  // -rdc/-dc among the options: linked by nvJitLink (raw/link_inputs.hpp)
     kernels::PerDevice<compile::LoadedProgram> loaded;
     // Set for a module made from a binary (RawModule::from_file / from_image): loaded as it is.
     std::shared_ptr<const kernels::BinaryImage> image;
