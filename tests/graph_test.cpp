@@ -13,7 +13,9 @@
 #include "kjit/graph.hpp"
 #include "kjit/matmul.hpp"
 #include "kjit/reduction_kernel.hpp"
+#include "kjit/raw_kernel.hpp"
 #include "kjit/reductions.hpp"
+#include "kjit/segmented.hpp"
 #include "runtime/detail/driver.hpp"
 
 // GCC 12 warns about designated initializers that leave out members with default initializers.
@@ -201,4 +203,38 @@ TEST_CASE("on the GPU: a copy to the host under capture is refused and the strea
     double want = 0;
     for (std::size_t k = 0; k < 100; ++k) want += kjit::test::element_value(x.host, DType::float32, k).real();
     CHECK(kjit::test::mismatches(total, [&](std::size_t) { return want; }, 1e-5, 1e-5) == 0);
+}
+
+TEST_CASE("raw kernels, built-in argmax and segmented reductions replay to their eager bits", "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    const kjit::RawKernel twice(R"(
+extern "C" __global__ void graph_twice(const float* x, float* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+})", "graph_twice");
+    const kjit::ReductionKernel seg_sum("T x", "T y", "x", "a + b", "y = a", "0", "graph_seg_sum");
+    const int n = 10007;
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float32, {n});
+    const Array y = kjit::test::poisoned(DType::float32, {n}, s);
+    const Array where = kjit::test::poisoned(DType::int64, {}, s);
+    const Array sums = kjit::test::poisoned(DType::float32, {3}, s);
+    const std::vector<std::int64_t> offsets{0, 5, 5000, n};
+    const Array dev_offsets = Array::from_host(offsets.data(), DType::int64, {4}, Device::cuda(0), s);
+    const auto calls = [&] {
+        twice((n + 255) / 256, 256, {x.device, y, n}, kjit::LaunchConfig{.stream = s});
+        kjit::argmax(y, kjit::ReduceOptions{{s}}, where);
+        kjit::segmented_reduce(seg_sum, {y, sums}, dev_offsets, kjit::CallOptions{s});
+    };
+    calls();
+    const auto results = [&] {
+        return std::vector<std::vector<unsigned char>>{kjit::test::to_host(y), kjit::test::to_host(where),
+                                                       kjit::test::to_host(sums)};
+    };
+    const auto want = results();
+    for (const Array& out : {y, where, sums}) out.copy_from_host(std::vector<unsigned char>(out.nbytes(), 0xff).data(), s);
+    const Graph g = Graph::capture(s, calls);
+    g.launch(s);
+    s.synchronize();
+    CHECK(results() == want);
 }
