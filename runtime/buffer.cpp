@@ -32,7 +32,7 @@ std::shared_ptr<Buffer> Buffer::allocate_device(std::size_t bytes, const Stream&
     detail::Driver& d = detail::driver_on(ord);
     std::shared_ptr<Buffer> buf(new Buffer(nullptr, bytes, Device::cuda(ord), Kind::device_pool));
     buf->last_stream_ = stream;
-    if (auto* captured = detail::captured_allocations()) captured->push_back(buf);
+    detail::note_buffer_made(buf);
     if (bytes == 0) return buf;  // no memory behind it; data() is null
 
     CUmemoryPool pool = d.memory_pool(ord);
@@ -108,6 +108,7 @@ Buffer::~Buffer() {
 }
 
 void Buffer::record_stream(const Stream& stream) {
+    detail::note_buffer_used(*this);  // a graph being captured keeps what its calls use
     std::lock_guard lock(stream_mutex_);
     if (!(last_stream_ == stream)) last_stream_ = stream;
 }

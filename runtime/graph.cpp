@@ -12,6 +12,7 @@ struct Graph::State {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
     int ordinal = 0;
+    std::vector<std::shared_ptr<Buffer>> kept;  // the buffers the captured calls use, made before
     ~State() {
         detail::Driver* d = detail::try_driver();
         if (d == nullptr) return;
@@ -39,18 +40,20 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& calls) {
     // Thread-local mode: other threads' work is not this capture's business, and this thread's
     // unsafe calls fail rather than corrupt it (kjit makes its module loads relaxed).
     KJIT_CU_CHECK(d.cuStreamBeginCapture(stream.handle(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    std::vector<std::shared_ptr<Buffer>> used;
     try {
         const CurrentStreamGuard current(stream);
-        const detail::CollectCapturedAllocations made;
+        detail::CollectCapturedBuffers buffers;
         calls();
         // Memory allocated under capture belongs to the graph and is freed inside it; an array
         // still held now would point at memory each replay allocates and frees again.
-        for (const std::weak_ptr<Buffer>& b : made.buffers())
+        for (const std::weak_ptr<Buffer>& b : buffers.made())
             if (const std::shared_ptr<Buffer> held = b.lock())
                 throw Error("an array made by a captured call (" + std::to_string(held->size()) + " bytes on " +
                             held->device().to_string() + ") is still held after the calls: arrays made during a "
                             "capture live only inside it; make the outputs before the capture and pass them to "
                             "the calls");
+        used = buffers.take_used();
     } catch (const std::exception& e) {
         abandon_capture(d, stream.handle());
         throw Error(std::string("Graph::capture failed, and nothing was captured: ") + e.what());
@@ -60,6 +63,7 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& calls) {
     }
     auto state = std::make_shared<State>();
     state->ordinal = ordinal;
+    state->kept = std::move(used);
     const CUresult ended = d.cuStreamEndCapture(stream.handle(), &state->graph);
     if (ended == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || ended == CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
         throw CudaError(ended, "cuStreamEndCapture", __FILE__, __LINE__,
@@ -80,6 +84,9 @@ void Graph::launch(const Stream& stream) const {
                     " and cannot run on " + stream.device().to_string());
     detail::Driver& d = detail::driver_on(state_->ordinal);
     KJIT_CU_CHECK(d.cuGraphLaunch(state_->exec, stream.handle()));
+    // Freed in order after this replay, should the graph hold their last reference.
+    for (const std::shared_ptr<Buffer>& b : state_->kept)
+        if (b->kind() == Buffer::Kind::device_pool) b->record_stream(stream);
 }
 
 std::size_t Graph::node_count() const {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "fake_driver.hpp"
@@ -237,4 +238,26 @@ extern "C" __global__ void graph_twice(const float* x, float* y, int n) {
     g.launch(s);
     s.synchronize();
     CHECK(results() == want);
+}
+
+TEST_CASE("a graph keeps the memory of the arrays its calls used until it goes", "[graph][nvrtc]") {
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const ElementwiseKernel axpb("T x", "T y", "y = 2 * x + 1", "graph_fake_keep");
+    const Stream s = Stream::create(Device::cuda(0));
+    std::optional<Graph> g;
+    void* x_memory = nullptr;
+    {
+        const Array x = Array::empty({1000}, DType::float32, Device::cuda(0), s);
+        const Array y = Array::empty({1000}, DType::float32, Device::cuda(0), s);
+        x_memory = x.data();
+        g = Graph::capture(s, [&] { axpb.launch({x, y}); });
+    }
+    // The arrays are gone, their memory is not: the graph holds it.
+    CHECK(state.live.count(reinterpret_cast<CUdeviceptr>(x_memory)) == 1);
+    g->launch(s);
+    const int frees = state.free_calls;
+    g.reset();
+    CHECK(state.free_calls == frees + 2);
+    CHECK(state.live.count(reinterpret_cast<CUdeviceptr>(x_memory)) == 0);
 }

@@ -18,7 +18,7 @@
 
 namespace kjit {
 
-class KJIT_API Buffer {
+class KJIT_API Buffer : public std::enable_shared_from_this<Buffer> {
 public:
     enum class Kind { device_pool, host, host_pinned, borrowed };
 

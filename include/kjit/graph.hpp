@@ -11,7 +11,9 @@
 // Capture records what the calls enqueue, with the arrays they were given: a replay reads and
 // writes those same arrays (fill their contents between replays). Arrays made during the capture
 // (temporaries, outputs not given) are graph memory, allocated and freed by each replay: one still
-// held when the calls return is an Error, so make outputs before the capture. A kernel used for the first time inside the capture
+// held when the calls return is an Error, so make outputs before the capture. The graph keeps the
+// arrays' memory the calls used alive (and kjit keeps loaded modules for the process's life), so
+// it may outlive the Array and kernel objects it was captured with. A kernel used for the first time inside the capture
 // is compiled or loaded then, in the driver's relaxed capture mode, which keeps the capture valid.
 // A call that must wait for the GPU (a copy to the host, counting groups) fails under capture
 // with an Error saying what to do instead.

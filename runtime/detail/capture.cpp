@@ -1,20 +1,37 @@
 #include "runtime/detail/capture.hpp"
 
+#include <algorithm>
+
+#include "kjit/buffer.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/driver.hpp"
 
 namespace kjit::detail {
 namespace {
 
-thread_local std::vector<std::weak_ptr<Buffer>>* t_captured = nullptr;
+thread_local CollectCapturedBuffers* t_collect = nullptr;
 
 }  // namespace
 
-std::vector<std::weak_ptr<Buffer>>* captured_allocations() noexcept { return t_captured; }
+void note_buffer_made(const std::shared_ptr<Buffer>& buffer) {
+    if (t_collect == nullptr) return;
+    t_collect->made_.push_back(buffer);
+    t_collect->made_addresses_.push_back(buffer.get());
+}
 
-CollectCapturedAllocations::CollectCapturedAllocations() : previous_(t_captured) { t_captured = &buffers_; }
+void note_buffer_used(Buffer& buffer) {
+    if (t_collect == nullptr) return;
+    // Not graph memory: holding that would keep it past the capture, where its free belongs.
+    const auto& made = t_collect->made_addresses_;
+    if (std::find(made.begin(), made.end(), &buffer) != made.end()) return;
+    for (const std::shared_ptr<Buffer>& b : t_collect->used_)
+        if (b.get() == &buffer) return;
+    t_collect->used_.push_back(buffer.shared_from_this());
+}
 
-CollectCapturedAllocations::~CollectCapturedAllocations() { t_captured = previous_; }
+CollectCapturedBuffers::CollectCapturedBuffers() : previous_(t_collect) { t_collect = this; }
+
+CollectCapturedBuffers::~CollectCapturedBuffers() { t_collect = previous_; }
 
 bool is_capturing(Driver& d, CUstream stream) {
     if (d.cuStreamIsCapturing == nullptr) return false;

@@ -39,22 +39,30 @@ private:
     CUstreamCaptureMode previous_ = CU_STREAM_CAPTURE_MODE_RELAXED;
 };
 
-// The device buffers allocated on this thread while Graph::capture runs its calls (graph memory:
-// valid only inside the capture), or null outside one. Buffer::allocate_device adds to it.
-std::vector<std::weak_ptr<Buffer>>* captured_allocations() noexcept;
+// What the calls on this thread do with buffers while Graph::capture runs them: the device buffers
+// they allocate (graph memory, valid only inside the capture: Buffer::allocate_device tells) and
+// the buffers made before that they use (Buffer::record_stream tells), which the graph keeps
+// alive. Outside a capture both notes cost one thread-local read.
+void note_buffer_made(const std::shared_ptr<Buffer>& buffer);
+void note_buffer_used(Buffer& buffer);
 
-// Collects captured_allocations() on this thread for its lifetime.
-class CollectCapturedAllocations {
+// Collects those notes on this thread for its lifetime.
+class CollectCapturedBuffers {
 public:
-    CollectCapturedAllocations();
-    ~CollectCapturedAllocations();
-    CollectCapturedAllocations(const CollectCapturedAllocations&) = delete;
-    CollectCapturedAllocations& operator=(const CollectCapturedAllocations&) = delete;
-    const std::vector<std::weak_ptr<Buffer>>& buffers() const noexcept { return buffers_; }
+    CollectCapturedBuffers();
+    ~CollectCapturedBuffers();
+    CollectCapturedBuffers(const CollectCapturedBuffers&) = delete;
+    CollectCapturedBuffers& operator=(const CollectCapturedBuffers&) = delete;
+    const std::vector<std::weak_ptr<Buffer>>& made() const noexcept { return made_; }
+    std::vector<std::shared_ptr<Buffer>> take_used() noexcept { return std::move(used_); }
 
 private:
-    std::vector<std::weak_ptr<Buffer>> buffers_;
-    std::vector<std::weak_ptr<Buffer>>* previous_;
+    friend void note_buffer_made(const std::shared_ptr<Buffer>&);
+    friend void note_buffer_used(Buffer&);
+    std::vector<std::weak_ptr<Buffer>> made_;
+    std::vector<const Buffer*> made_addresses_;
+    std::vector<std::shared_ptr<Buffer>> used_;
+    CollectCapturedBuffers* previous_;
 };
 
 // Throws kjit::Error "<what> allocates memory that kjit keeps between calls, which a capture
