@@ -245,19 +245,21 @@ TEST_CASE("a graph keeps the memory of the arrays its calls used until it goes",
     kjit::test::FakeDriverState& state = kjit::test::fake_state();
     const ElementwiseKernel axpb("T x", "T y", "y = 2 * x + 1", "graph_fake_keep");
     const Stream s = Stream::create(Device::cuda(0));
-    std::optional<Graph> g;
     void* x_memory = nullptr;
+    int frees = 0;
     {
-        const Array x = Array::empty({1000}, DType::float32, Device::cuda(0), s);
-        const Array y = Array::empty({1000}, DType::float32, Device::cuda(0), s);
-        x_memory = x.data();
-        g = Graph::capture(s, [&] { axpb.launch({x, y}); });
+        Graph g;
+        {
+            const Array x = Array::empty({1000}, DType::float32, Device::cuda(0));
+            const Array y = Array::empty({1000}, DType::float32, Device::cuda(0));
+            x_memory = x.data();
+            g = Graph::capture(s, [&] { axpb.launch({x, y}); });
+        }
+        // The arrays are gone, their memory is not: the graph holds it.
+        CHECK(state.live.count(reinterpret_cast<CUdeviceptr>(x_memory)) == 1);
+        g.launch(s);
+        frees = state.free_calls;
     }
-    // The arrays are gone, their memory is not: the graph holds it.
-    CHECK(state.live.count(reinterpret_cast<CUdeviceptr>(x_memory)) == 1);
-    g->launch(s);
-    const int frees = state.free_calls;
-    g.reset();
     CHECK(state.free_calls == frees + 2);
     CHECK(state.live.count(reinterpret_cast<CUdeviceptr>(x_memory)) == 0);
 }
