@@ -20,9 +20,6 @@
 namespace kjit::jit::compile {
 namespace {
 
-constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
-constexpr std::uint32_t kLtoirMagic = 0x7F4E43ED;
-
 // Owns one nvJitLinkHandle: destroyed on every path out of link_cubin, errors included.
 struct LinkHandle {
     const kjit::detail::NvJitLinkApi& api;

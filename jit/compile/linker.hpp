@@ -3,12 +3,17 @@
 // LTO-IR and libraries such as the device runtime.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace kjit::jit::compile {
 
 enum class LinkKind { cubin, ptx, ltoir, fatbin, library };
+
+// The first four bytes (little-endian) of a fatbin and of NVVM's LTO-IR.
+inline constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
+inline constexpr std::uint32_t kLtoirMagic = 0x7F4E43ED;
 
 // One input of a link: bytes in memory, or a file nvJitLink reads itself (bytes empty).
 struct LinkData {

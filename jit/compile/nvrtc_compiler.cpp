@@ -35,17 +35,9 @@ std::string program_log(const kjit::detail::NvrtcApi& api, nvrtcProgram p) {
     return log;
 }
 
-// Whether the source includes a header by name (<...> or "..."): then it gets the toolkit's
+// Whether the text includes a header by name (<...> or "..."): then it gets the toolkit's
 // include folders, as nvcc gives them; a source that includes nothing is compiled without.
-bool has_include(std::string_view source) {
-    for (std::size_t at = source.find("#include"); at != std::string_view::npos;
-         at = source.find("#include", at + 1)) {
-        std::size_t i = at + 8;
-        while (i < source.size() && (source[i] == ' ' || source[i] == '\t')) ++i;
-        if (i < source.size() && (source[i] == '<' || source[i] == '"')) return true;
-    }
-    return false;
-}
+bool has_include(std::string_view text) { return !include_directives(text).empty(); }
 
 // The toolkit's include folder and, from CUDA 13 on, its CCCL folder (<cuda/std/...>, <cub/...>,
 // <thrust/...> live in include/cccl), where CuPy users expect them found.

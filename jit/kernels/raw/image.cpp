@@ -16,8 +16,8 @@
 namespace kjit::jit::kernels {
 namespace {
 
-constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;  // fatbinary's header
-constexpr std::uint32_t kLtoirMagic = 0x7F4E43ED;   // NVVM's LTO-IR
+using compile::kFatbinMagic;
+using compile::kLtoirMagic;
 
 template <class T>
 bool read_at(const std::vector<unsigned char>& b, std::size_t at, T& value) {
@@ -103,13 +103,15 @@ std::string device_text(int ordinal) {
 }  // namespace
 
 ImageKind detect_image_kind(const std::vector<unsigned char>& bytes, const std::string& origin) {
-    if (bytes.size() >= 4 && std::memcmp(bytes.data(), "\x7f" "ELF", 4) == 0) return ImageKind::cubin;
-    const std::uint32_t magic = magic_of(bytes);
-    if (magic == kFatbinMagic) return ImageKind::fatbin;
-    if (magic == kLtoirMagic) return ImageKind::ltoir;
-    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    if (text.find(".target") != std::string_view::npos && text.find('\0') == std::string_view::npos) return ImageKind::ptx;
-    throw Error(origin + " is neither a cubin (ELF), a fatbin, LTO-IR nor PTX text");
+    switch (compile::link_kind_of(bytes, origin)) {  // the linker reads inputs by the same first bytes
+        case compile::LinkKind::cubin: return ImageKind::cubin;
+        case compile::LinkKind::ptx: return ImageKind::ptx;
+        case compile::LinkKind::ltoir: return ImageKind::ltoir;
+        case compile::LinkKind::fatbin: return ImageKind::fatbin;
+        case compile::LinkKind::library: break;
+    }
+    throw Error(origin + " is a library (.a), which is not a module: link it into a relocatable module "
+                         "(RawModuleOptions::link)");
 }
 
 BinaryImage read_image(std::vector<unsigned char> bytes, ImageKind kind, std::string origin) {
