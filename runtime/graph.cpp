@@ -5,19 +5,28 @@
 #include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/graph_arguments.hpp"
+
+#include <algorithm>
+#include <optional>
 
 namespace kjit {
 
 struct Graph::State {
-    CUgraph graph = nullptr;
+    CUgraph graph = nullptr;   // the graph `exec` was instantiated from: its nodes name exec's
+    CUgraph latest = nullptr;  // the capture of the last update(stream, calls), if any
     CUgraphExec exec = nullptr;
     int ordinal = 0;
     std::vector<std::shared_ptr<Buffer>> kept;  // the buffers the captured calls use, made before
+    // The kernel nodes' arguments as the executable graph has them now, read on the first
+    // update() with arrays.
+    std::optional<detail::GraphArguments> arguments;
     ~State() {
         detail::Driver* d = detail::try_driver();
         if (d == nullptr) return;
         if (exec != nullptr) d->cuGraphExecDestroy(exec);  // nothing useful to do if these fail
         if (graph != nullptr) d->cuGraphDestroy(graph);
+        if (latest != nullptr) d->cuGraphDestroy(latest);
     }
 };
 
@@ -31,16 +40,26 @@ void abandon_capture(detail::Driver& d, CUstream stream) {
 
 }  // namespace
 
-Graph Graph::capture(const Stream& stream, const std::function<void()>& calls) {
+namespace {
+
+struct Captured {
+    CUgraph graph = nullptr;
+    std::vector<std::shared_ptr<Buffer>> used;
+};
+
+void refuse_default_stream(const Stream& stream, const char* what) {
     if (stream.handle() == nullptr || stream.handle() == CU_STREAM_LEGACY || stream.handle() == CU_STREAM_PER_THREAD)
-        throw Error("Graph::capture: a default stream cannot be captured into a graph; capture on a stream of its "
+        throw Error(std::string(what) + ": a default stream cannot be captured into a graph; capture on a stream of its "
                     "own (kjit::Stream::create())");
-    const int ordinal = stream.device().ordinal();
-    detail::Driver& d = detail::driver_on(ordinal);
+}
+
+// Captures what `calls` enqueue on `stream` into a graph (not instantiated); `what` names the API
+// in errors.
+Captured capture_calls(detail::Driver& d, const Stream& stream, const std::function<void()>& calls, const char* what) {
     // Thread-local mode: other threads' work is not this capture's business, and this thread's
     // unsafe calls fail rather than corrupt it (kjit makes its module loads relaxed).
     KJIT_CU_CHECK(d.cuStreamBeginCapture(stream.handle(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    std::vector<std::shared_ptr<Buffer>> used;
+    Captured c;
     try {
         const CurrentStreamGuard current(stream);
         detail::CollectCapturedBuffers buffers;
@@ -53,28 +72,188 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& calls) {
                             held->device().to_string() + ") is still held after the calls: arrays made during a "
                             "capture live only inside it; make the outputs before the capture and pass them to "
                             "the calls");
-        used = buffers.take_used();
+        c.used = buffers.take_used();
     } catch (const std::exception& e) {
         abandon_capture(d, stream.handle());
-        throw Error(std::string("Graph::capture failed, and nothing was captured: ") + e.what());
+        throw Error(std::string(what) + " failed, and nothing was captured: " + e.what());
     } catch (...) {
         abandon_capture(d, stream.handle());
         throw;
     }
-    auto state = std::make_shared<State>();
-    state->ordinal = ordinal;
-    state->kept = std::move(used);
-    const CUresult ended = d.cuStreamEndCapture(stream.handle(), &state->graph);
+    const CUresult ended = d.cuStreamEndCapture(stream.handle(), &c.graph);
     if (ended == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || ended == CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
         throw CudaError(ended, "cuStreamEndCapture", __FILE__, __LINE__,
                         "a call during the capture did what a capture cannot record (a synchronisation, a "
                         "synchronous allocation or copy, work on another stream not joined back): make it "
                         "before the capture");
     KJIT_CU_CHECK(ended);
+    return c;
+}
+
+const char* update_result_reason(CUgraphExecUpdateResult r) {
+    switch (r) {
+        case CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED: return "the calls enqueued a different number of steps or other dependencies";
+        case CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED: return "a step is of another kind than before (a kernel where a copy was, say)";
+        case CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED: return "a kernel step launches another kernel than before (other dtypes or another variant)";
+        case CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED: return "a copy or memset step changed in a way the driver cannot update";
+        case CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED: return "a step changed in a way the driver cannot update";
+        case CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE: return "a kernel step changed its kernel in a way the driver cannot update";
+        case CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: return "a kernel step changed its launch attributes";
+        default: return "the new capture does not match the graph";
+    }
+}
+
+}  // namespace
+
+Graph Graph::capture(const Stream& stream, const std::function<void()>& calls) {
+    refuse_default_stream(stream, "Graph::capture");
+    const int ordinal = stream.device().ordinal();
+    detail::Driver& d = detail::driver_on(ordinal);
+    Captured c = capture_calls(d, stream, calls, "Graph::capture");
+    auto state = std::make_shared<State>();
+    state->ordinal = ordinal;
+    state->graph = c.graph;
+    state->kept = std::move(c.used);
     KJIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&state->exec, state->graph, 0));
     Graph g;
     g.state_ = std::move(state);
     return g;
+}
+
+void Graph::update(const Stream& stream, const std::function<void()>& calls) {
+    if (!state_) throw Error("Graph::update: an empty Graph (default-constructed or moved from)");
+    refuse_default_stream(stream, "Graph::update");
+    if (stream.device().ordinal() != state_->ordinal)
+        throw Error("Graph::update: the graph was captured on cuda:" + std::to_string(state_->ordinal) + ", not " +
+                    stream.device().to_string());
+    detail::Driver& d = detail::driver_on(state_->ordinal);
+    Captured c = capture_calls(d, stream, calls, "Graph::update");
+    CUgraphExecUpdateResultInfo info{};
+    const CUresult r = d.cuGraphExecUpdate(state_->exec, c.graph, &info);
+    if (r != CUDA_SUCCESS) {
+        d.cuGraphDestroy(c.graph);
+        if (r != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) KJIT_CU_CHECK(r);
+        throw Error(std::string("Graph::update: the graph is unchanged, because the new capture does not match it: ") +
+                    update_result_reason(info.result) + "; capture a new Graph instead");
+    }
+    // The first graph stays: an executable graph's nodes are named by the nodes of the graph it
+    // was instantiated from.
+    if (state_->latest != nullptr) d.cuGraphDestroy(state_->latest);
+    state_->latest = c.graph;
+    state_->kept = std::move(c.used);
+    state_->arguments.reset();
+}
+
+namespace {
+
+std::vector<CUgraphNode> nodes_of(detail::Driver& d, CUgraph graph) {
+    std::size_t count = 0;
+    KJIT_CU_CHECK(d.cuGraphGetNodes(graph, nullptr, &count));
+    std::vector<CUgraphNode> nodes(count);
+    if (count != 0) KJIT_CU_CHECK(d.cuGraphGetNodes(graph, nodes.data(), &count));
+    return nodes;
+}
+
+// The arguments the executable graph has now: those of its last capture, its nodes named by the
+// graph it was instantiated from (cuGraphExecUpdate pairs them in order).
+detail::GraphArguments current_arguments(detail::Driver& d, CUgraph instantiated, CUgraph latest) {
+    if (latest == nullptr) return detail::read_graph_arguments(d, instantiated);
+    detail::GraphArguments a = detail::read_graph_arguments(d, latest);
+    const std::vector<CUgraphNode> from = nodes_of(d, latest), to = nodes_of(d, instantiated);
+    for (detail::KernelNodeArguments& k : a.kernels) {
+        const auto at = std::find(from.begin(), from.end(), k.node);
+        if (at == from.end() || from.size() != to.size()) throw Error("Graph::update: the updated graph's nodes do not pair with the graph's");
+        k.node = to[static_cast<std::size_t>(at - from.begin())];
+    }
+    return a;
+}
+
+// The bytes `a` addresses: [begin, end).
+std::pair<CUdeviceptr, CUdeviceptr> address_range(const Array& a) {
+    std::int64_t lo = 0, hi = 0;
+    for (int k = 0; k < a.ndim(); ++k) {
+        const std::int64_t step = a.strides()[static_cast<std::size_t>(k)] * (a.shape()[static_cast<std::size_t>(k)] - 1);
+        (step < 0 ? lo : hi) += step;
+    }
+    const auto base = reinterpret_cast<CUdeviceptr>(a.data());
+    const auto item = static_cast<std::int64_t>(a.itemsize());
+    return {base + static_cast<CUdeviceptr>(lo * item), base + static_cast<CUdeviceptr>((hi + 1) * item)};
+}
+
+std::string describe(const Array& a) { return a.to_string(); }
+
+void check_replacement(std::size_t k, const Array& from, const Array& to, int ordinal) {
+    const std::string which = "Graph::update: array " + std::to_string(k) + ": ";
+    if (!from.valid() || !to.valid()) throw Error(which + "an empty Array");
+    if (from.device() != Device::cuda(ordinal) || to.device() != Device::cuda(ordinal))
+        throw Error(which + "the graph runs on cuda:" + std::to_string(ordinal) + ", the arrays are on " + from.device().to_string() +
+                    " and " + to.device().to_string());
+    if (from.dtype() != to.dtype() || from.shape() != to.shape() || from.strides() != to.strides())
+        throw Error(which + "the replacement " + describe(to) + " must have the dtype, shape and strides of " + describe(from));
+    if (from.size() == 0) throw Error(which + describe(from) + " has no elements, so the graph holds no address of it");
+    const auto a = reinterpret_cast<std::uintptr_t>(from.data()), b = reinterpret_cast<std::uintptr_t>(to.data());
+    if (a % 256 != b % 256)
+        throw Error(which + "the replacement's address is " + std::to_string(b % 256) + " bytes past a 256-byte boundary, the " +
+                    "array's " + std::to_string(a % 256) + ": kernels chosen for one alignment may not run on the other");
+}
+
+}  // namespace
+
+void Graph::update(std::span<const ArrayUpdate> arrays) {
+    if (!state_) throw Error("Graph::update: an empty Graph (default-constructed or moved from)");
+    State& st = *state_;
+    std::vector<detail::AddressMove> moves;
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+        const Array& from = arrays[k].captured;
+        const Array& to = arrays[k].replacement;
+        check_replacement(k, from, to, st.ordinal);
+        const auto [begin, end] = address_range(from);
+        for (const detail::AddressMove& m : moves)
+            if (begin < m.end && m.begin < end)
+                throw Error("Graph::update: array " + std::to_string(k) + " overlaps an earlier one in memory; give each memory once");
+        moves.push_back({begin, end, reinterpret_cast<CUdeviceptr>(to.data()) - (reinterpret_cast<CUdeviceptr>(from.data()) - begin)});
+    }
+    if (moves.empty()) return;
+    detail::Driver& d = detail::driver_on(st.ordinal);
+    if (!st.arguments) st.arguments = current_arguments(d, st.graph, st.latest);
+    detail::GraphArguments& args = *st.arguments;
+    if (!args.unreadable.empty())
+        throw Error("Graph::update: " + args.unreadable + ", whose arguments this update cannot read; use update(stream, calls)");
+    for (std::size_t k = 0; k < moves.size(); ++k) {
+        for (const auto& [begin, end] : args.copy_ranges)
+            if (moves[k].begin < end && begin < moves[k].end)
+                throw Error("Graph::update: array " + std::to_string(k) + " is used by a copy or memset step of the graph, whose "
+                            "addresses this update does not move; use update(stream, calls)");
+        if (!detail::kernels_use(args, moves[k].begin, moves[k].end))
+            throw Error("Graph::update: array " + std::to_string(k) + " (" + describe(arrays[k].captured) +
+                        ") is not one the graph's kernels use now");
+    }
+    // Patch a copy of each changed node first: a driver failure then leaves the recorded
+    // arguments as the executable graph has them.
+    for (detail::KernelNodeArguments& node : args.kernels) {
+        std::vector<std::byte> patched = node.buffer;
+        std::size_t moved = 0;
+        for (std::size_t i = 0; i < node.offsets.size(); ++i)
+            moved += detail::move_addresses(std::span<std::byte>(patched.data() + node.offsets[i], node.sizes[i]), node.offsets[i], moves);
+        if (moved == 0) continue;
+        std::vector<void*> pointers(node.pointers.size());
+        for (std::size_t i = 0; i < pointers.size(); ++i) pointers[i] = patched.data() + node.offsets[i];
+        CUDA_KERNEL_NODE_PARAMS params = node.params;
+        params.kernelParams = pointers.data();
+        KJIT_CU_CHECK(d.cuGraphExecKernelNodeSetParams(st.exec, node.node, &params));
+        node.buffer = std::move(patched);
+        for (std::size_t i = 0; i < pointers.size(); ++i) node.pointers[i] = node.buffer.data() + node.offsets[i];
+        node.params.kernelParams = node.pointers.data();
+    }
+    // Keep the replacements' memory, and the old memory only while some argument still holds it.
+    for (const ArrayUpdate& u : arrays)
+        if (std::find(st.kept.begin(), st.kept.end(), u.replacement.buffer()) == st.kept.end()) st.kept.push_back(u.replacement.buffer());
+    std::erase_if(st.kept, [&](const std::shared_ptr<Buffer>& b) {
+        const bool replaced = std::any_of(arrays.begin(), arrays.end(), [&](const ArrayUpdate& u) { return u.captured.buffer() == b; });
+        if (!replaced) return false;
+        const auto begin = reinterpret_cast<CUdeviceptr>(b->data());
+        return !detail::kernels_use(args, begin, begin + b->size());
+    });
 }
 
 void Graph::launch(const Stream& stream) const {
@@ -92,13 +271,13 @@ void Graph::launch(const Stream& stream) const {
 std::size_t Graph::node_count() const {
     if (!state_) return 0;
     std::size_t count = 0;
-    KJIT_CU_CHECK(detail::driver_on(state_->ordinal).cuGraphGetNodes(state_->graph, nullptr, &count));
+    KJIT_CU_CHECK(detail::driver_on(state_->ordinal).cuGraphGetNodes(state_->latest ? state_->latest : state_->graph, nullptr, &count));
     return count;
 }
 
 void Graph::debug_dot(const std::string& path) const {
     if (!state_) throw Error("Graph::debug_dot: an empty Graph");
-    KJIT_CU_CHECK(detail::driver_on(state_->ordinal).cuGraphDebugDotPrint(state_->graph, path.c_str(),
+    KJIT_CU_CHECK(detail::driver_on(state_->ordinal).cuGraphDebugDotPrint(state_->latest ? state_->latest : state_->graph, path.c_str(),
                                                                           CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE));
 }
 

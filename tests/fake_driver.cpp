@@ -115,6 +115,11 @@ detail::DriverApi make_fake_driver() {
         return CUDA_SUCCESS;
     };
     api.cuGraphExecDestroy = [](CUgraphExec) { return CUDA_SUCCESS; };
+    api.cuGraphExecUpdate = [](CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo* info) {
+        ++g_state.exec_updates;
+        info->result = g_state.exec_update_result;
+        return g_state.exec_update_result == CU_GRAPH_EXEC_UPDATE_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    };
     api.cuMemPoolCreate = [](CUmemoryPool* p, const CUmemPoolProps*) {
         *p = reinterpret_cast<CUmemoryPool>(std::uintptr_t{0x2000});
         return CUDA_SUCCESS;

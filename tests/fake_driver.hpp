@@ -61,6 +61,9 @@ struct FakeDriverState {
     int captured_nodes = 0;
     int graph_launches = 0;
     int graphs_destroyed = 0;
+    // cuGraphExecUpdate's answer: CUDA_GRAPH_EXEC_UPDATE_SUCCESS, or the reason it fails.
+    CUgraphExecUpdateResult exec_update_result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    int exec_updates = 0;
 };
 
 // The state the fake entries read and change (one fake at a time).

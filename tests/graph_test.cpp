@@ -105,6 +105,34 @@ TEST_CASE("a capture the driver invalidates says which kind of call did it", "[g
     CHECK(kjit::test::fake_state().capturing == nullptr);
 }
 
+TEST_CASE("update with a new capture updates the executable graph in place, or says why it cannot", "[graph][nvrtc]") {
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const ElementwiseKernel axpb("T x, T a", "T y", "y = a * x", "graph_fake_update");
+    const Array x = Array::empty({1000}, DType::float32, Device::cuda(0));
+    const Array y = Array::empty({1000}, DType::float32, Device::cuda(0));
+    const Stream s = Stream::create(Device::cuda(0));
+    Graph g = Graph::capture(s, [&] { axpb.launch({x, 2.0f, y}); });
+    const int destroyed = state.graphs_destroyed;
+    g.update(s, [&] { axpb.launch({x, 3.0f, y}); });
+    CHECK(state.exec_updates == 1);
+    CHECK(state.graphs_destroyed == destroyed);  // the first graph stays: it names the executable graph's nodes
+    CHECK(state.unsafe_calls_under_capture == 0);
+    state.exec_update_result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    CHECK_THROWS_WITH(g.update(s, [&] { axpb.launch({x, 3.0f, y}); }),
+                      Contains("the graph is unchanged") && Contains("a different number of steps") &&
+                          Contains("capture a new Graph instead"));
+    CHECK(state.graphs_destroyed == destroyed + 1);  // the capture that did not fit
+    CHECK(state.capturing == nullptr);
+    CHECK_THROWS_WITH(g.update(s, [] { throw std::runtime_error("the application's own"); }),
+                      Contains("Graph::update failed, and nothing was captured") && Contains("the application's own"));
+    CHECK_THROWS_WITH(Graph().update(s, [] {}), Contains("empty Graph"));
+    CHECK_THROWS_WITH(Graph().update({{x, y}}), Contains("empty Graph"));
+    state.exec_update_result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    g.launch(s);
+    CHECK(state.graph_launches == 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // On the GPU.
 // ---------------------------------------------------------------------------------------------
@@ -262,4 +290,109 @@ TEST_CASE("a graph keeps the memory of the arrays its calls used until it goes",
     }
     CHECK(state.free_calls == frees + 2);
     CHECK(state.live.count(reinterpret_cast<CUdeviceptr>(x_memory)) == 0);
+}
+
+TEST_CASE("a graph moved to other arrays replays to the eager results on them, and refuses what does not match",
+          "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    const ElementwiseKernel axpb("T x, T a, T b", "T y", "y = a * x + b", "graph_update_axpb");
+    const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "graph_update_sumsq");
+    const kjit::RawKernel twice(R"(
+extern "C" __global__ void graph_update_twice(const float* x, float* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+})", "graph_update_twice");
+    const std::int64_t n = 1 << 16;
+    // One set of arrays per binding: inputs random, outputs poisoned.
+    struct Set {
+        kjit::test::DeviceData x, a, b;
+        Array y, doubled, total, row_sums, product, where;
+    };
+    const auto make_set = [&] {
+        return Set{kjit::test::random_device(DType::float32, {n}), kjit::test::random_device(DType::float32, {64, 64}),
+                   kjit::test::random_device(DType::float32, {64, 64}), kjit::test::poisoned(DType::float32, {n}, s),
+                   kjit::test::poisoned(DType::float32, {n}, s), kjit::test::poisoned(DType::float32, kjit::Shape{}, s),
+                   kjit::test::poisoned(DType::float32, {n / 256}, s), kjit::test::poisoned(DType::float32, {64, 64}, s),
+                   kjit::test::poisoned(DType::int64, kjit::Shape{}, s)};
+    };
+    const auto calls_on = [&](const Set& t, float scale) {
+        return [&t, &s, &axpb, &sumsq, &twice, scale, n] {
+            axpb.launch({t.x.device, scale, 1.0f, t.y}, kjit::CallOptions{s});
+            twice(static_cast<unsigned>((n + 255) / 256), 256, {t.y, t.doubled, static_cast<int>(n)}, kjit::LaunchConfig{.stream = s});
+            sumsq.launch({t.doubled, t.total}, kjit::ReduceOptions{{s}});
+            kjit::sum(t.y.reshape({n / 256, 256}), kjit::ReduceOptions{{s}, std::vector<int>{1}}, t.row_sums);
+            kjit::matmul(t.a.device, t.b.device, t.product, {.stream = s});
+            kjit::argmax(t.doubled, kjit::ReduceOptions{{s}}, t.where);
+        };
+    };
+    const auto outputs = [](const Set& t) {
+        return std::vector<std::vector<unsigned char>>{kjit::test::to_host(t.y), kjit::test::to_host(t.doubled),
+                                                       kjit::test::to_host(t.total), kjit::test::to_host(t.row_sums),
+                                                       kjit::test::to_host(t.product), kjit::test::to_host(t.where)};
+    };
+    const auto poison = [&](const Set& t) {
+        for (const Array& out : {t.y, t.doubled, t.total, t.row_sums, t.product, t.where})
+            out.copy_from_host(std::vector<unsigned char>(out.nbytes(), 0xff).data(), s);
+    };
+    const Set one = make_set(), two = make_set();
+    // The eager results on the second set, then its outputs poisoned again.
+    calls_on(two, 2.0f)();
+    const auto want_two = outputs(two);
+    poison(two);
+    const auto poisoned_one = outputs(one);
+
+    Graph g = Graph::capture(s, calls_on(one, 2.0f));
+    g.update({{one.x.device, two.x.device}, {one.a.device, two.a.device}, {one.b.device, two.b.device}, {one.y, two.y},
+              {one.doubled, two.doubled}, {one.total, two.total}, {one.row_sums, two.row_sums}, {one.product, two.product},
+              {one.where, two.where}});
+    g.launch(s);
+    s.synchronize();
+    CHECK(outputs(two) == want_two);      // the same bits as the eager calls on the second set
+    CHECK(outputs(one) == poisoned_one);  // and nothing written to the first
+
+    // Back to the first set, named by the arrays the graph uses now.
+    calls_on(one, 2.0f)();
+    const auto want_one = outputs(one);
+    poison(one);
+    g.update({{two.x.device, one.x.device}, {two.a.device, one.a.device}, {two.b.device, one.b.device}, {two.y, one.y},
+              {two.doubled, one.doubled}, {two.total, one.total}, {two.row_sums, one.row_sums}, {two.product, one.product},
+              {two.where, one.where}});
+    g.launch(s);
+    s.synchronize();
+    CHECK(outputs(one) == want_one);
+
+    // Another scale: a new capture updates the executable graph in place.
+    calls_on(one, -3.0f)();
+    const auto want_scaled = outputs(one);
+    poison(one);
+    g.update(s, calls_on(one, -3.0f));
+    g.launch(s);
+    s.synchronize();
+    CHECK(outputs(one) == want_scaled);
+    // Still movable to arrays after that.
+    g.update({{one.x.device, two.x.device}, {one.y, two.y}});
+    poison(two);
+    g.launch(s);
+    s.synchronize();
+    CHECK(kjit::test::mismatches(two.y, [&](std::size_t k) {
+              return -3.0 * kjit::test::element_value(two.x.host, DType::float32, k).real() + 1.0;
+          }, 1e-6, 1e-6) == 0);
+
+    // What does not match is refused, and the graph is unchanged.
+    const Array other_shape = kjit::test::poisoned(DType::float32, {n / 2}, s);
+    CHECK_THROWS_WITH(g.update({{two.y, other_shape}}), Contains("must have the dtype, shape and strides"));
+    const Array wide = kjit::test::poisoned(DType::float32, {n + 1}, s);
+    CHECK_THROWS_WITH(g.update({{two.y, wide.slice(0, kjit::Slice{1, n + 1})}}), Contains("256-byte boundary"));
+    CHECK_THROWS_WITH(g.update({{one.x.device, two.x.device}}), Contains("is not one the graph's kernels use now"));
+    CHECK_THROWS_WITH(g.update({{two.y, one.y}, {two.y, one.doubled}}), Contains("overlaps an earlier one"));
+    // A new capture that launches other kernels does not fit the graph.
+    CHECK_THROWS_WITH(g.update(s, [&] { axpb.launch({one.x.device, 2.0f, 1.0f, one.y}, kjit::CallOptions{s}); }),
+                      Contains("the graph is unchanged") && Contains("capture a new Graph instead"));
+    poison(two);
+    g.launch(s);
+    s.synchronize();
+    CHECK(kjit::test::mismatches(two.y, [&](std::size_t k) {
+              return -3.0 * kjit::test::element_value(two.x.host, DType::float32, k).real() + 1.0;
+          }, 1e-6, 1e-6) == 0);
 }

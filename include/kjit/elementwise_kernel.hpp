@@ -43,6 +43,10 @@
 
 namespace kjit {
 
+namespace jit {
+struct ElementwiseKernelAccess;  // the kernel's definition without its table of calls
+}
+
 // Parses "T=float32,U=int64" (spaces allowed). Throws TypeError naming the bad item.
 KJIT_API TypeBinding parse_type_binding(const std::string& text);
 // "T=float32,U=int64": what parse_type_binding reads.
@@ -117,7 +121,9 @@ public:
     }
 
 private:
+    friend struct jit::ElementwiseKernelAccess;
     struct Spec;
+    explicit ElementwiseKernel(std::shared_ptr<const Spec> spec) : spec_(std::move(spec)) {}
     std::shared_ptr<const Spec> spec_;
 };
 

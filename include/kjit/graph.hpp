@@ -9,7 +9,8 @@
 //   for (int step = 0; step < 1000; ++step) g.launch(s);
 //
 // Capture records what the calls enqueue, with the arrays they were given: a replay reads and
-// writes those same arrays (fill their contents between replays). Arrays made during the capture
+// writes those same arrays (fill their contents between replays), until update() moves it to
+// others. Arrays made during the capture
 // (temporaries, outputs not given) are graph memory, allocated and freed by each replay: one still
 // held when the calls return is an Error, so make outputs before the capture. The graph keeps the
 // arrays' memory the calls used alive (and kjit keeps loaded modules for the process's life), so
@@ -23,9 +24,12 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 
+#include "kjit/array.hpp"
 #include "kjit/stream.hpp"
 
 namespace kjit {
@@ -42,6 +46,30 @@ public:
     // Replays the graph on `stream` (any stream of the capture's device), asynchronously.
     void launch(const Stream& stream) const;
 
+    // Moves the graph to other arrays: every use its kernels make of `captured`'s memory goes to
+    // `replacement`'s, which must be on the same device with the same dtype, shape and strides, and
+    // whose address has the same remainder modulo 256 (kernels may have been chosen for an
+    // alignment). The executable graph's kernel nodes are patched in place: no capture, no
+    // instantiation. `captured` is the array the graph uses now (the one given to the capture,
+    // or the replacement of an earlier update). Replays already launched are not affected; the
+    // graph then keeps the replacements' memory alive instead. Throws kjit::Error, changing
+    // nothing, for arrays that do not match, an array the graph does not use, arrays that overlap,
+    // or an array that a copy or memset node of the graph uses (update(stream, calls) handles
+    // those).
+    struct ArrayUpdate {
+        Array captured;
+        Array replacement;
+    };
+    void update(std::span<const ArrayUpdate> arrays);
+    void update(std::initializer_list<ArrayUpdate> arrays) { update(std::span<const ArrayUpdate>(arrays.begin(), arrays.size())); }
+
+    // Captures `calls` again on `stream` (other scalars, other arrays, any change that keeps the
+    // graph's shape) and updates the executable graph in place (cuGraphExecUpdate), which is far
+    // cheaper than instantiating a new one. The calls must enqueue the same kinds of work in the
+    // same order and dependencies, with the same kernels; otherwise an Error says what differs and
+    // the graph is unchanged.
+    void update(const Stream& stream, const std::function<void()>& calls);
+
     // The graph's nodes: kernels, copies, memsets, memory allocations and frees.
     std::size_t node_count() const;
 
@@ -50,7 +78,7 @@ public:
 
 private:
     struct State;
-    std::shared_ptr<const State> state_;
+    std::shared_ptr<State> state_;  // copies share the graph, updates included
 };
 
 }  // namespace kjit

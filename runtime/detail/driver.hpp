@@ -48,7 +48,10 @@ namespace kjit::detail {
     X(cuStreamIsCapturing, 10000) X(cuThreadExchangeStreamCaptureMode, 10010)                      \
     X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphDestroy, 10000)           \
     X(cuGraphInstantiateWithFlags, 11040) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)     \
-    X(cuGraphGetNodes, 10000) X(cuGraphDebugDotPrint, 11030)
+    X(cuGraphGetNodes, 10000) X(cuGraphDebugDotPrint, 11030) X(cuGraphNodeGetType, 10000)            \
+    X(cuGraphKernelNodeGetParams, 12000) X(cuGraphMemcpyNodeGetParams, 10000)                      \
+    X(cuGraphMemsetNodeGetParams, 10000) X(cuGraphExecKernelNodeSetParams, 12000)                  \
+    X(cuGraphExecUpdate, 12000) X(cuKernelGetFunction, 12000)
 
 struct DriverApi {
 #define KJIT_DECLARE_ENTRY(name, version) decltype(&::name) name = nullptr;

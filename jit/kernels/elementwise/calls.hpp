@@ -102,3 +102,13 @@ void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, 
                       const CallOptions& options, std::vector<Array>* outputs);
 
 }  // namespace kjit::jit::kernels
+
+// Named by kjit/elementwise_kernel.hpp (a friend of ElementwiseKernel), so in kjit::jit.
+namespace kjit::jit {
+struct ElementwiseKernelAccess {
+    // The kernel's strings and options without its table of calls: what a plan in that table may
+    // keep (to generate a variant later) without keeping the table, and so itself, alive forever.
+    // Never called.
+    static ElementwiseKernel definition(const ElementwiseKernel& kernel);
+};
+}  // namespace kjit::jit

@@ -108,6 +108,12 @@ ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_para
     : spec_(std::make_shared<const Spec>(
           Spec{std::move(in_params), std::move(out_params), std::move(operation), std::move(name), std::move(options)})) {}
 
+ElementwiseKernel jit::ElementwiseKernelAccess::definition(const ElementwiseKernel& kernel) {
+    const ElementwiseKernel::Spec& s = *kernel.spec_;
+    if (!s.calls) return kernel;
+    return ElementwiseKernel(std::make_shared<const ElementwiseKernel::Spec>(ElementwiseKernel::Spec{s.in, s.out, s.op, s.name, s.options, nullptr}));
+}
+
 const std::string& ElementwiseKernel::name() const noexcept { return spec_->name; }
 const std::string& ElementwiseKernel::in_params() const noexcept { return spec_->in; }
 const std::string& ElementwiseKernel::out_params() const noexcept { return spec_->out; }
@@ -274,7 +280,8 @@ VariantPrograms variant_programs(const ElementwiseKernel& kernel, const TypeBind
         if (!name.empty()) v.groups[static_cast<std::size_t>(e)] = {name};
     }
     auto whole = std::make_shared<std::optional<Prepared>>();
-    v.program_of = [small_program = v.small.program, whole, groups = v.groups, kernel, types, variant](std::size_t g) {
+    v.program_of = [small_program = v.small.program, whole, groups = v.groups, kernel = jit::ElementwiseKernelAccess::definition(kernel),
+                    types, variant](std::size_t g) {
         if (static_cast<jit::kernels::ElementwiseEntry>(g) == jit::kernels::ElementwiseEntry::small32) return small_program;
         if (!*whole) *whole = prepare(kernel, types, variant);
         return jit::kernels::program_with_entries((*whole)->program, (*whole)->generated.entry_lines, groups[g]);
@@ -371,7 +378,7 @@ jit::kernels::ElementwiseVariants jit::kernels::elementwise_variants(const Eleme
         TypeBinding types;
         ModuleVariant variant;
     };
-    const auto context = std::make_shared<const Context>(Context{kernel, types, variant});
+    const auto context = std::make_shared<const Context>(Context{ElementwiseKernelAccess::definition(kernel), types, variant});
     const jit::kernels::NoteFields fields = note_fields(kernel, types, variant);
     auto note = std::make_shared<PlanNote>(fields.fields,
                                            kjit::detail::device_attributes(ordinal).compute_capability(),

@@ -132,6 +132,10 @@ struct ReductionKernelAccess {
                                   kernels::CustomGenerator generate);
     // The kernel's generator; empty for kernels made from strings.
     static const kernels::CustomGenerator& generator(const ReductionKernel& kernel);
+    // The kernel's strings, options and generator without its table of calls: what a plan in that
+    // table may keep (to generate a group later) without keeping the table, and so itself, alive
+    // forever. Never called.
+    static ReductionKernel definition(const ReductionKernel& kernel);
 };
 }  // namespace kjit::jit
 

@@ -419,6 +419,14 @@ ReductionKernel jit::ReductionKernelAccess::custom(std::string in_params, std::s
     return ReductionKernel(std::shared_ptr<const ReductionKernel::Spec>(std::move(spec)));
 }
 
+ReductionKernel jit::ReductionKernelAccess::definition(const ReductionKernel& kernel) {
+    const ReductionKernel::Spec& s = *kernel.spec_;
+    if (!s.calls) return kernel;
+    auto spec = std::make_shared<ReductionKernel::Spec>(s);
+    spec->calls = nullptr;
+    return ReductionKernel(std::shared_ptr<const ReductionKernel::Spec>(std::move(spec)));
+}
+
 const jit::kernels::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
 
 std::vector<std::string> ReductionKernel::placeholders() const {
@@ -483,17 +491,19 @@ jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel
     std::shared_ptr<PlanNote> note;
     if (!custom) {  // a user's reduction: noted (jit/kernels/reduction/note.hpp)
         const NoteFields fields = reduction_note_fields(kernel, types, variant);
+        // The note and the loader live in the kernel's table of calls: they keep its definition only.
+        const ReductionKernel definition = ReductionKernelAccess::definition(kernel);
         note = std::make_shared<PlanNote>(fields.fields, kjit::detail::device_attributes(ordinal).compute_capability(),
                                           static_cast<std::size_t>(kReductionEntryGroups) * 2,
-                                          [kernel, types, variant] { return spec_json(kernel, types, variant); },
+                                          [definition, types, variant] { return spec_json(definition, types, variant); },
                                           kernel.name(), format_type_binding(types));
         ReductionModule m;
         EntryGroups groups;
         if (note->noted_values() && reduction_from_note(*note->noted_values(), m, groups)) {
             // A noted plan: nothing is checked or generated unless a group the note has no key
             // for is needed.
-            auto program_of = [kernel, types, variant, made = std::optional<Prepared>()](std::size_t s) mutable {
-                if (!made) made = prepare(kernel, {}, types, variant);
+            auto program_of = [definition, types, variant, made = std::optional<Prepared>()](std::size_t s) mutable {
+                if (!made) made = prepare(definition, {}, types, variant);
                 return reduction_group_program(made->program, made->generated, static_cast<ReductionEntryGroup>(s / 2),
                                                s % 2 == 1);
             };
