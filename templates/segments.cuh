@@ -10,7 +10,9 @@
 //   3. kjit_segments_write_<K>: each block finds its starts again and writes, for the r-th start i,
 //      offsets[r] = i and run_keys[r] = key[i]; r = the block's offset + the starts before i in the
 //      tile (warp ballots, counts per warp in shared memory). Block 0 writes offsets[count] = n.
-// The host reads the total between 2 and 3 (to size the outputs): the one synchronisation.
+// The host reads the total between 2 and 3 (to size the outputs): the one synchronisation. Given
+// outputs of the largest size instead, nothing is read: kjit_segments_pad fills the offsets past
+// the last run and writes the count on the device.
 //
 // Indices are 64-bit (n may exceed 2^31); keys are read through a stride in elements (any sign).
 // <K> names how keys compare: integers of one width compare equal exactly when their bits do, so
@@ -146,6 +148,17 @@ KJIT_SEG_KERNELS(u32)
 KJIT_SEG_KERNELS(u64)
 KJIT_SEG_KERNELS(f32)
 KJIT_SEG_KERNELS(f64)
+
+// The form that does not wait (group_sorted_keys with outputs given at their largest): with
+// count = block_offsets[blocks] still on the device, offsets[count .. n] = n, so the runs past the
+// last are empty, and *count_out = count. Grid-stride over the n + 1 - count offsets.
+extern "C" __global__ void kjit_segments_pad(const long long* block_offsets, long long blocks, long long n,
+                                             long long* offsets, long long* count_out) {
+    const long long count = block_offsets[blocks];
+    if (blockIdx.x == 0 && threadIdx.x == 0) *count_out = count;
+    for (long long r = count + (long long)blockIdx.x * blockDim.x + threadIdx.x; r <= n; r += (long long)gridDim.x * blockDim.x)
+        offsets[r] = n;
+}
 
 // counts[0 .. blocks) -> exclusive offsets in place, and counts[blocks] = the sum. One block of
 // KJIT_SEG_SCAN_THREADS threads walks the counts in chunks, carrying the sum so far; each thread

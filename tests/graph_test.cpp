@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <sstream>
 
 #include "fake_driver.hpp"
@@ -395,4 +396,64 @@ extern "C" __global__ void graph_update_twice(const float* x, float* y, int n) {
     CHECK(kjit::test::mismatches(two.y, [&](std::size_t k) {
               return -3.0 * kjit::test::element_value(two.x.host, DType::float32, k).real() + 1.0;
           }, 1e-6, 1e-6) == 0);
+}
+
+TEST_CASE("grouping sorted keys into outputs of the largest size is captured, and a replay follows new keys",
+          "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    const kjit::ReductionKernel total("T x", "T y", "x", "a + b", "y = a", "0", "graph_group_total");
+    const std::int64_t n = 5000;
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float64, {n});
+    const Array keys = Array::empty({n}, DType::int32, Device::cuda(0), s);
+    const Array offsets = kjit::test::poisoned(DType::int64, {n + 1}, s);
+    const Array group_keys = kjit::test::poisoned(DType::int32, {n}, s);
+    const Array count = kjit::test::poisoned(DType::int64, kjit::Shape{}, s);
+    const Array sums = kjit::test::poisoned(DType::float64, {n}, s);
+    // Sorted keys with runs of random lengths (1..100): `groups` runs.
+    const auto fill_keys = [&] {
+        std::vector<std::int32_t> host(static_cast<std::size_t>(n));
+        std::uniform_int_distribution<int> length(1, 100);
+        std::int32_t key = 0;
+        for (std::size_t i = 0; i < host.size();) {
+            const auto run = static_cast<std::size_t>(length(kjit::test::rng()));
+            for (std::size_t j = 0; j < run && i < host.size(); ++j) host[i++] = key;
+            key += 1 + length(kjit::test::rng()) % 3;
+        }
+        keys.copy_from_host(host.data(), s);
+        return host;
+    };
+    const auto calls = [&] {
+        kjit::group_sorted_keys(keys, offsets, group_keys, count, s);
+        kjit::segmented_reduce(total, {x.device, sums}, offsets, kjit::CallOptions{s});
+    };
+    const auto check = [&](const std::vector<std::int32_t>& host_keys) {
+        std::vector<double> want;
+        std::vector<std::int32_t> want_keys;
+        for (std::size_t i = 0; i < host_keys.size(); ++i) {
+            if (i == 0 || host_keys[i] != host_keys[i - 1]) {
+                want.push_back(0);
+                want_keys.push_back(host_keys[i]);
+            }
+            want.back() += kjit::test::element_value(x.host, DType::float64, i).real();
+        }
+        std::int64_t got_count = -1;
+        count.copy_to_host(&got_count, s);
+        REQUIRE(got_count == static_cast<std::int64_t>(want.size()));
+        want.resize(static_cast<std::size_t>(n), 0.0);  // the empty groups past the count: the identity
+        CHECK(kjit::test::mismatches(sums, [&](std::size_t k) { return want[k]; }, 1e-12, 1e-12) == 0);
+        std::vector<std::int32_t> got_keys(static_cast<std::size_t>(n));
+        group_keys.copy_to_host(got_keys.data(), s);
+        got_keys.resize(want_keys.size());
+        CHECK(got_keys == want_keys);
+    };
+    (void)fill_keys();
+    calls();  // eager first: the reduction's workspace is made outside the capture
+    const Graph g = Graph::capture(s, calls);
+    for (int replay = 0; replay < 3; ++replay) {
+        const std::vector<std::int32_t> host_keys = fill_keys();  // another number of groups each time
+        g.launch(s);
+        s.synchronize();
+        check(host_keys);
+    }
 }

@@ -103,6 +103,18 @@ TEST_CASE("host reductions: segmented_reduce, group_sorted_keys and reduce_by_ke
     const ReducedByKey daily = reduce_by_key(total, days, {x});
     CHECK(values_of<std::int32_t>(daily.keys) == std::vector<std::int32_t>{5, 6, 9});
     CHECK(values_of<double>(daily.values[0]) == std::vector<double>{6, 4, 18});
+    // The form that does not wait, into outputs of the largest size: the same groups, offsets past
+    // the last one equal to n, and a segmented reduction over all of them gives the identity there.
+    const Array offsets_into = Array::empty({8}, DType::int64, Device::cpu());
+    const Array keys_into = host_array<std::int32_t>({-1, -1, -1, -1, -1, -1, -1}, DType::int32);
+    const Array count_into = Array::empty({}, DType::int64, Device::cpu());
+    group_sorted_keys(days, offsets_into, keys_into, count_into);
+    CHECK(*count_into.data_as<std::int64_t>() == 3);
+    CHECK(values_of<std::int64_t>(offsets_into) == std::vector<std::int64_t>{0, 3, 4, 7, 7, 7, 7, 7});
+    CHECK(values_of<std::int32_t>(keys_into) == std::vector<std::int32_t>{5, 6, 9, -1, -1, -1, -1});
+    CHECK(values_of<double>(segmented_reduce(total, {x}, offsets_into)[0]) == std::vector<double>{6, 4, 18, 0, 0, 0, 0});
+    CHECK_THROWS_WITH(group_sorted_keys(days, offsets_into.slice(0, {0, 7}), keys_into, count_into),
+                      Contains("offsets must be C-contiguous with 8 elements for 7 keys"));
     // Floats compare with ==: every NaN is a group of its own.
     const Array fk = host_array<float>({1, 1, NAN, NAN, 2}, DType::float32);
     CHECK(group_sorted_keys(fk).count == 4);

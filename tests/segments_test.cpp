@@ -14,6 +14,7 @@
 
 #include "jit/kernels/ops/segments.hpp"
 #include "fake_driver.hpp"
+#include "gpu_data.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/driver.hpp"
@@ -124,6 +125,7 @@ std::size_t param_count(const std::string& kernel) {
     if (kernel == "kjit_segments_scan") return 2;
     if (kernel.rfind("kjit_segments_count_", 0) == 0) return 4;
     if (kernel.rfind("kjit_segments_write_", 0) == 0) return 7;
+    if (kernel == "kjit_segments_pad") return 5;
     return 0;
 }
 
@@ -292,6 +294,53 @@ TEST_CASE("segments: three launches on the stream and one synchronisation", "[se
         }
     }
 
+    SECTION("outputs given at their largest: count, scan, write for n runs, pad; no waiting") {
+        const std::int64_t n = tile + 5;
+        const Array keys = Array::empty({n}, DType::float64, kjit::Device::cuda(0), s);
+        const Array offsets = Array::empty({n + 1}, DType::int64, kjit::Device::cuda(0), s);
+        const Array run_keys = Array::empty({n}, DType::float64, kjit::Device::cuda(0), s);
+        const Array count = Array::empty({1}, DType::int64, kjit::Device::cuda(0), s);
+        kjit::detail::segments_of_sorted_keys_into(keys, offsets, run_keys, count, s, kernels);
+        CHECK(g_seg.synchronizes == 0);
+        CHECK(g_seg.copies == 0);
+        REQUIRE(g_seg.launches.size() == 4);
+        const FakeLaunch& write = g_seg.launches[2];
+        const FakeLaunch& pad = g_seg.launches[3];
+        CHECK(write.kernel == "kjit_segments_write_f64");
+        CHECK(write.params[4] == bytes_of(n));  // offsets[n] = n: the last offset of the largest size
+        CHECK(write.params[5] == address_of(offsets));
+        CHECK(write.params[6] == address_of(run_keys));
+        // pad(block_offsets, blocks, n, offsets, count)
+        CHECK(pad.kernel == "kjit_segments_pad");
+        CHECK(pad.params[0] == g_seg.launches[0].params[3]);
+        CHECK(pad.params[1] == bytes_of(std::int64_t{2}));
+        CHECK(pad.params[2] == bytes_of(n));
+        CHECK(pad.params[3] == address_of(offsets));
+        CHECK(pad.params[4] == address_of(count));
+        CHECK(pad.grid == (n + 1 + 255) / 256);
+
+        // Outputs that do not fit are refused before anything runs, each by its name.
+        g_seg.launches.clear();
+        const Array short_offsets = Array::empty({n}, DType::int64, kjit::Device::cuda(0), s);
+        CHECK_THROWS_WITH(kjit::detail::segments_of_sorted_keys_into(keys, short_offsets, run_keys, count, s, kernels),
+                          Contains("offsets must be C-contiguous with " + std::to_string(n + 1) + " elements"));
+        const Array int_keys = Array::empty({n}, DType::int32, kjit::Device::cuda(0), s);
+        CHECK_THROWS_WITH(kjit::detail::segments_of_sorted_keys_into(keys, offsets, int_keys, count, s, kernels),
+                          Contains("group_keys must be float64, not int32"));
+        CHECK_THROWS_WITH(kjit::detail::segments_of_sorted_keys_into(keys, offsets, run_keys, Array(), s, kernels),
+                          Contains("count is an Array with no buffer"));
+        CHECK(g_seg.launches.empty());
+
+        // No keys: offsets = [0] and count = 0 by memsets.
+        const Array none = Array::empty({0}, DType::float64, kjit::Device::cuda(0), s);
+        const Array one_offset = Array::empty({1}, DType::int64, kjit::Device::cuda(0), s);
+        kjit::detail::segments_of_sorted_keys_into(none, one_offset, Array::empty({0}, DType::float64, kjit::Device::cuda(0), s),
+                                                   count, s, kernels);
+        CHECK(g_seg.launches.empty());
+        CHECK(g_seg.memsets == 2);
+        CHECK(g_seg.memset_at == reinterpret_cast<CUdeviceptr>(count.data()));
+    }
+
     SECTION("no keys: offsets = [0] by a memset, nothing launched, no waiting") {
         const Array keys = Array::empty({0}, DType::int64, kjit::Device::cuda(0), s);
         const Segments got = segments_of_sorted_keys(keys, s, kernels);
@@ -414,6 +463,27 @@ void check_segments(DType t, const std::vector<T>& host_keys, const Array& devic
     if (bad_key >= 0)
         UNSCOPED_INFO("keys[" << bad_key << "] differs (run starting at " << want_offsets[bad_key] << ")");
     CHECK(bad_key == -1);
+
+    // The form that does not wait, into outputs of the largest size, poisoned first: the same runs,
+    // offsets past the last run equal to n, keys past the last run untouched.
+    const auto n = static_cast<std::int64_t>(host_keys.size());
+    const Array offsets_into = kjit::test::poisoned(DType::int64, {n + 1}, s);
+    const Array keys_into = kjit::test::poisoned(t, {n}, s);
+    const Array count_into = kjit::test::poisoned(DType::int64, kjit::Shape{}, s);
+    const std::vector<unsigned char> keys_poison = kjit::test::to_host(keys_into);
+    kjit::detail::segments_of_sorted_keys_into(device_keys, offsets_into, keys_into, count_into, s);
+    std::int64_t count = -1;
+    count_into.copy_to_host(&count, s);
+    REQUIRE(count == got.count);
+    std::vector<std::int64_t> padded(static_cast<std::size_t>(n + 1));
+    offsets_into.copy_to_host(padded.data(), s);
+    std::vector<std::int64_t> want_padded = want_offsets;
+    want_padded.resize(static_cast<std::size_t>(n + 1), n);
+    CHECK(first_difference(padded, want_padded) == -1);
+    std::vector<T> keys_all(static_cast<std::size_t>(n));
+    keys_into.copy_to_host(keys_all.data(), s);
+    CHECK(first_difference(std::vector<T>(keys_all.begin(), keys_all.begin() + count), want_keys) == -1);
+    CHECK(std::memcmp(keys_all.data() + count, keys_poison.data() + count * sizeof(T), static_cast<std::size_t>(n - count) * sizeof(T)) == 0);
 }
 
 template <class T>

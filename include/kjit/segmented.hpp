@@ -36,13 +36,23 @@ inline Outputs segmented_reduce(const ReductionKernel& kernel, std::initializer_
 // The groups of a sorted key column: each run of equal neighbouring keys is one group. `offsets`
 // (int64, count + 1 elements) is what segmented_reduce takes; `keys` holds each group's key.
 // Keys: a 1-D device array of bool, an integer dtype, float32 or float64 (floats compare with ==:
-// every NaN is a group of its own). Synchronises once, to learn the number of groups.
+// every NaN is a group of its own). Synchronises once, to learn the number of groups (the form
+// below does not).
 struct KJIT_API KeyGroups {
     Array keys;
     Array offsets;
     std::int64_t count = 0;
 };
 KJIT_API KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream = {});
+
+// The same without waiting for the GPU, so that it can be captured into a Graph: the outputs are
+// given at their largest, for n keys: `offsets` int64 with n + 1 elements, `group_keys` of the
+// keys' dtype with n, `count` int64 with one element (the number of groups, left on the device),
+// all C-contiguous where the keys are. The offsets past the last group are n, so the groups past
+// `count` are empty: a segmented reduction over all n + 1 offsets gives the first `count` results
+// and its identity after them. group_keys past `count` are left as they were.
+KJIT_API void group_sorted_keys(const Array& keys, const Array& offsets, const Array& group_keys, const Array& count,
+                                std::optional<Stream> stream = {});
 
 // A reduction per group of sorted keys: the table of readings with a date column, reduced per day.
 //

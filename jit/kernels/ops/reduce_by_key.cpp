@@ -13,6 +13,11 @@ KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream) {
     return KeyGroups{std::move(seg.keys), std::move(seg.offsets), seg.count};
 }
 
+void group_sorted_keys(const Array& keys, const Array& offsets, const Array& group_keys, const Array& count,
+                       std::optional<Stream> stream) {
+    detail::segments_of_sorted_keys_into(keys, offsets, group_keys, count, stream ? *stream : Stream::current());
+}
+
 ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
                            const CallOptions& options) {
     // Each array input runs along the keys (a one-element input broadcasts).

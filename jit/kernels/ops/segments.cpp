@@ -2,7 +2,9 @@
 // number of runs (see the template for the algorithm).
 #include "jit/kernels/ops/segments.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <cstring>
 #include <string>
 
 #include "jit/codegen/templates.hpp"
@@ -71,7 +73,7 @@ RawModule segments_module(const std::string& extra) {
 }
 
 SegmentKernels::SegmentKernels(RawModule module)
-    : module_(std::move(module)), scan_(module_.get_function("kjit_segments_scan")) {
+    : module_(std::move(module)), scan_(module_.get_function("kjit_segments_scan")), pad_(module_.get_function("kjit_segments_pad")) {
     for (const char* suffix : kSuffixes) {
         count_.push_back(module_.get_function(std::string("kjit_segments_count_") + suffix));
         write_.push_back(module_.get_function(std::string("kjit_segments_write_") + suffix));
@@ -105,6 +107,89 @@ Segments segments_of_sorted_keys(const Array& keys, const Stream& stream) {
     return segments_of_sorted_keys(keys, stream, segment_kernels());
 }
 
+namespace {
+
+// Steps 1 and 2 of the template on n > 0 keys: block_offsets[b] is block b's first rank, and
+// block_offsets[blocks] the number of runs, on the device.
+struct Counted {
+    Array block_offsets;
+    std::int64_t blocks = 0;
+};
+
+Counted count_runs(const Array& keys, const Stream& s, const SegmentKernels& kernels) {
+    const std::int64_t n = keys.size();
+    const std::int64_t blocks = (n + kSegmentTile - 1) / kSegmentTile;
+    if (blocks > INT_MAX)  // n > 2^42 keys: more than any GPU holds, but say so rather than wrap
+        throw Error(std::string(kWhat) + std::to_string(n) + " keys need " + std::to_string(blocks) +
+                    " blocks, more than a grid has (" + std::to_string(INT_MAX) + ")");
+    LaunchConfig config;
+    config.stream = s;
+    Counted c{Array::empty({blocks + 1}, DType::int64, keys.device(), s), blocks};
+    kernels.count(keys.dtype())(static_cast<unsigned>(blocks), kSegmentThreads, {keys, keys.strides()[0], n, c.block_offsets},
+                                config);
+    kernels.scan()(1, kSegmentScanThreads, {c.block_offsets, blocks}, config);
+    return c;
+}
+
+// An output of the form that does not wait: `size` elements of `t`, C-contiguous, where the keys are.
+void check_output(const Array& a, const char* name, DType t, std::int64_t size, const Array& keys) {
+    const std::string prefix = std::string(kWhat) + name + " ";
+    if (!a.valid()) throw Error(prefix + "is an Array with no buffer (default-constructed)");
+    if (a.dtype() != t) throw TypeError(prefix + "must be " + std::string(t.name()) + ", not " + std::string(a.dtype().name()));
+    if (a.size() != size || !a.is_c_contiguous())
+        throw ShapeError(prefix + "must be C-contiguous with " + std::to_string(size) + " elements for " + std::to_string(keys.size()) +
+                         " keys, but is " + a.to_string());
+    if (a.device() != keys.device())
+        throw Error(prefix + "is on " + a.device().to_string() + ", the keys on " + keys.device().to_string());
+}
+
+void check_outputs(const Array& keys, const Array& offsets, const Array& run_keys, const Array& count) {
+    check_output(offsets, "offsets", DType::int64, keys.size() + 1, keys);
+    check_output(run_keys, "group_keys", keys.dtype(), keys.size(), keys);
+    check_output(count, "count", DType::int64, 1, keys);
+}
+
+}  // namespace
+
+void segments_of_sorted_keys_into(const Array& keys, const Array& offsets, const Array& run_keys, const Array& count,
+                                  const Stream& stream) {
+    if (keys.valid() && keys.is_host()) {
+        check_keys(keys);
+        check_outputs(keys, offsets, run_keys, count);
+        const Segments seg = segments_of_sorted_keys_on_host(keys);
+        auto* o = offsets.data_as<std::int64_t>();
+        std::memcpy(o, seg.offsets.data(), static_cast<std::size_t>(seg.count + 1) * sizeof(std::int64_t));
+        std::fill(o + seg.count + 1, o + keys.size() + 1, keys.size());
+        std::memcpy(run_keys.data(), seg.keys.data(), seg.keys.nbytes());
+        *count.data_as<std::int64_t>() = seg.count;
+        return;
+    }
+    segments_of_sorted_keys_into(keys, offsets, run_keys, count, stream, segment_kernels());
+}
+
+void segments_of_sorted_keys_into(const Array& keys, const Array& offsets, const Array& run_keys, const Array& count,
+                                  const Stream& stream, const SegmentKernels& kernels) {
+    check_keys(keys);
+    check_outputs(keys, offsets, run_keys, count);
+    const Stream s = stream.for_device(keys.device());
+    const std::int64_t n = keys.size();
+    if (n == 0) {  // offsets = [0], count = 0
+        Driver& d = driver_on(keys.device().ordinal());
+        for (const Array* a : {&offsets, &count})
+            KJIT_CU_CHECK(d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(a->data()), 0, sizeof(std::int64_t), s.handle()));
+        return;
+    }
+    const Counted counted = count_runs(keys, s, kernels);
+    LaunchConfig config;
+    config.stream = s;
+    // The write kernel's own offsets[count] = n becomes offsets[n] = n, which the pad writes too.
+    kernels.write(keys.dtype())(static_cast<unsigned>(counted.blocks), kSegmentThreads,
+                                {keys, keys.strides()[0], n, counted.block_offsets, n, offsets, run_keys}, config);
+    const std::int64_t pad_blocks = std::min<std::int64_t>((n + 1 + kSegmentThreads - 1) / kSegmentThreads, 1024);
+    kernels.pad()(static_cast<unsigned>(pad_blocks), kSegmentThreads, {counted.block_offsets, counted.blocks, n, offsets, count},
+                  config);
+}
+
 Segments segments_of_sorted_keys(const Array& keys, const Stream& stream, const SegmentKernels& kernels) {
     check_keys(keys);
     if (keys.is_host()) return segments_of_sorted_keys_on_host(keys);
@@ -122,24 +207,18 @@ Segments segments_of_sorted_keys(const Array& keys, const Stream& stream, const 
         return out;
     }
 
-    const std::int64_t blocks = (n + kSegmentTile - 1) / kSegmentTile;
-    if (blocks > INT_MAX)  // n > 2^42 keys: more than any GPU holds, but say so rather than wrap
-        throw Error(std::string(kWhat) + std::to_string(n) + " keys need " + std::to_string(blocks) +
-                    " blocks, more than a grid has (" + std::to_string(INT_MAX) + ")");
+    const Counted counted = count_runs(keys, s, kernels);
+    const std::int64_t blocks = counted.blocks, stride = keys.strides()[0];
+    const Array& block_offsets = counted.block_offsets;
     const auto grid = static_cast<unsigned>(blocks);
-    const std::int64_t stride = keys.strides()[0];
     LaunchConfig config;
     config.stream = s;
-
-    // block_offsets: per-block counts, then (scanned in place) each block's first rank, and the total.
-    const Array block_offsets = Array::empty({blocks + 1}, DType::int64, device, s);
-    kernels.count(keys.dtype())(grid, kSegmentThreads, {keys, stride, n, block_offsets}, config);
-    kernels.scan()(1, kSegmentScanThreads, {block_offsets, blocks}, config);
 
     std::int64_t count = 0;
     detail::refuse_under_capture(detail::driver_on(device.ordinal()), s.handle(),
                                  std::string(kWhat) + "counting the groups",
-                                 "find the groups before the capture, and capture the reductions over them");
+                                 "give the outputs at their largest (group_sorted_keys(keys, offsets, group_keys, "
+                                 "count), which does not wait), or find the groups before the capture");
     block_offsets.slice(0, {blocks, blocks + 1}).copy_to_host(&count, s);  // the one synchronisation
     if (count < 1 || count > n)
         throw Error(std::string(kWhat) + "the GPU counted " + std::to_string(count) + " runs in " + std::to_string(n) +

@@ -46,6 +46,14 @@ struct Segments {
 // for an invalid array; each message names the argument `keys`.
 Segments segments_of_sorted_keys(const Array& keys, const Stream& stream);
 
+// The same into outputs given at their largest, without waiting for the GPU (so it can be captured
+// into a graph): offsets (int64, n + 1), run_keys (the keys' dtype, n) and count (int64, one
+// element), each C-contiguous on the keys' device. offsets[count .. n] are n (empty runs past the
+// last); run_keys past count are left as they were. n == 0: offsets = [0], count = 0. Throws
+// ShapeError or TypeError naming the output that does not fit.
+void segments_of_sorted_keys_into(const Array& keys, const Array& offsets, const Array& run_keys, const Array& count,
+                                  const Stream& stream);
+
 // The same for keys in host memory (already checked).
 Segments segments_of_sorted_keys_on_host(const Array& keys);
 
@@ -60,10 +68,11 @@ public:
     const RawKernel& count(DType t) const;
     const RawKernel& write(DType t) const;
     const RawKernel& scan() const noexcept { return scan_; }
+    const RawKernel& pad() const noexcept { return pad_; }
 
 private:
     RawModule module_;
-    RawKernel scan_;
+    RawKernel scan_, pad_;
     std::vector<RawKernel> count_;  // by kernel suffix (segments.cpp)
     std::vector<RawKernel> write_;
 };
@@ -82,7 +91,9 @@ RawModule segments_module(const std::string& extra = {});
 // The process's kernels (made on first use).
 const SegmentKernels& segment_kernels();
 
-// segments_of_sorted_keys with the given kernels (tests run them on a pretend driver).
+// segments_of_sorted_keys(_into) with the given kernels (tests run them on a pretend driver).
 Segments segments_of_sorted_keys(const Array& keys, const Stream& stream, const SegmentKernels& kernels);
+void segments_of_sorted_keys_into(const Array& keys, const Array& offsets, const Array& run_keys, const Array& count,
+                                  const Stream& stream, const SegmentKernels& kernels);
 
 }  // namespace kjit::detail
