@@ -271,7 +271,7 @@ has() {
   if grep -qF -- "$1" "$tmp/out"; then passed=$((passed + 1)); else
     failed=$((failed + 1)); echo "FAILED: kjit demo's output lacks: $1"; cat "$tmp/out"; fi
 }
-expect 1 "--scenario: 4 not in {1,2,3,all}" -- demo --scenario 4
+expect 1 "--scenario: 5 not in {1,2,3,4,all}" -- demo --scenario 5
 expect 1 "--size-scale: must be a number in (0, 1], not '0'" -- demo --size-scale 0
 expect 1 "--size-scale: must be a number in (0, 1], not '2'" -- demo --size-scale 2
 expect 1 "--size-scale: must be a number in (0, 1], not '1e-3x'" -- demo --size-scale 1e-3x
@@ -285,6 +285,8 @@ if "$kjit" info | grep -q "^devices: [1-9]"; then
   has "check: all 800 days match the CPU's"
   has "GPU: kjit kernel"
   has "copy host -> device"
+  has "GPU: kjit graph replays"
+  has "check: the graph's results equal the calls' bit for bit"
   expect 0 "Every result matched the CPU's." -- demo --size-scale 0.001 --scenario 3
 else
   expect 0 "No GPU was found" -- demo --size-scale 0.001
@@ -292,8 +294,9 @@ else
   has "scenario 2  matmul: cuBLAS's GEMM, nothing to compile"
   has "scenario 3  kjit_segments (group_sorted_keys)"
   has "scenario 3  reduction demo_day_mean (T=float64)"
-  has "5 compiled by NVRTC, 0 found in the kernel cache"
-  expect 0 "0 compiled by NVRTC, 5 found in the kernel cache" -- demo
+  has "scenario 4  reduction demo_energy (T=float64)"
+  has "8 compiled by NVRTC, 0 found in the kernel cache"
+  expect 0 "0 compiled by NVRTC, 8 found in the kernel cache" -- demo
   expect 0 "No GPU was found" -- demo --scenario 2
   has "0 compiled by NVRTC, 0 found in the kernel cache"
 fi

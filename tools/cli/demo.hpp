@@ -41,6 +41,10 @@ struct Kernels {
     ReductionKernel day_min{"T x", "T y", "x", "b < a ? b : a", "y = a", "1e300", "demo_day_min"};
     ReductionKernel day_max{"T x", "T y", "x", "b > a ? b : a", "y = a", "-1e300", "demo_day_max"};
     ReductionKernel day_mean{"T x", "T y", "x", "a + b", "y = a / n", "0", "demo_day_mean"};
+    // Scenario 4: a spring's time step, v then x updated in place, and the energy.
+    ElementwiseKernel step_v{"T x, T dt, T k", "T v", "v = v - dt * k * x", "demo_step_v"};
+    ElementwiseKernel step_x{"T v, T dt", "T x", "x = x + dt * v", "demo_step_x"};
+    ReductionKernel energy{"T x, T v", "T e", "x * x + v * v", "a + b", "e = a", "0", "demo_energy"};
 };
 const Kernels& kernels();
 
@@ -86,6 +90,7 @@ double gpu_ms(const Stream& stream, F&& f) {
 bool run_add_scalar(double scale, const Stream& stream);
 bool run_matmul(double scale, const Stream& stream);
 bool run_daily(double scale, const Stream& stream);
+bool run_small_steps(double scale, const Stream& stream);
 
 // Without a GPU: compiles (or finds in the kernel cache) every kernel the chosen scenarios would
 // launch and prints what it did. Returns false when a kernel failed to compile.
@@ -96,6 +101,7 @@ bool compile_only(const std::vector<int>& scenarios);
 std::int64_t add_scalar_size(double scale);
 std::int64_t matmul_side(double scale);
 std::int64_t readings_per_day_base(double scale);  // scaled 10000: each day has base..2*base readings
+std::int64_t small_steps_size(double scale);
 constexpr int kDays = 800;
 
 }  // namespace kjit::cli::demo

@@ -1,4 +1,4 @@
-// `kjit demo`: three scenarios that show where a GPU pays and where it does not, each checked
+// `kjit demo`: four scenarios that show where a GPU pays and where it does not, each checked
 // against a plain C++ computation on the CPU, with the CPU's, the GPU kernels' and the copies'
 // times side by side (tools/cli/demo.hpp). Without a GPU it compiles the kernels the scenarios
 // would launch (into the kernel cache), says how long that took, and exits 0.
@@ -78,6 +78,11 @@ bool compile_only(const std::vector<int>& scenarios) {
             ok &= compile_one(3, "reduction demo_day_max (T=float64)", red(k.day_max), from_nvrtc, from_cache);
             ok &= compile_one(3, "reduction demo_day_mean (T=float64)", red(k.day_mean), from_nvrtc, from_cache);
         }
+        if (s == 4) {
+            ok &= compile_one(4, "elementwise demo_step_v (T=float64)", ew(k.step_v), from_nvrtc, from_cache);
+            ok &= compile_one(4, "elementwise demo_step_x (T=float64)", ew(k.step_x), from_nvrtc, from_cache);
+            ok &= compile_one(4, "reduction demo_energy (T=float64)", red(k.energy), from_nvrtc, from_cache);
+        }
     }
     fmt::print("{} compiled by NVRTC, {} found in the kernel cache, {} in all.\n", from_nvrtc, from_cache,
                duration(ms_since(t0)));
@@ -90,7 +95,7 @@ bool compile_only(const std::vector<int>& scenarios) {
 
 void add_demo_command(CLI::App& app, int& exit_status) {
     CLI::App* cmd = app.add_subcommand(
-        "demo", "Three problems on the CPU and on the GPU, checked and timed side by side (with no GPU: compile the kernels)");
+        "demo", "Four problems on the CPU and on the GPU, checked and timed side by side (with no GPU: compile the kernels)");
     auto scale = std::make_shared<double>(1.0);
     auto scenario = std::make_shared<std::string>("all");
     cmd->add_option("--size-scale", *scale,
@@ -109,12 +114,13 @@ void add_demo_command(CLI::App& app, int& exit_status) {
             },
             "F in (0, 1]"));
     cmd->add_option("--scenario", *scenario,
-                    "1: add a scalar to 300M float64; 2: 10000x10000 matmul; 3: daily min/max/mean of 12M readings; all")
-        ->check(CLI::IsMember({"1", "2", "3", "all"}));
+                    "1: add a scalar to 300M float64; 2: 10000x10000 matmul; 3: daily min/max/mean of 12M readings; "
+                    "4: 1000 small steps, call by call and as a graph; all")
+        ->check(CLI::IsMember({"1", "2", "3", "4", "all"}));
     cmd->callback([scale, scenario, &exit_status] {
         std::vector<int> chosen;
         if (*scenario == "all")
-            chosen = {1, 2, 3};
+            chosen = {1, 2, 3, 4};
         else
             chosen = {std::stoi(*scenario)};
         print_system_info();
@@ -131,6 +137,7 @@ void add_demo_command(CLI::App& app, int& exit_status) {
             if (s == 1) ok &= demo::run_add_scalar(*scale, stream);
             if (s == 2) ok &= demo::run_matmul(*scale, stream);
             if (s == 3) ok &= demo::run_daily(*scale, stream);
+            if (s == 4) ok &= demo::run_small_steps(*scale, stream);
             fmt::print("\n");
         }
         fmt::print("{}\n", ok ? "Every result matched the CPU's." : "SOME RESULTS DIFFERED from the CPU's (see above).");
