@@ -99,9 +99,9 @@ struct Chain {
 
     // NaN in every output, so that a check after a replay shows that the replay wrote them.
     void poison(const Stream& s) const {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
         for (const auto* group : {&y, &sums, &products})
-            for (const Array& out : *group)
-                out.copy_from_host(std::vector<float>(static_cast<std::size_t>(out.size()), std::numeric_limits<float>::quiet_NaN()).data(), s);
+            for (const Array& out : *group) out.copy_from_host(std::vector<float>(static_cast<std::size_t>(out.size()), nan).data(), s);
         s.synchronize();
     }
 };
@@ -140,10 +140,16 @@ std::vector<float> to_host(const Array& a, const Stream& s) {
     return h;
 }
 
+// "NAME is GOT, not WANT", as a check's error says it.
+std::string differs(const std::string& name, double got, double want) {
+    return name + " is " + std::to_string(got) + ", not " + std::to_string(want);
+}
+
 // The outputs against the host's computation from the inputs: "" when they agree, else the
 // first that does not. `whole_chain`: the sums and products too, not only the y.
 std::string chain_mismatch(const Chain& t, bool whole_chain, const Stream& s) {
     auto close = [](double got, double want, double rel) { return std::abs(got - want) <= rel * std::max(1.0, std::abs(want)); };
+    auto at = [](const std::string& name, int k, std::size_t i) { return name + std::to_string(k) + "[" + std::to_string(i) + "]"; };
     std::vector<double> want(t.x_host.begin(), t.x_host.end());
     std::vector<std::vector<double>> ys;
     for (int k = 0; k < kEwCalls; ++k) {
@@ -151,15 +157,14 @@ std::string chain_mismatch(const Chain& t, bool whole_chain, const Stream& s) {
         ys.push_back(want);
         const std::vector<float> got = to_host(t.y[k], s);
         for (std::size_t i = 0; i < got.size(); ++i)
-            if (!close(got[i], want[i], 1e-6))
-                return "y" + std::to_string(k) + "[" + std::to_string(i) + "] is " + std::to_string(got[i]) + ", not " + std::to_string(want[i]);
+            if (!close(got[i], want[i], 1e-6)) return differs(at("y", k, i), got[i], want[i]);
     }
     if (!whole_chain) return "";
     for (int j = 0; j < 5; ++j) {
         double sum = 0;
         for (const double v : ys[2 * j + 1]) sum += v * v;
         const float got = to_host(t.sums[j], s)[0];
-        if (!close(got, sum, 1e-5)) return "sum " + std::to_string(j) + " is " + std::to_string(got) + ", not " + std::to_string(sum);
+        if (!close(got, sum, 1e-5)) return differs("sum" + std::to_string(j), got, sum);
     }
     std::vector<double> product(static_cast<std::size_t>(kSide * kSide), 0.0);
     for (std::int64_t i = 0; i < kSide; ++i)
@@ -169,9 +174,7 @@ std::string chain_mismatch(const Chain& t, bool whole_chain, const Stream& s) {
     for (int j = 0; j < 5; ++j) {
         const std::vector<float> got = to_host(t.products[j], s);
         for (std::size_t i = 0; i < got.size(); ++i)
-            if (!close(got[i], product[i], 1e-6))
-                return "product " + std::to_string(j) + "[" + std::to_string(i) + "] is " + std::to_string(got[i]) + ", not " +
-                       std::to_string(product[i]);
+            if (!close(got[i], product[i], 1e-6)) return differs(at("product", j, i), got[i], product[i]);
     }
     return "";
 }
@@ -226,10 +229,11 @@ Record replay_case(const std::string& name, int units, const Stream& s) {
     if (!r.error.empty()) r.error = "after a replay: " + r.error;
 
     extra_records().push_back(us_record(name, eager_us, "the same calls eager",
-                                        "the same calls eager, " + std::to_string(10000 / units) + " sequences (10000 calls) then one sync, "
-                                        "all timed, host us per call"));
+                                        "the same calls eager, " + std::to_string(10000 / units) +
+                                            " sequences (10000 calls) then one sync, all timed, host us per call"));
     extra_records().push_back(us_record(name, submitted, "replays, the host's share",
-                                        "g.launch(s) in 100 batches of 100 replays, a sync after each, only the launches timed, us" + per));
+                                        "g.launch(s) in 100 batches of 100 replays, a sync after each, only the launches "
+                                        "timed, us" + per));
     Record gpu;
     gpu.name = name;
     gpu.dtype = "float32";
@@ -238,8 +242,9 @@ Record replay_case(const std::string& name, int units, const Stream& s) {
     gpu.us_per_call = gpu_ms * 1e3 / units;
     gpu.variant = "GPU time of a replay, per call";
     std::ostringstream gpu_note;
-    gpu_note << "GPU time: CUDA events around 1000 back-to-back replays, median of 5, in us" << per << " (as the peers, who cannot count "
-             << "their graphs' nodes); per graph node (/ " << nodes << "): " << gpu_ms * 1e3 / static_cast<double>(nodes) << " us";
+    gpu_note << "GPU time: CUDA events around 1000 back-to-back replays, median of 5, in us" << per
+             << " (as the peers, who cannot count their graphs' nodes); per graph node (/ " << nodes
+             << "): " << gpu_ms * 1e3 / static_cast<double>(nodes) << " us";
     gpu.note = gpu_note.str();
     extra_records().push_back(gpu);
     return r;
