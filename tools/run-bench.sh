@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the benchmarks of issues 5, 6 and 7 on the GPU machine and merges them into one table:
+# Runs the benchmarks of issues 5, 6, 7 and 33 on the GPU machine and merges them into one table:
 #   1. BUILD_DIR/kjit bench --json OUT_DIR/kjit.jsonl, one process per group of cases (copy and
-#      elementwise, reductions, matrix products; from `kjit bench --list`), if that program exists
+#      elementwise, reductions, matrix products, raw kernels, graphs; from `kjit bench --list`),
+#      if that program exists
 #   2. tools/bench/peers.py for CuPy, then for PyTorch (separate processes) -> OUT_DIR/peers.jsonl,
 #      with the device-to-device copy ceiling measured in the same run
 #   3. tools/bench/table.py -> OUT_DIR/table.md (the full report) and OUT_DIR/side-by-side.md (the
@@ -18,7 +19,7 @@
 #
 # Environment (all optional):
 #   BENCH_CASES=PATTERNS   the cases, for kjit and the peers alike: ids, globs like 'ew_*', or
-#                          groups ew, red, mm (comma-separated); default every case. 'copy' is
+#                          groups ew, red, mm, graph (comma-separated); default every case. 'copy' is
 #                          always added (the ceiling is measured in the same run).
 #   BENCH_QUICK=1          fewer repeats for the peers (peers.py --quick; kjit bench's repeats
 #                          are fixed)

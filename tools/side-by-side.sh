@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 8's side-by-side, in one command on the GPU machine: every benchmark case of the
-# elementwise, reduction and matmul issues (host-time and first-call cases included) in kjit, CuPy
-# and PyTorch, then one table with kjit ÷ CuPy and kjit ÷ PyTorch, the percentage of the copy
-# ceiling measured in the same run, and each goal met or missed.
+# elementwise, reduction, matmul and CUDA graph issues (host-time and first-call cases included)
+# in kjit, CuPy and PyTorch, then one table with kjit ÷ CuPy and kjit ÷ PyTorch, the percentage
+# of the copy ceiling measured in the same run, and each goal met or missed.
 #
 #   tools/side-by-side.sh BUILD_DIR OUT_DIR
 #

@@ -1,5 +1,5 @@
-"""The benchmark cases of issues 5, 6 and 7: ids, sizes, the bytes or operations each one counts,
-the goal, and the numbers the issues quote for CuPy 14.2 and PyTorch 2.11 on the H200.
+"""The benchmark cases of issues 5, 6, 7 and 33: ids, sizes, the bytes or operations each one
+counts, the goal, and the numbers the issues quote for CuPy 14.2 and PyTorch 2.11 on the H200.
 
 One source of truth for tools/bench/peers.py (which times CuPy and PyTorch on them), for
 tools/bench/table.py (which merges results into a table) and, by its ids, for kjit_bench (the C++
@@ -55,7 +55,7 @@ class Goal:
 @dataclass(frozen=True)
 class Case:
     id: str
-    group: str                  # 'ceiling', 'ew', 'red', 'mm'
+    group: str                  # 'ceiling', 'ew', 'red', 'mm', 'graph'
     title: str                  # what is computed, as the table shows it
     metric: str                 # GBPS, TFLOPS, US or MS
     dtype: str
@@ -253,7 +253,47 @@ CASES.append(Case(
     (64, 64), _mm_bytes(4), Goal("max", 6.0), _mm, issue={"cupy": "20.9", "torch": "13.5"},
     doc="cupy: cupy.matmul(a, b); variant: out=c. torch: torch.matmul(a, b); variant: out=c."))
 
+
+# ---- CUDA graphs (issue 33): the same sequences captured once and replayed. The host time is per
+# call of the sequence (a replay's time over its calls), so that kjit and the peers compare
+# however many graph nodes each one's calls make (kjit's note gives its node count).
+GRAPH_EW_CALLS = 10
+GRAPH_CHAIN_CALLS = 20
+_GRAPH_CHAIN = ("the chain: five rounds of two y = a*x + b calls (each on the one before's output, "
+                "1000 float32), a sum of squares of the second's output into a 0-d array, and a "
+                "64×64 float32 matmul into a preallocated output (20 calls)")
+CASES += [
+    Case("graph_ew10", "graph",
+         "host µs per kernel, a replayed graph of 10 calls y = a*x + b, 1000 float32", US,
+         "float32", (1000,), (1000,), None, Goal("max", 1.0),
+         doc="the issue also asks for at most half of each peer's replay (kjit ÷ CuPy and kjit ÷ "
+             "PyTorch ≥ 2). Replays: 1000 warm-up, then 10000 and one sync, all timed, per kernel "
+             "(÷ 10); variants: the same calls eager (per call), the host's share of a replay "
+             "(batches of 100 replays between untimed syncs), the GPU time of a replay (events, "
+             "÷ 10). cupy: the ElementwiseKernel k(x, a, b, y) ×10 captured by "
+             "Stream.begin_capture()/end_capture() on a non-blocking stream, Graph.launch(stream). "
+             "torch: torch.addcmul(b, x, a, out=y) ×10 with 0-d a, b (one kernel each) captured by "
+             "torch.cuda.graph(g) after a warm-up on a side stream, g.replay()."),
+    Case("graph_chain20", "graph",
+         "host µs per call, a replayed graph of 20 calls: 10 elementwise, 5 user reductions, "
+         "5 matmuls 64×64", US, "float32", (1000,), (1000,), None, Goal("max", 1.0),
+         doc=_GRAPH_CHAIN + "; replayed and timed as graph_ew10, per call (÷ 20); variants: the "
+             "chain eager (the issue's 'today's floor', per call), the host's share of a replay, "
+             "the GPU time of a replay per call. cupy: ElementwiseKernel, the sum-of-squares "
+             "ReductionKernel k(y, out=s), cupy.matmul(a, b, out=c). torch: addcmul as in "
+             "graph_ew10, torch.linalg.vector_norm(y, out=s) (no user reductions: the one-kernel "
+             "√Σy², as red_host_1k), torch.matmul(a, b, out=c)."),
+    Case("graph_update", "graph",
+         "µs per update() moving that graph to other arrays (all 23 of the chain)",
+         US, "float32", (1000,), (1000,), None, Goal("max", 20.0), kjit_only=True,
+         doc="kjit only (neither CuPy's nor PyTorch's graph object has a documented way to move "
+             "a captured graph to other arrays): Graph::update({...}) naming the chain's 23 "
+             "arrays, alternating between two sets, 5 batches of 200, per update; variant: "
+             "update(stream, calls), a new capture applied with cuGraphExecUpdate. The second "
+             "set's results are checked after a replay."),
+]
+
 BY_ID = {c.id: c for c in CASES}
 ORDER = [c.id for c in CASES]
 GROUP_NAMES = {"ceiling": "Ceiling", "ew": "Elementwise (issue 5)", "red": "Reductions (issue 6)",
-               "mm": "Matrix products (issue 7)"}
+               "mm": "Matrix products (issue 7)", "graph": "Graphs (issue 33)"}

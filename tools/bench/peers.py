@@ -119,6 +119,49 @@ def time_host(b, fn, st: Settings) -> Timing:
     return Timing(samples, st.host_calls)
 
 
+def time_host_units(b, fn, st: Settings, units, runs=None) -> Timing:
+    """Microseconds of host time per unit of fn, which makes `units` of them (a graph replay of
+    that many kernels, or that many calls made eagerly): as time_host, `runs` runs then one sync,
+    all timed; by default as many runs as give st.host_calls units (and a warm-up of
+    st.host_warmup units)."""
+    if runs is None:
+        runs = max(1, st.host_calls // units)
+        warm = max(1, st.host_warmup // units)
+    else:
+        warm = st.host_warmup
+    for _ in range(warm):
+        fn()
+    b.sync()
+    samples = []
+    for _ in range(st.host_repeats):
+        t0 = time.perf_counter()
+        for _ in range(runs):
+            fn()
+        b.sync()
+        samples.append((time.perf_counter() - t0) / (runs * units) * 1e6)
+    return Timing(samples, runs)
+
+
+def time_submit_units(b, fn, st: Settings, units, batch=100) -> Timing:
+    """The host's share alone, in µs per unit: batches of `batch` runs, each followed by a sync,
+    only the runs timed (a batch is fewer launches than the queue holds, so a GPU slower than the
+    host does not set the pace); as many batches as give st.host_calls runs."""
+    batches = max(1, st.host_calls // batch)
+    fn()
+    b.sync()
+    samples = []
+    for _ in range(st.host_repeats):
+        seconds = 0.0
+        for _ in range(batches):
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                fn()
+            seconds += time.perf_counter() - t0
+            b.sync()
+        samples.append(seconds / (batches * batch * units) * 1e6)
+    return Timing(samples, batches * batch)
+
+
 # --------------------------------------------------------------------------------------------
 # Backends: the few things that differ between CuPy and PyTorch besides the cases themselves
 
@@ -188,6 +231,9 @@ class CupyBackend:
 
     def from_host(self, a):
         return self.m.asarray(a)
+
+    def empty(self, shape, dtype):
+        return self.m.empty(shape, dtype=self.dtype(dtype))
 
     def _host64(self, a):
         np = self.np
@@ -269,6 +315,9 @@ class TorchBackend:
 
     def from_host(self, a):
         return self.m.from_numpy(self.np.ascontiguousarray(a)).to(self.dev)
+
+    def empty(self, shape, dtype):
+        return self.m.empty(shape, dtype=self.dtype(dtype), device=self.dev)
 
     def _host64(self, t):
         np = self.np
@@ -356,6 +405,29 @@ class Variant:
         t = time_host(self.ctx.b, fn, self.ctx.st)
         self.rec["us_per_call"] = t.median
         self._timing(t)
+        return t
+
+    def host_per(self, fn, units, runs=None):
+        """Host µs per unit of fn, which makes `units` of them (time_host_units)."""
+        t = time_host_units(self.ctx.b, fn, self.ctx.st, units, runs)
+        self.rec["us_per_call"] = t.median
+        self._timing(t)
+        return t
+
+    def submit_per(self, fn, units):
+        """The host's share of fn alone, µs per unit (time_submit_units)."""
+        t = time_submit_units(self.ctx.b, fn, self.ctx.st, units)
+        self.rec["us_per_call"] = t.median
+        self._timing(t)
+        return t
+
+    def device_per(self, fn, units):
+        """GPU µs per unit of fn (events around a loop of runs, time_device), in us_per_call (the
+        case's metric field; the note says it is device time), ms per run in ms."""
+        t = time_device(self.ctx.b, fn, self.ctx.st)
+        self.rec["ms"] = t.median
+        self.rec["us_per_call"] = t.median * 1e3 / units
+        self._timing(t, 1e3 / units)
         return t
 
     def check(self, produce, rtol):
@@ -1109,11 +1181,183 @@ def torch_mm_host(ctx):
         v.host(lambda: torch.matmul(a, bm, out=c))
 
 
+# ---- CUDA graphs (issue 33): the sequences of kjit's graph cases (tools/cli/bench_graph.cpp)
+# captured once and replayed. Every number is per call of the sequence (a replay's time over its
+# calls), since neither peer tells how many nodes its graph holds.
+
+class _GraphData:
+    """The arrays of graph_ew10 (x and ten outputs y of 1000 float32) and, for graph_chain20,
+    five 0-d sums and the 64×64 a, b and five products. `norm_sums`: the peer's reduction writes
+    √Σy² (torch's vector_norm) instead of Σy²."""
+
+    def __init__(self, ctx, norm_sums=False):
+        b = ctx.b
+        self.ctx = ctx
+        self.chain = ctx.case.id == "graph_chain20"
+        self.units = C.GRAPH_CHAIN_CALLS if self.chain else C.GRAPH_EW_CALLS
+        self.norm_sums = norm_sums
+        self.x = b.randn(ctx.shape, "float32")
+        self.y = [b.empty(ctx.shape, "float32") for _ in range(C.GRAPH_EW_CALLS)]
+        self.sums, self.products, self.a, self.bm = [], [], None, None
+        if self.chain:
+            self.a, self.bm = b.randn((64, 64), "float32"), b.randn((64, 64), "float32")
+            self.sums = [b.empty((), "float32") for _ in range(5)]
+            self.products = [b.empty((64, 64), "float32") for _ in range(5)]
+
+    def outputs(self):
+        return self.y + self.sums + self.products
+
+    def poison(self, fill):
+        """NaN in every output (fill(array, value) is the peer's fill), so that the check after
+        a replay shows that the replay wrote them."""
+        for out in self.outputs():
+            fill(out, float("nan"))
+
+    def check(self):
+        """(got, ref) for Variant.check: each output group over its reference's norm, so that
+        the large sums do not hide the elementwise outputs."""
+        ctx, b, np = self.ctx, self.ctx.b, self.ctx.np
+        every = np.arange(ctx.n)
+        prev = b.gather(self.x, every)
+        got, ref, ys = [], [], []
+        for y in self.y:
+            prev = A_SCALAR * prev + B_SCALAR
+            ys.append(prev)
+            got.append(b.gather(y, every))
+            ref.append(prev)
+        if self.chain:
+            want = np.array([float((ys[2 * j + 1] ** 2).sum()) for j in range(5)])
+            have = np.array([b.scalar(s) for s in self.sums])
+            got.append(have ** 2 if self.norm_sums else have)
+            ref.append(want)
+            rows = np.arange(64)
+            product = b.rows(self.a, rows) @ b.rows(self.bm, rows)
+            for c in self.products:
+                got.append(b.rows(c, rows))
+                ref.append(product)
+        scale = [max(float(np.linalg.norm(r)), 1e-30) for r in ref]
+        return (np.concatenate([np.ravel(g) / k for g, k in zip(got, scale)]),
+                np.concatenate([np.ravel(r) / k for r, k in zip(ref, scale)]))
+
+
+def _graph_variants(ctx, d, calls, capture, where, fill, names):
+    """The records of graph_ew10 or graph_chain20 for one peer: the replays' host time (main),
+    the calls eager, the host's share of a replay, the GPU time of a replay; all per call.
+    calls(): the sequence, eagerly; capture(calls) -> replay function; where(): the context of
+    the stream the calls and replays go to; names: (main variant, eager variant)."""
+    units, st = d.units, ctx.st
+    per = "kernel" if units == C.GRAPH_EW_CALLS else "call"
+    ctx.b.sync()                  # the inputs, made on the default stream, which CuPy's
+    with where():                 # non-blocking capture stream does not wait for
+        calls()                   # eager first: kernels compiled, cuBLAS's workspace made
+    ctx.b.sync()
+    replay = capture(calls)
+    with ctx.variant(names[0], True, f"host µs per {per}: a replay's time ÷ {units}; "
+                     f"{st.host_calls} replays then one sync, all timed") as v:
+        d.poison(fill)
+        ctx.b.sync()
+        with where():
+            replay()
+        ctx.b.sync()
+        v.check(d.check, 1e-5)
+        with where():
+            v.host_per(replay, units, runs=st.host_calls)
+    with ctx.variant(names[1], False, f"the same {units} calls eager, host µs per call") as v:
+        with where():
+            v.host_per(calls, units)
+    with ctx.variant("replays, the host's share", False,
+                     f"batches of 100 replays, a sync after each, only the replays timed; "
+                     f"µs per {per}") as v:
+        with where():
+            v.submit_per(replay, units)
+    with ctx.variant("GPU time of a replay, per call", False,
+                     f"GPU time: events around back-to-back replays, µs per {per} (÷ {units}), "
+                     f"in us_per_call; ms: per replay") as v:
+        with where():
+            v.device_per(replay, units)
+
+
+@peer("cupy", "graph_ew10", "graph_chain20")
+def cupy_graph(ctx):
+    cp = ctx.m
+    d = _GraphData(ctx)
+    k = _cupy_axpb(cp)
+    sumsq = _cupy_sumsq(cp)
+    a, c = A_SCALAR, B_SCALAR
+    stream = cp.cuda.Stream(non_blocking=True)    # a default stream cannot be captured
+
+    def calls():
+        if not d.chain:
+            for i in range(C.GRAPH_EW_CALLS):
+                k(d.x if i == 0 else d.y[i - 1], a, c, d.y[i])
+            return
+        for j in range(5):
+            k(d.x if j == 0 else d.y[2 * j - 1], a, c, d.y[2 * j])
+            k(d.y[2 * j], a, c, d.y[2 * j + 1])
+            sumsq(d.y[2 * j + 1], out=d.sums[j])
+            cp.matmul(d.a, d.bm, out=d.products[j])
+
+    def capture(fn):
+        with stream:
+            stream.begin_capture()
+            try:
+                fn()
+            finally:
+                graph = stream.end_capture()
+        return lambda: graph.launch(stream)
+
+    main = ("Stream.begin_capture/end_capture of " +
+            ("10 ElementwiseKernel k(x, a, b, y) calls" if not d.chain else
+             "the chain (ElementwiseKernel, ReductionKernel k(y, out=s), matmul(out=c))") +
+            ", Graph.launch(stream)")
+    _graph_variants(ctx, d, calls, capture, lambda: stream, lambda t, v: t.fill(v),
+                    (main, "the same calls eager (on the same stream)"))
+
+
+@peer("torch", "graph_ew10", "graph_chain20")
+def torch_graph(ctx):
+    torch = ctx.m
+    d = _GraphData(ctx, norm_sums=True)
+    at = torch.tensor(A_SCALAR, device=ctx.b.dev, dtype=torch.float32)
+    bt = torch.tensor(B_SCALAR, device=ctx.b.dev, dtype=torch.float32)
+
+    def calls():
+        if not d.chain:
+            for i in range(C.GRAPH_EW_CALLS):
+                torch.addcmul(bt, d.x if i == 0 else d.y[i - 1], at, out=d.y[i])
+            return
+        for j in range(5):
+            torch.addcmul(bt, d.x if j == 0 else d.y[2 * j - 1], at, out=d.y[2 * j])
+            torch.addcmul(bt, d.y[2 * j], at, out=d.y[2 * j + 1])
+            torch.linalg.vector_norm(d.y[2 * j + 1], out=d.sums[j])
+            torch.matmul(d.a, d.bm, out=d.products[j])
+
+    def capture(fn):
+        # PyTorch's documented order: warm up on a side stream, then capture.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        return graph.replay
+
+    main = ("torch.cuda.graph capture of " +
+            ("10 torch.addcmul(b, x, a, out=y), 0-d a b" if not d.chain else
+             "the chain (addcmul, linalg.vector_norm(y, out=s), matmul(out=c))") +
+            ", g.replay()")
+    _graph_variants(ctx, d, calls, capture, _Nothing, lambda t, v: t.fill_(v),
+                    (main, "the same calls eager"))
+
+
 # --------------------------------------------------------------------------------------------
 # Runner
 
 def select_cases(patterns):
-    """Comma-separated ids, globs (ew_*) or group names (ceiling, ew, red, mm)."""
+    """Comma-separated ids, globs (ew_*) or group names (ceiling, ew, red, mm, graph)."""
     if not patterns:
         return list(C.ORDER), []
     pats = [p.strip() for p in patterns.split(",") if p.strip()]
@@ -1278,7 +1522,7 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--impl", default=",".join(IMPLS), help="peers to run (default: cupy,torch)")
     p.add_argument("--cases", default="", help="comma-separated case ids, globs (ew_*) or "
-                   "groups (ceiling, ew, red, mm); default all; 'copy' is always added")
+                   "groups (ceiling, ew, red, mm, graph); default all; 'copy' is always added")
     p.add_argument("--no-ceiling", action="store_true", help="do not add the 'copy' case")
     p.add_argument("--quick", action="store_true", help="fewer repeats, shorter loops")
     p.add_argument("--tiny", action="store_true",

@@ -1,7 +1,7 @@
 // What the cases of `kjit bench` share (tools/cli/bench_command.cpp runs them): the record a case
 // returns, timing with CUDA events, arrays filled on the GPU. The cases live in one file per group
 // (bench_elementwise.cpp, bench_first_calls.cpp, bench_reductions.cpp, bench_matmul.cpp,
-// bench_raw.cpp).
+// bench_raw.cpp, bench_graph.cpp).
 #pragma once
 
 #include <chrono>
@@ -69,5 +69,6 @@ std::string probe_program(const std::string& self);
 void add_reduction_cases(Cases& c);
 void add_matmul_cases(Cases& c, std::vector<Record>& extra);
 void add_raw_cases(Cases& c);
+void add_graph_cases(Cases& c);
 
 }  // namespace kjit::cli::bench

@@ -43,6 +43,15 @@ def records(name):
     if case.metric == C.GBPS:
         return [dict(r, gbps=4150.0, ms=case.bytes() / 4150e6)]
     if case.metric == C.US:
+        if name == "graph_update":
+            return [dict(r, us_per_call=12.0),
+                    dict(r, us_per_call=60.0, primary=False, variant="update(stream, calls)")]
+        if name.startswith("graph_"):      # a replay per call, and its variants
+            return [dict(r, us_per_call=0.9),
+                    dict(r, us_per_call=3.5, primary=False, variant="the same calls eager"),
+                    dict(r, us_per_call=0.2, primary=False, variant="replays, the host's share"),
+                    dict(r, us_per_call=0.9, ms=0.018, primary=False,
+                         variant="GPU time of a replay, per call")]
         if name == "mm_host_64":
             return [dict(r, us_per_call=10.0), dict(r, impl="cublas", us_per_call=7.9),
                     dict(r, impl="cublas_rebind", us_per_call=7.9),

@@ -46,7 +46,7 @@ def asnumpy(a):
 def __getattr__(name):
     f = getattr(_np, name)
     if callable(f) and not isinstance(f, type):
-        def call(*args, **kw):
+        def run(*args, **kw):
             _hook(name)
             r = f(*args, **kw)
             if _wrong(name):
@@ -55,6 +55,10 @@ def __getattr__(name):
                 else:
                     r = r + 1
             return _wrap(r)
+
+        def call(*args, **kw):
+            r = cuda.run_or_record(name, lambda: run(*args, **kw))
+            return kw.get("out") if r is None else r
         return call
     return f
 
@@ -92,6 +96,12 @@ class ElementwiseKernel:
         self.compiled = False
 
     def __call__(self, *args):
+        r = cuda.run_or_record("ElementwiseKernel", lambda: self._run(*args))
+        if r is None and len(args) > len(self.ins):
+            return args[len(self.ins)]
+        return r
+
+    def _run(self, *args):
         _hook("ElementwiseKernel")
         if not self.compiled:
             _fake_compile(self.name, self.op)
@@ -119,13 +129,23 @@ class ReductionKernel:
         assert reduce_expr.replace(" ", "") == "a+b", "the fake only sums"
         self.map, self.name, self.compiled = map_expr, name, False
 
-    def __call__(self, x, axis=None):
+    def __call__(self, x, out=None, axis=None):
+        r = cuda.run_or_record("ReductionKernel", lambda: self._run(x, out, axis))
+        return out if r is None else r
+
+    def _run(self, x, out, axis):
         _hook("ReductionKernel")
         if not self.compiled:
             _fake_compile(self.name, self.map)
             self.compiled = True
         mapped = eval(self.map, {"__builtins__": {}}, {"x": x})
-        return _wrap(_np.asarray(_np.sum(mapped, axis=axis), dtype=x.dtype))
+        value = _np.asarray(_np.sum(mapped, axis=axis), dtype=x.dtype)
+        if _wrong("ReductionKernel"):
+            value = 2 * value + 1           # wrong by more than rounding, however large the sum
+        if out is not None:
+            out[...] = value
+            return out
+        return _wrap(value)
 
 
 class _Pool:

@@ -1,6 +1,6 @@
 """A fake torch made of numpy, for tools/bench/tests only (see ../README.md). Tensors wrap numpy
 arrays; bfloat16 is float32 rounded to 8 bits of mantissa; .numpy() of a bfloat16 tensor fails as
-torch's does."""
+torch's does; a CUDA graph records the calls made during its capture and replays them."""
 import os
 import sys
 import time
@@ -110,6 +110,10 @@ class Tensor:
             return Tensor(bits.view(_np.int16), int16)
         raise NotImplementedError(f"fake view {self.dtype} -> {dt}")
 
+    def fill_(self, v):
+        self.a[...] = v
+        return self
+
     def add_(self, v):
         _hook("Tensor.add_")
         self.a[...] = _cast(self.a + _arr(v) + (1 if _wrong("Tensor.add_") else 0), self.dtype)
@@ -170,6 +174,21 @@ class Tensor:
         return self._bin(o, _np.power)
 
 
+# CUDA graphs: while torch.cuda.graph(g) captures, the calls marked _capturable are recorded
+# for g.replay() instead of run, as on the GPU.
+_capture = None
+
+
+def _capturable(fn):
+    def call(*args, **kw):
+        if _capture is not None:
+            _capture.append(lambda: fn(*args, **kw))
+            return kw.get("out")
+        return fn(*args, **kw)
+    call.__name__ = fn.__name__
+    return call
+
+
 def _result(name, value, dt, out):
     _hook("torch." + name)
     if _wrong("torch." + name):
@@ -184,14 +203,17 @@ def _first_dtype(*xs):
     return next(x.dtype for x in xs if isinstance(x, Tensor))
 
 
+@_capturable
 def mul(x, y, out=None):
     return _result("mul", _np.multiply(_arr(x), _arr(y)), _first_dtype(x, y), out)
 
 
+@_capturable
 def add(x, y, out=None):
     return _result("add", _np.add(_arr(x), _arr(y)), _first_dtype(x, y), out)
 
 
+@_capturable
 def addcmul(input, tensor1, tensor2, value=1, out=None):
     v = _arr(input) + value * _arr(tensor1) * _arr(tensor2)
     return _result("addcmul", v, _first_dtype(tensor1, input), out)
@@ -205,6 +227,7 @@ def argmax(x):
     return _result("argmax", _np.asarray(_np.argmax(x.a)), int64, None)
 
 
+@_capturable
 def matmul(a, b, out=None):
     return _result("matmul", _np.matmul(a.a, b.a), a.dtype, out)
 
@@ -253,9 +276,12 @@ def device(kind, index=0):
     return f"{kind}:{index}"
 
 
-linalg = SimpleNamespace(
-    vector_norm=lambda x: _result("linalg.vector_norm",
-                                  _np.sqrt(_np.sum(x.a.astype(_np.float64) ** 2)), x.dtype, None))
+@_capturable
+def _vector_norm(x, out=None):
+    return _result("linalg.vector_norm", _np.sqrt(_np.sum(x.a.astype(_np.float64) ** 2)), x.dtype, out)
+
+
+linalg = SimpleNamespace(vector_norm=_vector_norm)
 
 
 class _Event:
@@ -272,6 +298,58 @@ class _Event:
         return (end.t - self.t) * 1e3
 
 
+class _Stream:
+    def wait_stream(self, other):
+        pass
+
+
+_DEFAULT_STREAM = _Stream()
+_streams = []
+
+
+class _StreamContext:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        _streams.append(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        _streams.pop()
+        return False
+
+
+class CUDAGraph:
+    def __init__(self):
+        self.calls = None
+
+    def replay(self):
+        if self.calls is None:
+            raise RuntimeError("fake: replay of a graph never captured")
+        for call in self.calls:
+            call()
+
+
+class _GraphContext:
+    """torch.cuda.graph(g): what is called inside is recorded into g."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def __enter__(self):
+        global _capture
+        if _capture is not None:
+            raise RuntimeError("fake: a capture is already under way")
+        _capture = []
+        return self.graph
+
+    def __exit__(self, *exc):
+        global _capture
+        self.graph.calls, _capture = _capture, None
+        return False
+
+
 cuda = SimpleNamespace(
     is_available=lambda: True,
     set_device=lambda i: None,
@@ -279,6 +357,11 @@ cuda = SimpleNamespace(
     synchronize=lambda: None,
     empty_cache=lambda: None,
     Event=_Event,
+    Stream=_Stream,
+    current_stream=lambda device=None: _streams[-1] if _streams else _DEFAULT_STREAM,
+    stream=_StreamContext,
+    CUDAGraph=CUDAGraph,
+    graph=_GraphContext,
 )
 
 
