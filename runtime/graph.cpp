@@ -182,19 +182,20 @@ std::pair<CUdeviceptr, CUdeviceptr> address_range(const Array& a) {
 
 std::string describe(const Array& a) { return a.to_string(); }
 
+// Why `to` cannot replace `from` (array k of the update), or nothing when it can.
 void check_replacement(std::size_t k, const Array& from, const Array& to, int ordinal) {
-    const std::string which = "Graph::update: array " + std::to_string(k) + ": ";
-    if (!from.valid() || !to.valid()) throw Error(which + "an empty Array");
+    const auto fail = [k](const std::string& why) { throw Error("Graph::update: array " + std::to_string(k) + ": " + why); };
+    if (!from.valid() || !to.valid()) fail("an empty Array");
     if (from.device() != Device::cuda(ordinal) || to.device() != Device::cuda(ordinal))
-        throw Error(which + "the graph runs on cuda:" + std::to_string(ordinal) + ", the arrays are on " + from.device().to_string() +
-                    " and " + to.device().to_string());
+        fail("the graph runs on cuda:" + std::to_string(ordinal) + ", the arrays are on " + from.device().to_string() + " and " +
+             to.device().to_string());
     if (from.dtype() != to.dtype() || from.shape() != to.shape() || from.strides() != to.strides())
-        throw Error(which + "the replacement " + describe(to) + " must have the dtype, shape and strides of " + describe(from));
-    if (from.size() == 0) throw Error(which + describe(from) + " has no elements, so the graph holds no address of it");
+        fail("the replacement " + describe(to) + " must have the dtype, shape and strides of " + describe(from));
+    if (from.size() == 0) fail(describe(from) + " has no elements, so the graph holds no address of it");
     const auto a = reinterpret_cast<std::uintptr_t>(from.data()), b = reinterpret_cast<std::uintptr_t>(to.data());
     if (a % 256 != b % 256)
-        throw Error(which + "the replacement's address is " + std::to_string(b % 256) + " bytes past a 256-byte boundary, the " +
-                    "array's " + std::to_string(a % 256) + ": kernels chosen for one alignment may not run on the other");
+        fail("the replacement's address is " + std::to_string(b % 256) + " bytes past a 256-byte boundary, the array's " +
+             std::to_string(a % 256) + ": kernels chosen for one alignment may not run on the other");
 }
 
 }  // namespace
@@ -202,58 +203,79 @@ void check_replacement(std::size_t k, const Array& from, const Array& to, int or
 void Graph::update(std::span<const ArrayUpdate> arrays) {
     if (!state_) throw Error("Graph::update: an empty Graph (default-constructed or moved from)");
     State& st = *state_;
+    // The moves, sorted by address (their array's index kept for errors).
     std::vector<detail::AddressMove> moves;
+    std::vector<std::size_t> array_of;
+    moves.reserve(arrays.size());
     for (std::size_t k = 0; k < arrays.size(); ++k) {
         const Array& from = arrays[k].captured;
         const Array& to = arrays[k].replacement;
         check_replacement(k, from, to, st.ordinal);
         const auto [begin, end] = address_range(from);
-        for (const detail::AddressMove& m : moves)
-            if (begin < m.end && m.begin < end)
-                throw Error("Graph::update: array " + std::to_string(k) + " overlaps an earlier one in memory; give each memory once");
         moves.push_back({begin, end, reinterpret_cast<CUdeviceptr>(to.data()) - (reinterpret_cast<CUdeviceptr>(from.data()) - begin)});
     }
     if (moves.empty()) return;
+    std::vector<std::size_t> order(moves.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return moves[a].begin < moves[b].begin; });
+    std::vector<detail::AddressMove> sorted(moves.size());
+    for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = moves[order[k]];
+    for (std::size_t k = 1; k < sorted.size(); ++k)
+        if (sorted[k].begin < sorted[k - 1].end)
+            throw Error("Graph::update: arrays " + std::to_string(std::min(order[k - 1], order[k])) + " and " +
+                        std::to_string(std::max(order[k - 1], order[k])) + " overlap in memory; give each memory once");
+
     detail::Driver& d = detail::driver_on(st.ordinal);
     if (!st.arguments) st.arguments = current_arguments(d, st.graph, st.latest);
     detail::GraphArguments& args = *st.arguments;
     if (!args.unreadable.empty())
         throw Error("Graph::update: " + args.unreadable + ", whose arguments this update cannot read; use update(stream, calls)");
-    for (std::size_t k = 0; k < moves.size(); ++k) {
+    for (std::size_t k = 0; k < moves.size(); ++k)
         for (const auto& [begin, end] : args.copy_ranges)
             if (moves[k].begin < end && begin < moves[k].end)
                 throw Error("Graph::update: array " + std::to_string(k) + " is used by a copy or memset step of the graph, whose "
                             "addresses this update does not move; use update(stream, calls)");
-        if (!detail::kernels_use(args, moves[k].begin, moves[k].end))
-            throw Error("Graph::update: array " + std::to_string(k) + " (" + describe(arrays[k].captured) +
-                        ") is not one the graph's kernels use now");
-    }
-    // Patch a copy of each changed node first: a driver failure then leaves the recorded
-    // arguments as the executable graph has them.
+
+    // The changed nodes' new arguments, made before any is set: an array no kernel uses is an
+    // Error that leaves the graph as it was.
+    std::vector<char> matched(sorted.size(), 0);
+    std::vector<std::pair<detail::KernelNodeArguments*, std::vector<std::byte>>> changed;
     for (detail::KernelNodeArguments& node : args.kernels) {
         std::vector<std::byte> patched = node.buffer;
         std::size_t moved = 0;
         for (std::size_t i = 0; i < node.offsets.size(); ++i)
-            moved += detail::move_addresses(std::span<std::byte>(patched.data() + node.offsets[i], node.sizes[i]), node.offsets[i], moves);
-        if (moved == 0) continue;
-        std::vector<void*> pointers(node.pointers.size());
-        for (std::size_t i = 0; i < pointers.size(); ++i) pointers[i] = patched.data() + node.offsets[i];
-        CUDA_KERNEL_NODE_PARAMS params = node.params;
-        params.kernelParams = pointers.data();
-        KJIT_CU_CHECK(d.cuGraphExecKernelNodeSetParams(st.exec, node.node, &params));
-        node.buffer = std::move(patched);
-        for (std::size_t i = 0; i < pointers.size(); ++i) node.pointers[i] = node.buffer.data() + node.offsets[i];
-        node.params.kernelParams = node.pointers.data();
+            moved += detail::move_addresses(std::span<std::byte>(patched.data() + node.offsets[i], node.sizes[i]), node.offsets[i],
+                                            sorted, &matched);
+        if (moved != 0) changed.emplace_back(&node, std::move(patched));
     }
-    // Keep the replacements' memory, and the old memory only while some argument still holds it.
+    for (std::size_t k = 0; k < sorted.size(); ++k)
+        if (!matched[k])
+            throw Error("Graph::update: array " + std::to_string(order[k]) + " (" + describe(arrays[order[k]].captured) +
+                        ") is not one the graph's kernels use now");
+    // A driver failure part way leaves the nodes set so far moved, and recorded as moved.
+    std::vector<void*> pointers;
+    for (auto& [node, patched] : changed) {
+        pointers.resize(node->offsets.size());
+        for (std::size_t i = 0; i < pointers.size(); ++i) pointers[i] = patched.data() + node->offsets[i];
+        CUDA_KERNEL_NODE_PARAMS params = node->params;
+        params.kernelParams = pointers.data();
+        KJIT_CU_CHECK(d.cuGraphExecKernelNodeSetParams(st.exec, node->node, &params));
+        node->buffer = std::move(patched);
+        for (std::size_t i = 0; i < node->pointers.size(); ++i) node->pointers[i] = node->buffer.data() + node->offsets[i];
+        node->params.kernelParams = node->pointers.data();
+    }
+    // Keep the replacements' memory, and the old memory only while some argument still holds it
+    // (another view of the same memory): an array that spans its whole buffer has no such view.
     for (const ArrayUpdate& u : arrays)
         if (std::find(st.kept.begin(), st.kept.end(), u.replacement.buffer()) == st.kept.end()) st.kept.push_back(u.replacement.buffer());
-    std::erase_if(st.kept, [&](const std::shared_ptr<Buffer>& b) {
-        const bool replaced = std::any_of(arrays.begin(), arrays.end(), [&](const ArrayUpdate& u) { return u.captured.buffer() == b; });
-        if (!replaced) return false;
-        const auto begin = reinterpret_cast<CUdeviceptr>(b->data());
-        return !detail::kernels_use(args, begin, begin + b->size());
-    });
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+        const std::shared_ptr<Buffer>& b = arrays[k].captured.buffer();
+        const auto at = std::find(st.kept.begin(), st.kept.end(), b);
+        if (at == st.kept.end()) continue;
+        const auto begin = reinterpret_cast<CUdeviceptr>(b->data()), end = begin + b->size();
+        const bool whole = moves[k].begin <= begin && moves[k].end >= end;
+        if (whole || !detail::kernels_use(args, begin, end)) st.kept.erase(at);
+    }
 }
 
 void Graph::launch(const Stream& stream) const {

@@ -41,6 +41,22 @@ TEST_CASE("addresses inside a replaced array move by the arrays' distance; other
     CHECK(word(arg, 0) == x);
 }
 
+TEST_CASE("with several arrays moved, each address goes by its own array's distance, and each array found is marked",
+          "[graph]") {
+    const CUdeviceptr a = 0x7f0000001000, b = 0x7f0000003000, c = 0x7f0000009000;
+    // Sorted by address, as Graph::update gives them; c is not in the arguments.
+    const AddressMove moves[] = {{a, a + 256, 0x7e0000000000}, {b, b + 4096, 0x7d0000000000}, {c, c + 8, 0x7c0000000000}};
+    std::vector<std::byte> arg = words({b + 8, a, a + 256, b - 1, 0x7f0000000fff});
+    std::vector<char> matched(3, 0);
+    CHECK(kjit::detail::move_addresses(arg, 0, moves, &matched) == 2);
+    CHECK(word(arg, 0) == 0x7d0000000008);
+    CHECK(word(arg, 8) == 0x7e0000000000);
+    CHECK(word(arg, 16) == a + 256);  // between the arrays: nobody's
+    CHECK(word(arg, 24) == b - 1);
+    CHECK(word(arg, 32) == 0x7f0000000fff);  // below the lowest
+    CHECK(matched == std::vector<char>{1, 1, 0});
+}
+
 TEST_CASE("only words aligned in the parameter buffer are read as addresses", "[graph]") {
     const CUdeviceptr x = 0x7f0000001000, y = 0x7f0000100000;
     const AddressMove moves[] = {{x, x + 4000, y}};

@@ -1,5 +1,6 @@
 #include "runtime/detail/graph_arguments.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/detail/check.hpp"
@@ -65,16 +66,22 @@ KernelNodeArguments read_kernel_node(Driver& d, CUgraphNode node, std::string& u
 
 }  // namespace
 
-std::size_t move_addresses(std::span<std::byte> bytes, std::size_t offset, std::span<const AddressMove> moves) {
+std::size_t move_addresses(std::span<std::byte> bytes, std::size_t offset, std::span<const AddressMove> moves,
+                           std::vector<char>* matched) {
+    if (moves.empty()) return 0;
+    const CUdeviceptr lowest = moves.front().begin;
     std::size_t moved = 0;
     for_each_word(bytes, offset, [&](std::size_t k, CUdeviceptr value) {
-        for (const AddressMove& m : moves)
-            if (value >= m.begin && value < m.end) {
-                const CUdeviceptr now = m.to + (value - m.begin);
-                std::memcpy(bytes.data() + k, &now, kWord);
-                ++moved;
-                return;
-            }
+        if (value < lowest) return;
+        // The last move that begins at or before the value: the only one that may hold it.
+        const auto after = std::upper_bound(moves.begin(), moves.end(), value,
+                                            [](CUdeviceptr v, const AddressMove& m) { return v < m.begin; });
+        const AddressMove& m = *(after - 1);
+        if (value >= m.end) return;
+        const CUdeviceptr now = m.to + (value - m.begin);
+        std::memcpy(bytes.data() + k, &now, kWord);
+        if (matched != nullptr) (*matched)[static_cast<std::size_t>(&m - moves.data())] = 1;
+        ++moved;
     });
     return moved;
 }

@@ -29,8 +29,11 @@ struct AddressMove {
 };
 
 // Moves the addresses in one argument buffer of `bytes`, whose first byte sits at `offset` in its
-// kernel's parameter buffer (so alignment is judged there). Returns how many words moved.
-std::size_t move_addresses(std::span<std::byte> bytes, std::size_t offset, std::span<const AddressMove> moves);
+// kernel's parameter buffer (so alignment is judged there). `moves` are sorted by `begin` and do
+// not overlap; matched[m], when given, is set for each move m that some word fell in. Returns how
+// many words moved.
+std::size_t move_addresses(std::span<std::byte> bytes, std::size_t offset, std::span<const AddressMove> moves,
+                           std::vector<char>* matched = nullptr);
 
 // Whether any 8-byte aligned word of `bytes` (at `offset`) lies in [begin, end).
 bool holds_address_in(std::span<const std::byte> bytes, std::size_t offset, CUdeviceptr begin, CUdeviceptr end);

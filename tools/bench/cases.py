@@ -267,10 +267,10 @@ CASES += [
          "host µs per kernel, a replayed graph of 10 calls y = a*x + b, 1000 float32", US,
          "float32", (1000,), (1000,), None, Goal("max", 1.0),
          doc="the issue also asks for at most half of each peer's replay (kjit ÷ CuPy and kjit ÷ "
-             "PyTorch ≥ 2). Replays: 1000 warm-up, then 10000 and one sync, all timed, per kernel "
-             "(÷ 10); variants: the same calls eager (per call), the host's share of a replay "
-             "(batches of 100 replays between untimed syncs), the GPU time of a replay (events, "
-             "÷ 10). cupy: the ElementwiseKernel k(x, a, b, y) ×10 captured by "
+             "PyTorch ≥ 2). The host's share of a replay: batches of 100 replays between untimed "
+             "syncs, per kernel (÷ 10); variants: the same calls eager (per call), replays back to "
+             "back (1000 warm-up, then 10000 and one sync, all timed: the GPU's pace), the GPU "
+             "time of a replay (events, ÷ 10). cupy: the ElementwiseKernel k(x, a, b, y) ×10 captured by "
              "Stream.begin_capture()/end_capture() on a non-blocking stream, Graph.launch(stream). "
              "torch: torch.addcmul(b, x, a, out=y) ×10 with 0-d a, b (one kernel each) captured by "
              "torch.cuda.graph(g) after a warm-up on a side stream, g.replay()."),
@@ -278,7 +278,7 @@ CASES += [
          "host µs per call, a replayed graph of 20 calls: 10 elementwise, 5 user reductions, "
          "5 matmuls 64×64", US, "float32", (1000,), (1000,), None, Goal("max", 1.0),
          doc=_GRAPH_CHAIN + "; replayed and timed as graph_ew10, per call (÷ 20); variants: the "
-             "chain eager (the issue's 'today's floor', per call), the host's share of a replay, "
+             "chain eager (the issue's 'today's floor', per call), replays back to back, "
              "the GPU time of a replay per call. cupy: ElementwiseKernel, the sum-of-squares "
              "ReductionKernel k(y, out=s), cupy.matmul(a, b, out=c). torch: addcmul as in "
              "graph_ew10, torch.linalg.vector_norm(y, out=s) (no user reductions: the one-kernel "

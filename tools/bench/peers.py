@@ -1241,8 +1241,8 @@ class _GraphData:
 
 
 def _graph_variants(ctx, d, calls, capture, where, fill, names):
-    """The records of graph_ew10 or graph_chain20 for one peer: the replays' host time (main),
-    the calls eager, the host's share of a replay, the GPU time of a replay; all per call.
+    """The records of graph_ew10 or graph_chain20 for one peer: the host's share of a replay
+    (main), the calls eager, replays back to back all timed, the GPU time of a replay; all per call.
     calls(): the sequence, eagerly; capture(calls) -> replay function; where(): the context of
     the stream the calls and replays go to; names: (main variant, eager variant)."""
     units, st = d.units, ctx.st
@@ -1252,8 +1252,8 @@ def _graph_variants(ctx, d, calls, capture, where, fill, names):
         calls()                   # eager first: kernels compiled, cuBLAS's workspace made
     ctx.b.sync()
     replay = capture(calls)
-    with ctx.variant(names[0], True, f"host µs per {per}: a replay's time ÷ {units}; "
-                     f"{st.host_calls} replays then one sync, all timed") as v:
+    with ctx.variant(names[0], True, f"host µs per {per}: a replay's host time ÷ {units}; "
+                     f"batches of 100 replays, a sync after each, only the replays timed") as v:
         d.poison(fill)
         ctx.b.sync()
         with where():
@@ -1261,15 +1261,15 @@ def _graph_variants(ctx, d, calls, capture, where, fill, names):
         ctx.b.sync()
         v.check(d.check, 1e-5)
         with where():
-            v.host_per(replay, units, runs=st.host_calls)
+            v.submit_per(replay, units)
     with ctx.variant(names[1], False, f"the same {units} calls eager, host µs per call") as v:
         with where():
             v.host_per(calls, units)
-    with ctx.variant("replays, the host's share", False,
-                     f"batches of 100 replays, a sync after each, only the replays timed; "
-                     f"µs per {per}") as v:
+    with ctx.variant("replays back to back, all timed", False,
+                     f"{st.host_calls} replays then one sync, all timed: the GPU's pace when it is "
+                     f"slower than the host; µs per {per}") as v:
         with where():
-            v.submit_per(replay, units)
+            v.host_per(replay, units, runs=st.host_calls)
     with ctx.variant("GPU time of a replay, per call", False,
                      f"GPU time: events around back-to-back replays, µs per {per} (÷ {units}), "
                      f"in us_per_call; ms: per replay") as v:
