@@ -110,5 +110,8 @@ struct ElementwiseKernelAccess {
     // keep (to generate a variant later) without keeping the table, and so itself, alive forever.
     // Never called.
     static ElementwiseKernel definition(const ElementwiseKernel& kernel);
+    // How many owners the kernel's strings and table have (tests: copies of the kernel, and
+    // nothing the table holds).
+    static long owners(const ElementwiseKernel& kernel);
 };
 }  // namespace kjit::jit

@@ -114,6 +114,8 @@ ElementwiseKernel jit::ElementwiseKernelAccess::definition(const ElementwiseKern
     return ElementwiseKernel(std::make_shared<const ElementwiseKernel::Spec>(ElementwiseKernel::Spec{s.in, s.out, s.op, s.name, s.options, nullptr}));
 }
 
+long jit::ElementwiseKernelAccess::owners(const ElementwiseKernel& kernel) { return kernel.spec_.use_count(); }
+
 const std::string& ElementwiseKernel::name() const noexcept { return spec_->name; }
 const std::string& ElementwiseKernel::in_params() const noexcept { return spec_->in; }
 const std::string& ElementwiseKernel::out_params() const noexcept { return spec_->out; }
@@ -181,7 +183,8 @@ Prepared prepare(const ElementwiseKernel& k, const TypeBinding& types, const jit
     // time on the GPU host (docs/perf-log.md). A preamble is the user's CUDA, so it may.
     if (k.options().preamble.empty()) prog.request.options.push_back("-minimal");
     for (const std::string& o : k.options().nvrtc_options) prog.request.options.push_back(o);
-    prog.spec_json = [k, types, variant] { return spec_json(k, types, variant); };
+    // The program may live in the kernel's table of calls (a plan's loader keeps it): it keeps the definition only.
+    prog.spec_json = [k = jit::ElementwiseKernelAccess::definition(k), types, variant] { return spec_json(k, types, variant); };
     prog.kernel_name = k.name();
     prog.types = kjit::format_type_binding(types);
     prog.description = describe(k, format_type_binding(types));

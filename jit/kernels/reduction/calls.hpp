@@ -136,6 +136,9 @@ struct ReductionKernelAccess {
     // table may keep (to generate a group later) without keeping the table, and so itself, alive
     // forever. Never called.
     static ReductionKernel definition(const ReductionKernel& kernel);
+    // How many owners the kernel's strings and table have (tests: copies of the kernel, and
+    // nothing the table holds).
+    static long owners(const ReductionKernel& kernel);
 };
 }  // namespace kjit::jit
 

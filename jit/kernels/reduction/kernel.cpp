@@ -355,7 +355,8 @@ Prepared prepare(const ReductionKernel& k, const jit::kernels::CustomGenerator& 
         p.reduce_type = std::string(c.reduce_type->name());
         p.reduce_itemsize = c.reduce_type->itemsize();
         p.has_identity = c.has_identity;
-        p.program.spec_json = [k, types, variant] { return spec_json(k, types, variant); };
+        // The program may live in the kernel's table of calls: it keeps the definition only.
+        p.program.spec_json = [k = jit::ReductionKernelAccess::definition(k), types, variant] { return spec_json(k, types, variant); };
     }
     jit::compile::CachedProgram& prog = p.program;
     prog.request.source = p.generated.source;
@@ -426,6 +427,8 @@ ReductionKernel jit::ReductionKernelAccess::definition(const ReductionKernel& ke
     spec->calls = nullptr;
     return ReductionKernel(std::shared_ptr<const ReductionKernel::Spec>(std::move(spec)));
 }
+
+long jit::ReductionKernelAccess::owners(const ReductionKernel& kernel) { return kernel.spec_.use_count(); }
 
 const jit::kernels::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
 
