@@ -10,6 +10,7 @@
 
 #include "fake_driver.hpp"
 #include "gpu_data.hpp"
+#include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/graph.hpp"
@@ -132,6 +133,47 @@ TEST_CASE("update with a new capture updates the executable graph in place, or s
     state.exec_update_result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     g.launch(s);
     CHECK(state.graph_launches == 1);
+}
+
+TEST_CASE("prepare loads every variant a call may pick, so calls under capture load nothing", "[graph][nvrtc]") {
+    const kjit::test::ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    kjit::CacheSettings cache;
+    cache.dir = (work.path() / "cache").string();
+    kjit::configure_cache(cache);
+    kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
+    api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
+    const kjit::detail::ScopedDriverOverride fake(api, 1);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const ElementwiseKernel axpb("T x, T a", "T y", "y = a * x + 1", "graph_prepare_axpb");
+    const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "graph_prepare_sumsq");
+    const Array x = Array::empty({100, 1000}, DType::float32, Device::cuda(0));
+    const Array y = Array::empty({100, 1000}, DType::float32, Device::cuda(0));
+    const Array total = Array::empty({}, DType::float32, Device::cuda(0));
+    const Array rows = Array::empty({100}, DType::float32, Device::cuda(0));
+    const Stream s = Stream::create(Device::cuda(0));
+
+    int loads = state.modules_loaded;
+    axpb.prepare({x, 2.0f, y});
+    CHECK(state.modules_loaded >= loads + 5);  // small, contiguous and strided (32- and 64-bit), ...
+    sumsq.prepare({x, total});
+    CHECK(state.modules_loaded >= loads + 5 + 7);  // every strategy, each index width
+    loads = state.modules_loaded;
+    // Calls of any layout and strategy load nothing more, eager or captured.
+    const auto calls = [&] {
+        axpb.launch({x, 2.0f, y}, kjit::CallOptions{s});
+        axpb.launch({x.transpose(), 3.0f, y.transpose()}, kjit::CallOptions{s});
+        axpb.launch({x.slice(1, {0, 1000, 3}), 4.0f, y.slice(1, {0, 1000, 3})}, kjit::CallOptions{s});
+        sumsq.launch({x, total}, kjit::ReduceOptions{{s}});
+        sumsq.launch({x, rows}, kjit::ReduceOptions{{s}, std::vector<int>{1}});
+    };
+    calls();  // eager: the reductions' scratch memory is made here
+    CHECK(state.modules_loaded == loads);
+    const Graph g = Graph::capture(s, calls);
+    CHECK(state.modules_loaded == loads);
+    CHECK(state.unsafe_calls_under_capture == 0);
+    // The arguments' kinds count: a call with its output left out is another plan.
+    CHECK_THROWS_WITH(axpb.prepare({x}), Contains("takes 2 inputs"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -456,4 +498,31 @@ TEST_CASE("grouping sorted keys into outputs of the largest size is captured, an
         s.synchronize();
         check(host_keys);
     }
+}
+
+TEST_CASE("a prepared kernel and reduction capture and replay in any layout on the GPU", "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    const ElementwiseKernel axpb("T x, T a", "T y", "y = a * x + 1", "graph_prepared_axpb_gpu");
+    const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "graph_prepared_sumsq_gpu");
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float64, {300, 200});
+    const Array y = kjit::test::poisoned(DType::float64, {200, 300}, s);
+    const Array rows = kjit::test::poisoned(DType::float64, {300}, s);
+    axpb.prepare({x.device, 2.0, y});
+    sumsq.prepare({x.device, rows}, kjit::ReduceOptions{{s}});
+    sumsq.launch({x.device, rows}, kjit::ReduceOptions{{s}, std::vector<int>{1}});  // its scratch memory
+    const Graph g = Graph::capture(s, [&] {
+        axpb.launch({x.device.transpose(), 2.0, y}, kjit::CallOptions{s});  // the strided variant, prepared
+        sumsq.launch({x.device, rows}, kjit::ReduceOptions{{s}, std::vector<int>{1}});
+    });
+    for (const Array& out : {y, rows}) out.copy_from_host(std::vector<unsigned char>(out.nbytes(), 0xff).data(), s);
+    g.launch(s);
+    s.synchronize();
+    const auto at = [&](std::size_t r, std::size_t c) { return kjit::test::element_value(x.host, DType::float64, r * 200 + c).real(); };
+    CHECK(kjit::test::mismatches(y, [&](std::size_t k) { return 2.0 * at(k % 300, k / 300) + 1; }, 1e-15, 1e-15) == 0);
+    CHECK(kjit::test::mismatches(rows, [&](std::size_t r) {
+              double sum = 0;
+              for (std::size_t c = 0; c < 200; ++c) sum += at(r, c) * at(r, c);
+              return sum;
+          }, 1e-12, 1e-12) == 0);
 }

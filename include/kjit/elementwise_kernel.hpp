@@ -120,6 +120,16 @@ public:
         launch(std::span<const KernelArg>(args.begin(), args.size()), options);
     }
 
+    // Makes ready, without launching, everything a later call with arguments of these kinds and
+    // dtypes on this device needs: its plan, and the module of every variant a call may pick
+    // (contiguous, strided, 64-bit indices...), compiled or found in the cache and loaded. The
+    // arguments are the call's own, or any of the same kinds and dtypes, outputs given or left out
+    // as the call will (shapes do not matter). A call inside a Graph capture then loads nothing.
+    void prepare(std::span<const KernelArg> args, const CallOptions& options = {}) const;
+    void prepare(std::initializer_list<KernelArg> args, const CallOptions& options = {}) const {
+        prepare(std::span<const KernelArg>(args.begin(), args.size()), options);
+    }
+
 private:
     friend struct jit::ElementwiseKernelAccess;
     struct Spec;

@@ -96,6 +96,14 @@ public:
     void launch(std::initializer_list<KernelArg> args, const ReduceOptions& options = {}) const {
         launch(std::span<const KernelArg>(args.begin(), args.size()), options);
     }
+    // As ElementwiseKernel::prepare: the plan of a call with arguments of these kinds and dtypes,
+    // and the module of every strategy a call may pick (whole array, rows, columns, columns split,
+    // segments; 32- and 64-bit indices), loaded without launching. The scratch memory a call's strategy
+    // needs is still made by its first call on a stream (its size depends on the shapes).
+    void prepare(std::span<const KernelArg> args, const ReduceOptions& options = {}) const;
+    void prepare(std::initializer_list<KernelArg> args, const ReduceOptions& options = {}) const {
+        prepare(std::span<const KernelArg>(args.begin(), args.size()), options);
+    }
     // A segmented reduction of 1-D inputs (kjit::segmented_reduce in kjit/segmented.hpp says more):
     // output s reduces elements offsets[s] .. offsets[s + 1] - 1. Outputs, when given, have
     // offsets.size() - 1 elements. Needs an identity (a segment may be empty).

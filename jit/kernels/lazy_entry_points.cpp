@@ -25,6 +25,11 @@ LazyEntryPoints::LazyEntryPoints(std::function<compile::CachedProgram(std::size_
       ordinal_(ordinal),
       note_(std::move(note)) {}
 
+void LazyEntryPoints::load_all() {
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+        if (!groups_.empty(g)) (void)group(g);
+}
+
 const std::array<CUfunction, LazyEntryPoints::kMaxPerGroup>& LazyEntryPoints::group(std::size_t g) {
     if (g >= groups_.size() || groups_.empty(g)) throw Error("no such entry point group in " + description_);
     if (ready_[g].load(std::memory_order_acquire)) return functions_[g];

@@ -53,6 +53,10 @@ public:
     // first request (concurrent first requests load once), then one atomic load.
     const std::array<CUfunction, kMaxPerGroup>& group(std::size_t g);
 
+    // Every group there is, compiled or found and loaded now (ElementwiseKernel::prepare): a later
+    // call then loads nothing, whatever variant it picks.
+    void load_all();
+
 private:
     const std::function<compile::CachedProgram(std::size_t)> program_of_;
     const EntryGroups groups_;

@@ -240,6 +240,16 @@ void launch_on_gpu(const CallSite& site, const CallPlan& plan, const Target& tar
 
 }  // namespace
 
+void prepare_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
+                         const CallOptions& options) {
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
+    const CallSite site{"kernel", kernel.name(), sig};
+    validate_arity(site, args.size(), true);
+    const Target target = locate(site, args, options.stream);
+    const CallPlan& plan = plan_for(calls, target, args, sig.params.size(), [&] { return make_plan(kernel, site, args, target); });
+    if (!target.host) plan.module.loader->load_all();
+}
+
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
                       const CallOptions& options, std::vector<Array>* outputs) {
     const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });

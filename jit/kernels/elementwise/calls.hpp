@@ -97,6 +97,10 @@ struct CallPlan {
 
 using ElementwiseCalls = CallMemo<CallPlan>;
 
+// ElementwiseKernel::prepare: the plan of a call with `args`, and every variant's module loaded.
+void prepare_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
+                         const CallOptions& options);
+
 // The implementation of ElementwiseKernel's calls: `outputs` null for launch().
 void call_elementwise(const ElementwiseKernel& kernel, ElementwiseCalls& calls, std::span<const KernelArg> args,
                       const CallOptions& options, std::vector<Array>* outputs);

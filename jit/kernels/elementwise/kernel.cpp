@@ -249,6 +249,10 @@ Outputs ElementwiseKernel::operator()(std::span<const KernelArg> args, const Cal
     return Outputs(std::move(outputs));
 }
 
+void ElementwiseKernel::prepare(std::span<const KernelArg> args, const CallOptions& options) const {
+    jit::kernels::prepare_elementwise(*this, *spec_->calls, args, options);
+}
+
 void ElementwiseKernel::launch(std::span<const KernelArg> args, const CallOptions& options) const {
     jit::kernels::call_elementwise(*this, *spec_->calls, args, options, nullptr);
 }

@@ -308,6 +308,16 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
 
 }  // namespace
 
+void prepare_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                       const ReduceOptions& options) {
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
+    const CallSite site{"reduction", kernel.name(), sig};
+    validate_arity(site, args.size(), true);
+    const Target target = locate(site, args, options.stream);
+    const ReductionPlan& plan = plan_for(calls, target, args, sig.params.size(), [&] { return make_plan(kernel, site, args, target); });
+    if (!target.host) plan.module.loader->load_all();
+}
+
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
                     const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets) {
     const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });

@@ -159,6 +159,10 @@ struct ReductionPlan {
 
 using ReductionCalls = CallMemo<ReductionPlan>;
 
+// ReductionKernel::prepare: the plan of a call with `args`, and every strategy's module loaded.
+void prepare_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                       const ReduceOptions& options);
+
 // The implementation of ReductionKernel's calls: `outputs` null for launch(); `segment_offsets`
 // non-null for a segmented reduction (kjit/segmented.hpp) of 1-D inputs.
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,

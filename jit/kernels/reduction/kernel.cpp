@@ -565,6 +565,10 @@ Outputs ReductionKernel::operator()(std::span<const KernelArg> args, const Reduc
     return Outputs(std::move(outputs));
 }
 
+void ReductionKernel::prepare(std::span<const KernelArg> args, const ReduceOptions& options) const {
+    jit::kernels::prepare_reduction(*this, *spec_->calls, args, options);
+}
+
 void ReductionKernel::launch(std::span<const KernelArg> args, const ReduceOptions& options) const {
     jit::kernels::call_reduction(*this, *spec_->calls, args, options, nullptr);
 }
