@@ -138,9 +138,7 @@ TEST_CASE("update with a new capture updates the executable graph in place, or s
 TEST_CASE("prepare loads every variant a call may pick, so calls under capture load nothing", "[graph][nvrtc]") {
     const kjit::test::ProcessCacheGuard restore;
     const kjit::test::TempDir work;
-    kjit::CacheSettings cache;
-    cache.dir = (work.path() / "cache").string();
-    kjit::configure_cache(cache);
+    kjit::configure_cache(kjit::test::cache_in(work.path() / "cache"));
     kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
     api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
     const kjit::detail::ScopedDriverOverride fake(api, 1);

@@ -15,16 +15,6 @@
 using kjit::Array;
 using kjit::DType;
 
-namespace {
-
-void use_cache_in(const std::filesystem::path& dir) {
-    kjit::CacheSettings s;
-    s.dir = dir.string();
-    kjit::configure_cache(s);
-}
-
-}  // namespace
-
 TEST_CASE("after its first calls a kernel's strings and table have no owner but the kernel", "[nvrtc][lifetime]") {
     const kjit::test::ProcessCacheGuard restore;
     const kjit::test::TempDir work;
@@ -37,7 +27,7 @@ TEST_CASE("after its first calls a kernel's strings and table have no owner but 
     // Twice: the first process generates and notes the plans, the second reads the notes.
     for (int process = 0; process < 2; ++process) {
         INFO("process " << process);
-        use_cache_in(work.path() / "cache");
+        kjit::configure_cache(kjit::test::cache_in(work.path() / "cache"));
         const kjit::ElementwiseKernel axpb("T x", "T y", "y = 2 * x + 1", "lifetime_axpb");
         const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "lifetime_sumsq");
         axpb.launch({x, y});
