@@ -160,10 +160,19 @@ detail::GraphArguments current_arguments(detail::Driver& d, CUgraph instantiated
     if (latest == nullptr) return detail::read_graph_arguments(d, instantiated);
     detail::GraphArguments a = detail::read_graph_arguments(d, latest);
     const std::vector<CUgraphNode> from = nodes_of(d, latest), to = nodes_of(d, instantiated);
+    // The driver does not document that order; each pair is checked to launch the same kernel.
+    const auto unpaired = [] { return Error("Graph::update: the graph's steps no longer pair with those it was made from; capture a new Graph"); };
     for (detail::KernelNodeArguments& k : a.kernels) {
         const auto at = std::find(from.begin(), from.end(), k.node);
-        if (at == from.end() || from.size() != to.size()) throw Error("Graph::update: the updated graph's nodes do not pair with the graph's");
-        k.node = to[static_cast<std::size_t>(at - from.begin())];
+        if (at == from.end() || from.size() != to.size()) throw unpaired();
+        CUgraphNode paired = to[static_cast<std::size_t>(at - from.begin())];
+        CUgraphNodeType type;
+        KJIT_CU_CHECK(d.cuGraphNodeGetType(paired, &type));
+        if (type != CU_GRAPH_NODE_TYPE_KERNEL) throw unpaired();
+        CUDA_KERNEL_NODE_PARAMS first{};
+        KJIT_CU_CHECK(d.cuGraphKernelNodeGetParams(paired, &first));
+        if (first.func != k.params.func || first.kern != k.params.kern) throw unpaired();
+        k.node = paired;
     }
     return a;
 }
@@ -224,6 +233,13 @@ void Graph::update(std::span<const ArrayUpdate> arrays) {
         if (sorted[k].begin < sorted[k - 1].end)
             throw Error("Graph::update: arrays " + std::to_string(std::min(order[k - 1], order[k])) + " and " +
                         std::to_string(std::max(order[k - 1], order[k])) + " overlap in memory; give each memory once");
+    // Replacements that overlap would make outputs alias inputs the captured calls did not copy.
+    std::vector<std::pair<CUdeviceptr, CUdeviceptr>> targets;
+    for (const detail::AddressMove& m : sorted) targets.emplace_back(m.to, m.to + (m.end - m.begin));
+    std::sort(targets.begin(), targets.end());
+    for (std::size_t k = 1; k < targets.size(); ++k)
+        if (targets[k].first < targets[k - 1].second)
+            throw Error("Graph::update: two replacements overlap in memory; each array needs memory of its own");
 
     detail::Driver& d = detail::driver_on(st.ordinal);
     if (!st.arguments) st.arguments = current_arguments(d, st.graph, st.latest);
@@ -252,7 +268,10 @@ void Graph::update(std::span<const ArrayUpdate> arrays) {
         if (!matched[k])
             throw Error("Graph::update: array " + std::to_string(order[k]) + " (" + describe(arrays[order[k]].captured) +
                         ") is not one the graph's kernels use now");
-    // A driver failure part way leaves the nodes set so far moved, and recorded as moved.
+    // The replacements' memory is kept before any node points at it: a driver failure part way
+    // leaves the nodes set so far moved, recorded as moved, and their memory held.
+    for (const ArrayUpdate& u : arrays)
+        if (std::find(st.kept.begin(), st.kept.end(), u.replacement.buffer()) == st.kept.end()) st.kept.push_back(u.replacement.buffer());
     std::vector<void*> pointers;
     for (auto& [node, patched] : changed) {
         pointers.resize(node->offsets.size());
@@ -264,17 +283,18 @@ void Graph::update(std::span<const ArrayUpdate> arrays) {
         for (std::size_t i = 0; i < node->pointers.size(); ++i) node->pointers[i] = node->buffer.data() + node->offsets[i];
         node->params.kernelParams = node->pointers.data();
     }
-    // Keep the replacements' memory, and the old memory only while some argument still holds it
-    // (another view of the same memory): an array that spans its whole buffer has no such view.
-    for (const ArrayUpdate& u : arrays)
-        if (std::find(st.kept.begin(), st.kept.end(), u.replacement.buffer()) == st.kept.end()) st.kept.push_back(u.replacement.buffer());
+    // The old memory goes unless it is a replacement too (a swap) or some step still uses it (another
+    // view of the same memory; an array that spans its whole buffer leaves no such view).
     for (std::size_t k = 0; k < arrays.size(); ++k) {
         const std::shared_ptr<Buffer>& b = arrays[k].captured.buffer();
+        const bool replacement = std::any_of(arrays.begin(), arrays.end(), [&](const ArrayUpdate& u) { return u.replacement.buffer() == b; });
         const auto at = std::find(st.kept.begin(), st.kept.end(), b);
-        if (at == st.kept.end()) continue;
+        if (replacement || at == st.kept.end()) continue;
         const auto begin = reinterpret_cast<CUdeviceptr>(b->data()), end = begin + b->size();
         const bool whole = moves[k].begin <= begin && moves[k].end >= end;
-        if (whole || !detail::kernels_use(args, begin, end)) st.kept.erase(at);
+        const bool copied = std::any_of(args.copy_ranges.begin(), args.copy_ranges.end(),
+                                        [&](const auto& r) { return r.first < end && begin < r.second; });
+        if (whole || (!copied && !detail::kernels_use(args, begin, end))) st.kept.erase(at);
     }
 }
 

@@ -170,7 +170,7 @@ TEST_CASE("prepare loads every variant a call may pick, so calls under capture l
     const Graph g = Graph::capture(s, calls);
     CHECK(state.modules_loaded == loads);
     CHECK(state.unsafe_calls_under_capture == 0);
-    // The arguments' kinds count: a call with its output left out is another plan.
+    // Arguments a call would refuse are refused the same way.
     CHECK_THROWS_WITH(axpb.prepare({x}), Contains("takes 2 inputs"));
 }
 

@@ -329,6 +329,10 @@ TEST_CASE("segments: three launches on the stream and one synchronisation", "[se
                           Contains("group_keys must be float64, not int32"));
         CHECK_THROWS_WITH(kjit::detail::segments_of_sorted_keys_into(keys, offsets, run_keys, Array(), s, kernels),
                           Contains("count is an Array with no buffer"));
+        CHECK_THROWS_WITH(kjit::detail::segments_of_sorted_keys_into(keys, offsets, keys, count, s, kernels),
+                          Contains("keys and group_keys overlap in memory"));
+        CHECK_THROWS_WITH(kjit::detail::segments_of_sorted_keys_into(keys, offsets, run_keys, offsets.slice(0, {0, 1}), s, kernels),
+                          Contains("offsets and count overlap in memory"));
         CHECK(g_seg.launches.empty());
 
         // No keys: offsets = [0] and count = 0 by memsets.
@@ -337,8 +341,9 @@ TEST_CASE("segments: three launches on the stream and one synchronisation", "[se
         kjit::detail::segments_of_sorted_keys_into(none, one_offset, Array::empty({0}, DType::float64, kjit::Device::cuda(0), s),
                                                    count, s, kernels);
         CHECK(g_seg.launches.empty());
-        CHECK(g_seg.memsets == 2);
+        CHECK(g_seg.memsets == 2);  // offsets, then count
         CHECK(g_seg.memset_at == reinterpret_cast<CUdeviceptr>(count.data()));
+        CHECK(g_seg.memset_bytes == 8);
     }
 
     SECTION("no keys: offsets = [0] by a memset, nothing launched, no waiting") {

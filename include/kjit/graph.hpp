@@ -69,6 +69,8 @@ public:
     // same order and dependencies, with the same kernels; otherwise an Error says what differs and
     // the graph is unchanged.
     void update(const Stream& stream, const std::function<void()>& calls);
+    // Copies of a Graph share one graph, updates included. Like CUDA's graphs, an update must not
+    // run while another thread launches or updates the same graph (or a copy of it).
 
     // The graph's nodes: kernels, copies, memsets, memory allocations and frees.
     std::size_t node_count() const;

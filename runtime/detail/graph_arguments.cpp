@@ -39,12 +39,18 @@ KernelNodeArguments read_kernel_node(Driver& d, CUgraphNode node, std::string& u
     KernelNodeArguments k;
     k.node = node;
     KJIT_CU_CHECK(d.cuGraphKernelNodeGetParams(node, &k.params));
-    if (k.params.extra != nullptr || k.params.kernelParams == nullptr) {
+    if (k.params.extra != nullptr) {
         unreadable = "a kernel node passes its arguments packed (CU_LAUNCH_PARAM_BUFFER_POINTER)";
         return k;
     }
     CUfunction f = k.params.func;
     if (f == nullptr && k.params.kern != nullptr) KJIT_CU_CHECK(d.cuKernelGetFunction(&f, k.params.kern));
+    if (k.params.kernelParams == nullptr) {  // no arguments at all, or none the driver shows
+        std::size_t offset = 0, size = 0;
+        if (d.cuFuncGetParamInfo(f, 0, &offset, &size) != CUDA_ERROR_INVALID_VALUE)
+            unreadable = "a kernel node's arguments cannot be read";
+        return k;
+    }
     for (std::size_t i = 0;; ++i) {
         std::size_t offset = 0, size = 0;
         const CUresult r = d.cuFuncGetParamInfo(f, i, &offset, &size);

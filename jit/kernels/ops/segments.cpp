@@ -143,10 +143,32 @@ void check_output(const Array& a, const char* name, DType t, std::int64_t size, 
         throw Error(prefix + "is on " + a.device().to_string() + ", the keys on " + keys.device().to_string());
 }
 
+// The bytes an array's elements span: [first, last + 1).
+std::pair<const char*, const char*> bytes_of(const Array& a) {
+    const char* base = static_cast<const char*>(a.data());
+    if (a.size() == 0) return {base, base};
+    std::int64_t low = 0, high = 0;
+    for (int d = 0; d < a.ndim(); ++d) {
+        const std::int64_t reach = (a.shape()[static_cast<std::size_t>(d)] - 1) * a.strides()[static_cast<std::size_t>(d)];
+        (reach < 0 ? low : high) += reach;
+    }
+    const auto item = static_cast<std::int64_t>(a.itemsize());
+    return {base + low * item, base + (high + 1) * item};
+}
+
 void check_outputs(const Array& keys, const Array& offsets, const Array& run_keys, const Array& count) {
     check_output(offsets, "offsets", DType::int64, keys.size() + 1, keys);
     check_output(run_keys, "group_keys", keys.dtype(), keys.size(), keys);
     check_output(count, "count", DType::int64, 1, keys);
+    // The kernels read keys while they write the outputs: no two of them may share memory.
+    const std::pair<const char*, const Array*> named[] = {{"keys", &keys}, {"offsets", &offsets}, {"group_keys", &run_keys}, {"count", &count}};
+    for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = i + 1; j < 4; ++j) {
+            const auto [a0, a1] = bytes_of(*named[i].second);
+            const auto [b0, b1] = bytes_of(*named[j].second);
+            if (a0 < b1 && b0 < a1)
+                throw Error(std::string(kWhat) + named[i].first + " and " + named[j].first + " overlap in memory; each needs its own");
+        }
 }
 
 }  // namespace
@@ -175,8 +197,10 @@ void segments_of_sorted_keys_into(const Array& keys, const Array& offsets, const
     const std::int64_t n = keys.size();
     if (n == 0) {  // offsets = [0], count = 0
         Driver& d = driver_on(keys.device().ordinal());
-        for (const Array* a : {&offsets, &count})
+        for (const Array* a : {&offsets, &count}) {
             KJIT_CU_CHECK(d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(a->data()), 0, sizeof(std::int64_t), s.handle()));
+            a->record_stream(s);  // freed after the memset; kept by a graph being captured
+        }
         return;
     }
     const Counted counted = count_runs(keys, s, kernels);
