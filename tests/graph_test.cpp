@@ -524,3 +524,61 @@ TEST_CASE("a prepared kernel and reduction capture and replay in any layout on t
               return sum;
           }, 1e-12, 1e-12) == 0);
 }
+
+TEST_CASE("a cuBLAS product and every built-in reduction replay to their eager bits, and move to other arrays",
+          "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    // 256 x 128 @ 128 x 192: above the small-product limit (64^3), so cuBLAS's GEMM.
+    struct Set {
+        kjit::test::DeviceData a, b, x;
+        Array c, sums, prods, mins, maxs, means, argmins, argmax_all;
+    };
+    const auto make_set = [&] {
+        return Set{kjit::test::random_device(DType::float32, {256, 128}), kjit::test::random_device(DType::float32, {128, 192}),
+                   kjit::test::random_device(DType::float64, {64, 500}), kjit::test::poisoned(DType::float32, {256, 192}, s),
+                   kjit::test::poisoned(DType::float64, {500}, s), kjit::test::poisoned(DType::float64, {64}, s),
+                   kjit::test::poisoned(DType::float64, {500}, s), kjit::test::poisoned(DType::float64, {64}, s),
+                   kjit::test::poisoned(DType::float64, {500}, s), kjit::test::poisoned(DType::int64, {64}, s),
+                   kjit::test::poisoned(DType::int64, kjit::Shape{}, s)};
+    };
+    const auto calls_on = [&s](const Set& t) {
+        return [&t, &s] {
+            const kjit::ReduceOptions axis0{{s}, std::vector<int>{0}}, axis1{{s}, std::vector<int>{1}}, all{{s}};
+            kjit::matmul(t.a.device, t.b.device, t.c, {.stream = s});
+            kjit::sum(t.x.device, axis0, t.sums);
+            kjit::prod(t.x.device, axis1, t.prods);
+            kjit::min(t.x.device, axis0, t.mins);
+            kjit::max(t.x.device, axis1, t.maxs);
+            kjit::mean(t.x.device, axis0, t.means);
+            kjit::argmin(t.x.device, axis1, t.argmins);
+            kjit::argmax(t.x.device, all, t.argmax_all);
+        };
+    };
+    const auto outputs = [](const Set& t) {
+        std::vector<std::vector<unsigned char>> out;
+        for (const Array& a : {t.c, t.sums, t.prods, t.mins, t.maxs, t.means, t.argmins, t.argmax_all}) out.push_back(kjit::test::to_host(a));
+        return out;
+    };
+    const auto poison = [&](const Set& t) {
+        for (const Array& a : {t.c, t.sums, t.prods, t.mins, t.maxs, t.means, t.argmins, t.argmax_all})
+            a.copy_from_host(std::vector<unsigned char>(a.nbytes(), 0xff).data(), s);
+    };
+    const Set one = make_set(), two = make_set();
+    calls_on(one)();  // eager first: cuBLAS's handle and workspace, the reductions' scratch memory
+    const auto want_one = outputs(one);
+    calls_on(two)();
+    const auto want_two = outputs(two);
+    poison(one);
+    poison(two);
+    Graph g = Graph::capture(s, calls_on(one));
+    g.launch(s);
+    s.synchronize();
+    CHECK(outputs(one) == want_one);
+    g.update({{one.a.device, two.a.device}, {one.b.device, two.b.device}, {one.x.device, two.x.device}, {one.c, two.c},
+              {one.sums, two.sums}, {one.prods, two.prods}, {one.mins, two.mins}, {one.maxs, two.maxs}, {one.means, two.means},
+              {one.argmins, two.argmins}, {one.argmax_all, two.argmax_all}});
+    g.launch(s);
+    s.synchronize();
+    CHECK(outputs(two) == want_two);
+}
