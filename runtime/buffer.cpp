@@ -32,7 +32,6 @@ std::shared_ptr<Buffer> Buffer::allocate_device(std::size_t bytes, const Stream&
     detail::Driver& d = detail::driver_on(ord);
     std::shared_ptr<Buffer> buf(new Buffer(nullptr, bytes, Device::cuda(ord), Kind::device_pool));
     buf->last_stream_ = stream;
-    buf->last_handle_.store(stream.handle(), std::memory_order_release);
     detail::note_buffer_made(buf);
     if (bytes == 0) return buf;  // no memory behind it; data() is null
 
@@ -110,12 +109,8 @@ Buffer::~Buffer() {
 
 void Buffer::record_stream(const Stream& stream) {
     detail::note_buffer_used(*this);  // a graph being captured keeps what its calls use
-    if (last_handle_.load(std::memory_order_acquire) == stream.handle()) return;
     std::lock_guard lock(stream_mutex_);
-    if (!(last_stream_ == stream)) {
-        last_stream_ = stream;
-        last_handle_.store(stream.handle(), std::memory_order_release);
-    }
+    if (!(last_stream_ == stream)) last_stream_ = stream;
 }
 
 Stream Buffer::last_stream() const {

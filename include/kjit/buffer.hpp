@@ -9,7 +9,6 @@
 
 #include "kjit/export.hpp"
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -59,9 +58,6 @@ private:
     std::shared_ptr<void> keep_alive_;
     mutable std::mutex stream_mutex_;
     Stream last_stream_;  // keeps an owning stream alive until the free is queued on it
-    // last_stream_'s handle, read without the lock: a call on the stream the buffer already has
-    // (nearly every call) changes nothing and takes no lock.
-    std::atomic<CUstream> last_handle_{nullptr};
 };
 
 }  // namespace kjit
