@@ -405,8 +405,9 @@ jit::kernels::ElementwiseVariants jit::kernels::elementwise_variants(const Eleme
                                                      describe(kernel, fields.binding), ordinal, std::move(note));
         return v;
     }
-    // A first call on small arrays, from disk or not, checks and generates once.
-    VariantPrograms p = variant_programs(kernel, types, variant);
+    // A first call on small arrays, from disk or not, checks and generates once (from the
+    // definition the context holds, so the programs need no copy of their own).
+    VariantPrograms p = variant_programs(context->kernel, types, variant);
     take_plan(p, v);
     note->set_values(note_values(v, p.groups));
     v.loader = std::make_shared<LazyEntryPoints>(std::move(p.program_of), EntryGroups(p.groups), p.small.program.description, ordinal,

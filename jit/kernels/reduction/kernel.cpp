@@ -491,11 +491,12 @@ jit::codegen::CheckedReduction jit::kernels::check_reduction(const ReductionKern
 jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                                          int ordinal) {
     const CustomGenerator& custom = ReductionKernelAccess::generator(kernel);
+    // The note, the loader and the programs live in the kernel's table of calls: they keep its
+    // definition only, made once here.
+    const ReductionKernel definition = ReductionKernelAccess::definition(kernel);
     std::shared_ptr<PlanNote> note;
     if (!custom) {  // a user's reduction: noted (jit/kernels/reduction/note.hpp)
         const NoteFields fields = reduction_note_fields(kernel, types, variant);
-        // The note and the loader live in the kernel's table of calls: they keep its definition only.
-        const ReductionKernel definition = ReductionKernelAccess::definition(kernel);
         note = std::make_shared<PlanNote>(fields.fields, kjit::detail::device_attributes(ordinal).compute_capability(),
                                           static_cast<std::size_t>(kReductionEntryGroups) * 2,
                                           [definition, types, variant] { return spec_json(definition, types, variant); },
@@ -516,7 +517,7 @@ jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel
             return m;
         }
     }
-    Prepared p = prepare(kernel, custom, types, variant);
+    Prepared p = prepare(definition, custom, types, variant);
     ReductionModule m = module_facts(p);
     if (note) note->set_values(reduction_note_values(m, reduction_groups(p.generated)));
     m.loader = make_reduction_group_loader(std::move(p.program), std::move(p.generated), ordinal, std::move(note));
