@@ -2,6 +2,7 @@
 
 #include "kjit/error.hpp"
 #include "kjit/buffer.hpp"
+#include "runtime/detail/call_layout.hpp"
 #include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
@@ -37,10 +38,6 @@ void abandon_capture(detail::Driver& d, CUstream stream) {
     CUgraph partial = nullptr;
     if (d.cuStreamEndCapture(stream, &partial) == CUDA_SUCCESS && partial != nullptr) d.cuGraphDestroy(partial);
 }
-
-}  // namespace
-
-namespace {
 
 struct Captured {
     CUgraph graph = nullptr;
@@ -179,14 +176,10 @@ detail::GraphArguments current_arguments(detail::Driver& d, CUgraph instantiated
 
 // The bytes `a` addresses: [begin, end).
 std::pair<CUdeviceptr, CUdeviceptr> address_range(const Array& a) {
-    std::int64_t lo = 0, hi = 0;
-    for (int k = 0; k < a.ndim(); ++k) {
-        const std::int64_t step = a.strides()[static_cast<std::size_t>(k)] * (a.shape()[static_cast<std::size_t>(k)] - 1);
-        (step < 0 ? lo : hi) += step;
-    }
-    const auto base = reinterpret_cast<CUdeviceptr>(a.data());
-    const auto item = static_cast<std::int64_t>(a.itemsize());
-    return {base + static_cast<CUdeviceptr>(lo * item), base + static_cast<CUdeviceptr>((hi + 1) * item)};
+    char *lo, *hi;
+    detail::byte_range({static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()},
+                       lo, hi);
+    return {reinterpret_cast<CUdeviceptr>(lo), reinterpret_cast<CUdeviceptr>(hi)};
 }
 
 std::string describe(const Array& a) { return a.to_string(); }

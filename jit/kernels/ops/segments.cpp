@@ -8,6 +8,8 @@
 #include <string>
 
 #include "jit/codegen/templates.hpp"
+#include "jit/kernels/call_memo.hpp"
+#include "runtime/detail/call_layout.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
@@ -143,19 +145,6 @@ void check_output(const Array& a, const char* name, DType t, std::int64_t size, 
         throw Error(prefix + "is on " + a.device().to_string() + ", the keys on " + keys.device().to_string());
 }
 
-// The bytes an array's elements span: [first, last + 1).
-std::pair<const char*, const char*> bytes_of(const Array& a) {
-    const char* base = static_cast<const char*>(a.data());
-    if (a.size() == 0) return {base, base};
-    std::int64_t low = 0, high = 0;
-    for (int d = 0; d < a.ndim(); ++d) {
-        const std::int64_t reach = (a.shape()[static_cast<std::size_t>(d)] - 1) * a.strides()[static_cast<std::size_t>(d)];
-        (reach < 0 ? low : high) += reach;
-    }
-    const auto item = static_cast<std::int64_t>(a.itemsize());
-    return {base + low * item, base + (high + 1) * item};
-}
-
 void check_outputs(const Array& keys, const Array& offsets, const Array& run_keys, const Array& count) {
     check_output(offsets, "offsets", DType::int64, keys.size() + 1, keys);
     check_output(run_keys, "group_keys", keys.dtype(), keys.size(), keys);
@@ -164,8 +153,9 @@ void check_outputs(const Array& keys, const Array& offsets, const Array& run_key
     const std::pair<const char*, const Array*> named[] = {{"keys", &keys}, {"offsets", &offsets}, {"group_keys", &run_keys}, {"count", &count}};
     for (std::size_t i = 0; i < 4; ++i)
         for (std::size_t j = i + 1; j < 4; ++j) {
-            const auto [a0, a1] = bytes_of(*named[i].second);
-            const auto [b0, b1] = bytes_of(*named[j].second);
+            char *a0, *a1, *b0, *b1;
+            detail::byte_range(jit::kernels::operand_view(*named[i].second), a0, a1);
+            detail::byte_range(jit::kernels::operand_view(*named[j].second), b0, b1);
             if (a0 < b1 && b0 < a1)
                 throw Error(std::string(kWhat) + named[i].first + " and " + named[j].first + " overlap in memory; each needs its own");
         }
