@@ -130,6 +130,12 @@ TEST_CASE("update with a new capture updates the executable graph in place, or s
                       Contains("Graph::update failed, and nothing was captured") && Contains("the application's own"));
     CHECK_THROWS_WITH(Graph().update(s, [] {}), Contains("empty Graph"));
     CHECK_THROWS_WITH(Graph().update({{x, y}}), Contains("empty Graph"));
+    // Replacements that do not fit are refused before the graph is read or changed.
+    const Array z = Array::empty({1000}, DType::float32, Device::cuda(0));
+    CHECK_THROWS_WITH(g.update({{x, Array::empty({999}, DType::float32, Device::cuda(0))}}),
+                      Contains("array 0") && Contains("must have the dtype, shape and strides"));
+    CHECK_THROWS_WITH(g.update({{x, z}, {y, z}}), Contains("two replacements overlap in memory"));
+    CHECK_THROWS_WITH(g.update({{x, z}, {x, y}}), Contains("arrays 0 and 1 overlap in memory"));
     state.exec_update_result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     g.launch(s);
     CHECK(state.graph_launches == 1);
