@@ -7,29 +7,26 @@
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
 #include "runtime/detail/graph_arguments.hpp"
+#include "runtime/detail/graph_state.hpp"
 
 #include <algorithm>
 #include <optional>
 
 namespace kjit {
 
-struct Graph::State {
-    CUgraph graph = nullptr;   // the graph `exec` was instantiated from: its nodes name exec's
-    CUgraph latest = nullptr;  // the capture of the last update(stream, calls), if any
-    CUgraphExec exec = nullptr;
-    int ordinal = 0;
-    std::vector<std::shared_ptr<Buffer>> kept;  // the buffers the captured calls use, made before
-    // The kernel nodes' arguments as the executable graph has them now, read on the first
-    // update() with arrays.
-    std::optional<detail::GraphArguments> arguments;
-    ~State() {
-        detail::Driver* d = detail::try_driver();
-        if (d == nullptr) return;
-        if (exec != nullptr) d->cuGraphExecDestroy(exec);  // nothing useful to do if these fail
-        if (graph != nullptr) d->cuGraphDestroy(graph);
-        if (latest != nullptr) d->cuGraphDestroy(latest);
-    }
-};
+Graph::State::~State() {
+    detail::Driver* d = detail::try_driver();
+    if (d == nullptr) return;
+    if (exec != nullptr) d->cuGraphExecDestroy(exec);  // nothing useful to do if these fail
+    if (graph != nullptr) d->cuGraphDestroy(graph);
+    if (latest != nullptr) d->cuGraphDestroy(latest);
+}
+
+std::pair<CUdeviceptr, CUdeviceptr> detail::address_range(const Array& a) {
+    char *lo, *hi;
+    byte_range({static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()}, lo, hi);
+    return {reinterpret_cast<CUdeviceptr>(lo), reinterpret_cast<CUdeviceptr>(hi)};
+}
 
 namespace {
 
@@ -42,6 +39,8 @@ void abandon_capture(detail::Driver& d, CUstream stream) {
 struct Captured {
     CUgraph graph = nullptr;
     std::vector<std::shared_ptr<Buffer>> used;
+    std::vector<const Buffer*> scratch;
+    std::vector<detail::CapturedLaunch> launches;
 };
 
 void refuse_default_stream(const Stream& stream, const char* what) {
@@ -70,6 +69,8 @@ Captured capture_calls(detail::Driver& d, const Stream& stream, const std::funct
                             "capture live only inside it; make the outputs before the capture and pass them to "
                             "the calls");
         c.used = buffers.take_used();
+        c.scratch = buffers.take_scratch();
+        c.launches = buffers.take_launches();
     } catch (const std::exception& e) {
         abandon_capture(d, stream.handle());
         throw Error(std::string(what) + " failed, and nothing was captured: " + e.what());
@@ -111,10 +112,10 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& calls) {
     state->ordinal = ordinal;
     state->graph = c.graph;
     state->kept = std::move(c.used);
+    state->scratch = std::move(c.scratch);
+    state->launches = std::move(c.launches);
     KJIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&state->exec, state->graph, 0));
-    Graph g;
-    g.state_ = std::move(state);
-    return g;
+    return detail::GraphAccess::make(std::move(state));
 }
 
 void Graph::update(const Stream& stream, const std::function<void()>& calls) {
@@ -138,25 +139,19 @@ void Graph::update(const Stream& stream, const std::function<void()>& calls) {
     if (state_->latest != nullptr) d.cuGraphDestroy(state_->latest);
     state_->latest = c.graph;
     state_->kept = std::move(c.used);
+    state_->scratch = std::move(c.scratch);
+    state_->launches = std::move(c.launches);
     state_->arguments.reset();
 }
 
 namespace {
-
-std::vector<CUgraphNode> nodes_of(detail::Driver& d, CUgraph graph) {
-    std::size_t count = 0;
-    KJIT_CU_CHECK(d.cuGraphGetNodes(graph, nullptr, &count));
-    std::vector<CUgraphNode> nodes(count);
-    if (count != 0) KJIT_CU_CHECK(d.cuGraphGetNodes(graph, nodes.data(), &count));
-    return nodes;
-}
 
 // The arguments the executable graph has now: those of its last capture, its nodes named by the
 // graph it was instantiated from (cuGraphExecUpdate pairs them in order).
 detail::GraphArguments current_arguments(detail::Driver& d, CUgraph instantiated, CUgraph latest) {
     if (latest == nullptr) return detail::read_graph_arguments(d, instantiated);
     detail::GraphArguments a = detail::read_graph_arguments(d, latest);
-    const std::vector<CUgraphNode> from = nodes_of(d, latest), to = nodes_of(d, instantiated);
+    const std::vector<CUgraphNode> from = detail::graph_nodes(d, latest), to = detail::graph_nodes(d, instantiated);
     // The driver does not document that order; each pair is checked to launch the same kernel.
     const auto unpaired = [] { return Error("Graph::update: the graph's steps no longer pair with those it was made from; capture a new Graph"); };
     for (detail::KernelNodeArguments& k : a.kernels) {
@@ -172,14 +167,6 @@ detail::GraphArguments current_arguments(detail::Driver& d, CUgraph instantiated
         k.node = paired;
     }
     return a;
-}
-
-// The bytes `a` addresses: [begin, end).
-std::pair<CUdeviceptr, CUdeviceptr> address_range(const Array& a) {
-    char *lo, *hi;
-    detail::byte_range({static_cast<char*>(a.data()), static_cast<int>(a.itemsize()), a.ndim(), a.shape().data(), a.strides().data()},
-                       lo, hi);
-    return {reinterpret_cast<CUdeviceptr>(lo), reinterpret_cast<CUdeviceptr>(hi)};
 }
 
 std::string describe(const Array& a) { return a.to_string(); }
@@ -213,7 +200,7 @@ void Graph::update(std::span<const ArrayUpdate> arrays) {
         const Array& from = arrays[k].captured;
         const Array& to = arrays[k].replacement;
         check_replacement(k, from, to, st.ordinal);
-        const auto [begin, end] = address_range(from);
+        const auto [begin, end] = detail::address_range(from);
         moves.push_back({begin, end, reinterpret_cast<CUdeviceptr>(to.data()) - (reinterpret_cast<CUdeviceptr>(from.data()) - begin)});
     }
     if (moves.empty()) return;

@@ -1,6 +1,7 @@
 #include "fake_driver.hpp"
 
 #include <cstring>
+#include <mutex>
 
 namespace kjit::test {
 namespace {
@@ -189,7 +190,11 @@ detail::DriverApi make_fake_sm90_driver() {
             g_state.capture_invalidated = true;
             return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
-        ++g_state.modules_loaded;
+        {
+            static std::mutex loads;  // kjit::warm loads on several threads
+            const std::lock_guard lock(loads);
+            ++g_state.modules_loaded;
+        }
         *m = reinterpret_cast<CUmodule>(std::uintptr_t{0x6000});
         return CUDA_SUCCESS;
     };

@@ -180,6 +180,58 @@ TEST_CASE("prepare loads every variant a call may pick, so calls under capture l
     CHECK_THROWS_WITH(axpb.prepare({x}), Contains("takes 2 inputs"));
 }
 
+TEST_CASE("kjit::warm loads a manifest's kernels ahead, so that calls and a capture compile and load nothing",
+          "[graph][nvrtc]") {
+    const kjit::test::ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    kjit::configure_cache(kjit::test::cache_in(work.path() / "cache"));
+    kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
+    api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
+    const kjit::detail::ScopedDriverOverride fake(api, 1);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const std::string manifest = (work.path() / "manifest.json").string();
+    {
+        std::ofstream out(manifest);
+        out << R"({"kernels": [
+            {"kind": "elementwise", "name": "warm_axpb", "in": "T x, T a", "out": "T y", "op": "y = a * x + 1",
+             "scalars": ["a"], "types": [{"T": "float32"}]},
+            {"kind": "reduction", "name": "warm_sumsq", "in": "T x", "out": "T y", "map": "x * x", "reduce": "a + b",
+             "post": "y = a", "identity": "0", "types": [{"T": "float32"}]},
+            {"kind": "elementwise", "name": "warm_bad", "in": "T x", "out": "T y", "op": "y = x +", "types": [{"T": "float32"}]}]})";
+    }
+    int loads = state.modules_loaded;
+    const kjit::WarmResult warmed = kjit::warm(manifest, Device::cuda(0));
+    CHECK(warmed.modules >= 5 + 7);  // the elementwise variants, every reduction strategy
+    CHECK(warmed.compiled >= 12);  // nothing in the new cache yet
+    CHECK(state.modules_loaded >= loads + 12);
+    REQUIRE(warmed.failures.size() == 1);  // the kernel that does not parse, named
+    CHECK_THAT(warmed.failures[0], Contains("warm_bad"));
+
+    // Kernels of the same definitions, made afresh as an application would, called as the
+    // manifest says ("a" a scalar): no compile, no load.
+    const std::uint64_t compiles = kjit::cache_stats().compiles;
+    loads = state.modules_loaded;
+    const ElementwiseKernel axpb("T x, T a", "T y", "y = a * x + 1", "warm_axpb");
+    const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "warm_sumsq");
+    const Array x = Array::empty({100, 1000}, DType::float32, Device::cuda(0));
+    const Array y = Array::empty({100, 1000}, DType::float32, Device::cuda(0));
+    const Array total = Array::empty({}, DType::float32, Device::cuda(0));
+    const Array rows = Array::empty({100}, DType::float32, Device::cuda(0));
+    const Stream s = Stream::create(Device::cuda(0));
+    const auto calls = [&] {
+        axpb.launch({x, 2.0f, y}, kjit::CallOptions{s});
+        axpb.launch({x.transpose(), 3.0f, y.transpose()}, kjit::CallOptions{s});
+        sumsq.launch({x, total}, kjit::ReduceOptions{{s}});
+        sumsq.launch({x, rows}, kjit::ReduceOptions{{s}, std::vector<int>{1}});
+    };
+    calls();  // eager: the reductions' scratch memory is made here
+    const Graph g = Graph::capture(s, calls);
+    CHECK(state.modules_loaded == loads);
+    CHECK(kjit::cache_stats().compiles == compiles);
+    CHECK(state.unsafe_calls_under_capture == 0);
+    CHECK_THROWS_AS(kjit::warm((work.path() / "missing.json").string(), Device::cuda(0)), kjit::IoError);
+}
+
 // ---------------------------------------------------------------------------------------------
 // On the GPU.
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ out=${2:?usage: pack-for-gpu.sh BUILD_DIR OUT_DIR}
 rm -rf "$out"
 mkdir -p "$out/tests"
 cp -a "$build"/kjit "$build"/kjit-probe "$build"/libkjit.so* "$out/"
-cp -a "$build/tests/kjit_tests" "$out/tests/"
+cp -a "$build/tests/kjit_tests" "$build/tests/kjit_saved_graph_replay" "$out/tests/"
 # The nvcc-built binaries the raw_image tests load (beside kjit_tests), when the build made them.
 if [ -d "$build/tests/binaries" ]; then cp -a "$build/tests/binaries" "$out/tests/"; fi
 if compgen -G "$build/examples/kjit_example_*" > /dev/null; then

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "kjit/device.hpp"
+
 namespace kjit {
 
 struct KJIT_API CacheSettings {
@@ -63,5 +65,21 @@ struct KJIT_API CacheStats {
 
 // Counters since the process started (or since configure_cache()).
 KJIT_API CacheStats cache_stats();
+
+// Makes a process ready ahead: every module that a call of the manifest's kernels (elementwise,
+// reduction and built-in entries, every binding) on `device` may load, whatever layout and
+// strategy it picks, is found in the kernel cache (or compiled, with NVRTC) and loaded on the
+// device now, so that those calls later compile and load nothing (before a Graph::capture, or
+// a latency-bound loop). The manifest is the one KJIT_CACHE_RECORD writes and `kjit precompile`
+// reads. Raw modules in it are loaded at their kernels' first use. A kernel that cannot be
+// made ready is one line in `failures`; the others are still loaded. Throws IoError or
+// CacheError for a manifest that cannot be read.
+struct KJIT_API WarmResult {
+    std::size_t modules = 0;   // modules made ready (kernel x binding x variant)
+    std::size_t compiled = 0;  // of those, compiled by NVRTC now (the rest came from the cache)
+    std::vector<std::string> failures;
+    double seconds = 0;
+};
+KJIT_API WarmResult warm(const std::string& manifest_path, const Device& device);
 
 }  // namespace kjit

@@ -30,9 +30,14 @@
 #include <string>
 
 #include "kjit/array.hpp"
+#include "kjit/scalar.hpp"
 #include "kjit/stream.hpp"
 
 namespace kjit {
+
+namespace detail {
+struct GraphAccess;
+}
 
 class KJIT_API Graph {
 public:
@@ -78,8 +83,54 @@ public:
     // Writes the graph in Graphviz's DOT language to `path` (cuGraphDebugDotPrint, verbose).
     void debug_dot(const std::string& path) const;
 
+    // Saved graphs: the graph written to `path` as a description (README, "Saved graphs") that another
+    // process loads and replays with arrays of its own, its kernels found by their cache keys in
+    // a kernel cache (KJIT_CACHE_DIR, or a read-only one shipped with the application): no
+    // source, no NVRTC there.
+    //   g.save("step.kjitgraph", {{"x", x}, {"y", y}}, {{"a", "axpb.a"}});
+    //   ... in another process, with the cache the kernels were compiled into:
+    //   kjit::Graph g = kjit::Graph::load("step.kjitgraph", s, {{"x", x2}, {"y", y2}}, {{"a", 3.0f}});
+    // Every array the graph reads or writes must be named (an Error names the step that uses one
+    // that is not); graph memory and kjit's scratch need no name: a loaded graph has its own. A
+    // scalar is named by the parameter of the kjit kernel it was passed to, "kernel.param" (every
+    // call of that kernel) or "kernel.param@k" (its k-th call in the graph, from 0); raw kernels'
+    // scalars are not named. save() refuses a graph with steps that cannot be saved: a kernel
+    // kjit did not compile (cuBLAS's), one whose cache entry is in no cache folder, a copy that
+    // touches host memory, event or host steps.
+    struct NamedArray {
+        std::string name;
+        Array array;
+    };
+    struct NamedScalar {
+        std::string name;
+        std::string parameter;  // "kernel.param" or "kernel.param@k"
+    };
+    void save(const std::string& path, std::span<const NamedArray> arrays, std::span<const NamedScalar> scalars = {}) const;
+    void save(const std::string& path, std::initializer_list<NamedArray> arrays, std::initializer_list<NamedScalar> scalars = {}) const {
+        save(path, std::span<const NamedArray>(arrays.begin(), arrays.size()), std::span<const NamedScalar>(scalars.begin(), scalars.size()));
+    }
+
+    // Builds the graph saved at `path` on `stream`'s device, bound to `arrays` (every name the
+    // file has, each with the dtype, shape, strides and address alignment modulo 256 of the one
+    // saved) and to `scalars` (any of the named scalars; the others keep their captured values;
+    // a value is cast to its parameter's dtype). Kernels are loaded from the kernel cache; one
+    // the cache does not hold is an Error naming it. The graph keeps `arrays`' memory alive.
+    struct ScalarValue {
+        std::string name;
+        Scalar value;
+    };
+    static Graph load(const std::string& path, const Stream& stream, std::span<const NamedArray> arrays,
+                      std::span<const ScalarValue> scalars = {});
+    static Graph load(const std::string& path, const Stream& stream, std::initializer_list<NamedArray> arrays,
+                      std::initializer_list<ScalarValue> scalars = {}) {
+        return load(path, stream, std::span<const NamedArray>(arrays.begin(), arrays.size()),
+                    std::span<const ScalarValue>(scalars.begin(), scalars.size()));
+    }
+
+    struct State;  // runtime/detail/graph_state.hpp
+
 private:
-    struct State;
+    friend struct detail::GraphAccess;
     std::shared_ptr<State> state_;  // copies share the graph, updates included
 };
 

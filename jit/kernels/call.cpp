@@ -76,6 +76,16 @@ detail::ArgsLayout args_layout_for(const CallSite& site, const std::vector<detai
 void launch(const Target& target, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void** params) {
     KJIT_CU_CHECK(detail::driver_on(target.ordinal).cuLaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, 0, target.stream.handle(), params,
                                                                    nullptr));
+    detail::note_kernel_launch(f);
+}
+
+void note_call_for_capture(const CallSite& site, const detail::ArgsLayout& layout, const frontend::BoundCall& bound,
+                           const unsigned char* args) {
+    std::vector<detail::CapturedScalar> scalars;
+    for (std::size_t k = 0; k < layout.slots.size() && k < site.sig.params.size(); ++k)
+        if (layout.slots[k].field == detail::ArgField::value)
+            scalars.push_back({site.sig.params[k].name, bound.param_types[k], layout.slots[k].offset});
+    detail::note_captured_call(site.name, std::move(scalars), args, layout.size);
 }
 
 }  // namespace kjit::jit::kernels

@@ -25,6 +25,7 @@
 #include "kjit/kernel_arg.hpp"
 #include "kjit/stream.hpp"
 #include "runtime/detail/call_layout.hpp"
+#include "runtime/detail/capture.hpp"
 #include "templates/launch_layout.cuh"
 
 namespace kjit::jit::kernels {
@@ -135,12 +136,18 @@ struct LaunchBuffers {
 };
 LaunchBuffers& launch_buffers();
 
+// Records the call's scalars and argument struct for Graph::capture (runtime/detail/capture.hpp),
+// so that a saved graph can name its scalars by kernel and parameter.
+void note_call_for_capture(const CallSite& site, const detail::ArgsLayout& layout, const frontend::BoundCall& bound,
+                           const unsigned char* args);
+
 // The argument struct: write_args (call_memo.hpp) over the call's arrays, messages naming the site.
 template <class PointerOf>
 void pack_args(const CallSite& site, unsigned char* a, const detail::ArgsLayout& layout, const frontend::BoundCall& bound,
                std::span<const KernelArg> args, const Operands& operands, PointerOf pointer_of) {
     write_args(a, layout, bound, args, site.sig.params.size(), pointer_of, [&](std::size_t k) { return operands.array(k); },
                [&](std::size_t k) { return site.where(k); });
+    if (detail::capture_collecting()) note_call_for_capture(site, layout, bound, a);
 }
 
 // The layout of the argument struct of a kernel with these fields; more bytes than a launch

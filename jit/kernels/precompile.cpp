@@ -7,11 +7,14 @@
 #include <thread>
 
 #include "jit/compile/arch.hpp"
+#include "jit/compile/program_store.hpp"
 #include "jit/kernels/precompile_jobs.hpp"
 #include "jit/kernels/worker_threads.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/error.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/log.hpp"
+#include "runtime/detail/nvrtc.hpp"
 #include "runtime/detail/printable.hpp"
 
 namespace kjit::jit::kernels {
@@ -70,19 +73,19 @@ void run_jobs(const std::vector<PrecompileJob>& jobs, int threads, const std::fu
 
 }  // namespace
 
-PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
-                            const std::function<void(std::size_t, std::size_t)>& on_step) {
-    if (archs.empty() && manifest.contains("arch")) archs = manifest["arch"].get<std::vector<std::string>>();
-    if (archs.empty()) throw Error("no architecture: give one (e.g. sm_80,sm_90) or an \"arch\" list in the manifest");
-    PrecompileResult result;
-    archs = usable_archs(archs, result.failures);
-    const std::vector<PrecompileJob> jobs = precompile_jobs(manifest, archs, result.failures);
+namespace {
+
+// Runs `jobs`, filling in the counts of `result`.
+void run_counted(const std::vector<PrecompileJob>& jobs, int threads, const std::function<void(std::size_t, std::size_t)>& on_step,
+                 PrecompileResult& result) {
     result.jobs = jobs.size();
 
     const std::uint64_t compiles_before = cache_stats().compiles;
     const CacheStats stores_before = cache_stats();
     const auto start = std::chrono::steady_clock::now();
+    const std::size_t failed_before = result.failures.size();
     run_jobs(jobs, threads, on_step, result.failures);
+    result.failed_jobs = result.failures.size() - failed_before;
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.compiled = static_cast<std::size_t>(cache_stats().compiles - compiles_before);
     // What the writable folder (layer 0, when there is one) kept of what was compiled, and not.
@@ -90,6 +93,32 @@ PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::str
         result.stored = static_cast<std::size_t>(after.layers[0].stores - stores_before.layers[0].stores);
         result.not_stored = static_cast<std::size_t>(after.layers[0].store_failures - stores_before.layers[0].store_failures);
     }
+}
+
+}  // namespace
+
+PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
+                            const std::function<void(std::size_t, std::size_t)>& on_step) {
+    if (archs.empty() && manifest.contains("arch")) archs = manifest["arch"].get<std::vector<std::string>>();
+    if (archs.empty()) throw Error("no architecture: give one (e.g. sm_80,sm_90) or an \"arch\" list in the manifest");
+    PrecompileResult result;
+    archs = usable_archs(archs, result.failures);
+    run_counted(precompile_jobs(manifest, archs, result.failures), threads, on_step, result);
+    return result;
+}
+
+PrecompileResult warm(const nlohmann::json& manifest, int ordinal, int threads) {
+    const int cc = kjit::detail::device_attributes(ordinal).compute_capability();
+    // The architecture a call on this device builds for (NVRTC's choice, or the one a cache was
+    // built with when there is no NVRTC), so that the keys are the ones calls look up.
+    std::string no_nvrtc;
+    (void)kjit::detail::try_nvrtc(&no_nvrtc);  // loaded when there is one: its targets decide
+    const std::optional<compile::ProgramKeying> keying = compile::program_keying(cc);
+    if (!keying)
+        throw Error("kjit::warm: there is no NVRTC and no kernel cache that says which compiler built it, so kjit cannot tell "
+                    "which cache entries calls on cuda:" + std::to_string(ordinal) + " will look for");
+    PrecompileResult result;
+    run_counted(precompile_jobs(manifest, {keying->target}, result.failures, ordinal), threads, {}, result);
     return result;
 }
 

@@ -19,6 +19,7 @@ struct PrecompileResult {
     std::size_t stored = 0;                // entries stored in the writable folder
     std::size_t not_stored = 0;            // compiled but not stored (unwritable folder, full disk, held lock)
     std::vector<std::string> failures;     // each with its diagnostic
+    std::size_t failed_jobs = 0;           // of `jobs` (the other failures are entries or archs refused)
     double seconds = 0;
 };
 
@@ -26,5 +27,11 @@ struct PrecompileResult {
 // each job (from worker threads).
 PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
                             const std::function<void(std::size_t done, std::size_t total)>& on_step = {});
+
+// kjit::warm: every module a call of the manifest's kernels (elementwise, reduction, built-in) on
+// device `ordinal` may load, compiled or found in the cache for the architecture such a call
+// builds for, and loaded on the device, so that the calls compile and load nothing. Raw modules
+// are left to their first use.
+PrecompileResult warm(const nlohmann::json& manifest, int ordinal, int threads);
 
 }  // namespace kjit::jit::kernels

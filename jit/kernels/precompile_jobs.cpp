@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "jit/compile/program_store.hpp"
 #include "jit/kernels/ops/arg_reduction.hpp"
 #include "jit/kernels/manifest_fields.hpp"
 #include "jit/kernels/elementwise/manifest.hpp"
@@ -12,6 +13,7 @@
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/raw_kernel.hpp"
+#include "runtime/detail/device_attributes.hpp"
 #include "runtime/detail/printable.hpp"
 
 namespace kjit::jit::kernels {
@@ -63,10 +65,22 @@ void compile_noted(const std::function<CompiledModules()>& compile, std::size_t 
     }
 }
 
+// With `load_on` >= 0 (warm()), the module just compiled or found, loaded on that device as a
+// call loads it: by its entry's key, into the process's module registry, where a later call of
+// the same kernel finds it without loading anything.
+CompiledModules load_compiled(CompiledModules c, int load_on) {
+    if (load_on < 0 || c.key.empty()) return c;  // empty: a variant the kernel does not have
+    const int cc = kjit::detail::device_attributes(load_on).compute_capability();
+    if (!compile::load_cached_program(c.key, load_on, cc, c.arch, {}))
+        throw Error("built for " + c.arch + ", which does not run on cuda:" + std::to_string(load_on) + " (compute capability " +
+                    std::to_string(cc / 10) + "." + std::to_string(cc % 10) + ")");
+    return c;
+}
+
 // The jobs of one manifest entry; a malformed entry is a failure, not an exception. A job holds
 // the entry by shared pointer and its binding by index: copies of the entry's bindings in each of
 // its (bindings x variants x archs) jobs took 885 MB for 1,000 bindings.
-void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs,
+void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs, int load_on,
               std::vector<PrecompileJob>& jobs, std::vector<std::string>& failures) {
     // The name is the manifest's text: printed in messages, so its control bytes are escaped.
     const std::string given = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "kernel";
@@ -83,6 +97,8 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                 jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
                 return;
             }
+            // warm() loads what calls load; a raw module is loaded at its kernels' first use.
+            if (load_on >= 0) return;
             for (const std::string& arch : archs)
                 jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
             return;
@@ -97,8 +113,8 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                     for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {
                         jobs.push_back({name + " (builtin, " + format_type_binding((*bindings)[i]) + ", " +
                                             reduction_group_label(g, wide) + ") for " + arch,
-                                        [&k, bindings, i, arch, g, wide] {
-                                            (void)compile_reduction_group(k, (*bindings)[i], {}, arch, g, wide);
+                                        [&k, bindings, i, arch, g, wide, load_on] {
+                                            load_compiled(compile_reduction_group(k, (*bindings)[i], {}, arch, g, wide), load_on);
                                         }});
                     });
             return;
@@ -126,9 +142,10 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                         const std::size_t slot = static_cast<std::size_t>(g) * 2 + (wide ? 1 : 0);
                         jobs.push_back({name + " (reduction, " + format_type_binding(b) + ", " + reduction_group_label(g, wide) +
                                             ") for " + arch,
-                                        [m, i, variant, arch, g, wide, slot, note] {
-                                            compile_noted([&] { return compile_reduction_group(m->kernel, m->bindings[i], variant, arch, g, wide); },
-                                                          slot, *note);
+                                        [m, i, variant, arch, g, wide, slot, note, load_on] {
+                                            compile_noted([&] {
+                                                return load_compiled(compile_reduction_group(m->kernel, m->bindings[i], variant, arch, g, wide), load_on);
+                                            }, slot, *note);
                                         }});
                     });
                 }
@@ -155,9 +172,10 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                 });
                 for (const ElementwiseEntry entry : entries)
                     jobs.push_back({name + " (" + format_type_binding(b) + ", " + elementwise_entry_label(entry) + ") for " + arch,
-                                    [m, i, variant, arch, entry, note] {
-                                        compile_noted([&] { return compile_elementwise_entry(m->kernel, m->bindings[i], variant, arch, entry); },
-                                                      static_cast<std::size_t>(entry), *note);
+                                    [m, i, variant, arch, entry, note, load_on] {
+                                        compile_noted([&] {
+                                            return load_compiled(compile_elementwise_entry(m->kernel, m->bindings[i], variant, arch, entry), load_on);
+                                        }, static_cast<std::size_t>(entry), *note);
                                     }});
             }
         }
@@ -169,9 +187,9 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
 }  // namespace
 
 std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const std::vector<std::string>& archs,
-                                           std::vector<std::string>& failures) {
+                                           std::vector<std::string>& failures, int load_on) {
     std::vector<PrecompileJob> jobs;
-    for (std::size_t n = 0; n < manifest["kernels"].size(); ++n) add_jobs(manifest["kernels"][n], n, archs, jobs, failures);
+    for (std::size_t n = 0; n < manifest["kernels"].size(); ++n) add_jobs(manifest["kernels"][n], n, archs, load_on, jobs, failures);
     return jobs;
 }
 

@@ -20,7 +20,9 @@ struct PrecompileJob {
 // binding its kernel rejects, is one message in `failures` instead of jobs. The jobs of one entry
 // share it (kernel and bindings) rather than each holding a copy: an entry of thousands of
 // bindings would otherwise need memory quadratic in them.
+// With `load_on` >= 0, each job also loads its module on that device (warm()), and raw modules
+// get no jobs.
 std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const std::vector<std::string>& archs,
-                                           std::vector<std::string>& failures);
+                                           std::vector<std::string>& failures, int load_on = -1);
 
 }  // namespace kjit::jit::kernels

@@ -29,6 +29,30 @@ void note_buffer_used(Buffer& buffer) {
     t_collect->used_.push_back(buffer.shared_from_this());
 }
 
+void note_scratch_used(Buffer& buffer) {
+    if (t_collect == nullptr) return;
+    auto& s = t_collect->scratch_;
+    if (std::find(s.begin(), s.end(), &buffer) == s.end()) s.push_back(&buffer);
+}
+
+bool capture_collecting() noexcept { return t_collect != nullptr; }
+
+void note_captured_call(const std::string& kernel, std::vector<CapturedScalar> scalars, const void* args, std::size_t bytes) {
+    if (t_collect == nullptr) return;
+    CapturedLaunch& p = t_collect->pending_;
+    p.kernel = kernel;
+    p.call = t_collect->calls_[kernel]++;
+    p.scalars = std::move(scalars);
+    const auto* b = static_cast<const std::byte*>(args);
+    p.arguments.assign(b, b + bytes);
+}
+
+void note_kernel_launch(CUfunction f) {
+    if (t_collect == nullptr || t_collect->pending_.kernel.empty()) return;
+    t_collect->launches_.push_back(t_collect->pending_);
+    t_collect->launches_.back().function = f;
+}
+
 CollectCapturedBuffers::CollectCapturedBuffers() : previous_(t_collect) { t_collect = this; }
 
 CollectCapturedBuffers::~CollectCapturedBuffers() { t_collect = previous_; }

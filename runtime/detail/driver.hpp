@@ -51,7 +51,12 @@ namespace kjit::detail {
     X(cuGraphGetNodes, 10000) X(cuGraphDebugDotPrint, 11030) X(cuGraphNodeGetType, 10000)            \
     X(cuGraphKernelNodeGetParams, 12000) X(cuGraphMemcpyNodeGetParams, 10000)                      \
     X(cuGraphMemsetNodeGetParams, 10000) X(cuGraphExecKernelNodeSetParams, 12000)                  \
-    X(cuGraphExecUpdate, 12000) X(cuKernelGetFunction, 12000)
+    X(cuGraphExecUpdate, 12000) X(cuKernelGetFunction, 12000)                                      \
+    X(cuGraphCreate, 10000) X(cuGraphGetEdges, 12030) X(cuGraphAddKernelNode, 12000)               \
+    X(cuGraphAddMemsetNode, 10000) X(cuGraphAddMemcpyNode, 10000) X(cuGraphAddEmptyNode, 10000)    \
+    X(cuGraphAddMemAllocNode, 11040) X(cuGraphAddMemFreeNode, 11040)                               \
+    X(cuGraphMemAllocNodeGetParams, 11040) X(cuGraphMemFreeNodeGetParams, 11040)                   \
+    X(cuGraphKernelNodeGetAttribute, 11000)
 
 struct DriverApi {
 #define KJIT_DECLARE_ENTRY(name, version) decltype(&::name) name = nullptr;

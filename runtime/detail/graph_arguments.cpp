@@ -145,4 +145,12 @@ GraphArguments read_graph_arguments(Driver& d, CUgraph graph) {
     return out;
 }
 
+std::vector<CUgraphNode> graph_nodes(Driver& d, CUgraph graph) {
+    std::size_t count = 0;
+    KJIT_CU_CHECK(d.cuGraphGetNodes(graph, nullptr, &count));
+    std::vector<CUgraphNode> nodes(count);
+    if (count != 0) KJIT_CU_CHECK(d.cuGraphGetNodes(graph, nodes.data(), &count));
+    return nodes;
+}
+
 }  // namespace kjit::detail

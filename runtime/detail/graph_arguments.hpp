@@ -62,4 +62,7 @@ bool kernels_use(const GraphArguments& arguments, CUdeviceptr begin, CUdeviceptr
 // Reads the graph's nodes (driver calls only, no GPU work). Throws CudaError on a driver failure.
 GraphArguments read_graph_arguments(Driver& d, CUgraph graph);
 
+// The graph's nodes, in the driver's order (cuGraphGetNodes).
+std::vector<CUgraphNode> graph_nodes(Driver& d, CUgraph graph);
+
 }  // namespace kjit::detail

@@ -76,12 +76,43 @@ LoadedModule::~LoadedModule() {
     }
 }
 
+namespace {
+
+// Every handle LoadedModule::function gave out from a keyed module. Entries are few (a kernel's
+// first use adds its entry points) and stay: a handle the driver reuses after its module was
+// unloaded is looked up through function() again, which records its new origin.
+struct FunctionOrigins {
+    std::mutex mutex;
+    std::unordered_map<CUfunction, FunctionOrigin> by_function;
+};
+FunctionOrigins& function_origins() {
+    static FunctionOrigins* origins = new FunctionOrigins();  // never destroyed: used until exit
+    return *origins;
+}
+
+}  // namespace
+
 CUfunction LoadedModule::function(const char* name) const {
     Driver& d = driver();
     CUfunction f = nullptr;
     const CUresult st = d.cuModuleGetFunction(&f, handle_, name);
     if (st != CUDA_SUCCESS) throw CudaError(st, "cuModuleGetFunction(\"" + std::string(name) + "\")", __FILE__, __LINE__);
+    FunctionOrigins& o = function_origins();
+    const std::lock_guard lock(o.mutex);
+    if (key_.empty())
+        o.by_function.erase(f);  // a reused handle's old origin no longer holds
+    else
+        o.by_function[f] = FunctionOrigin{key_, name};
     return f;
+}
+
+bool function_origin(CUfunction f, FunctionOrigin& out) {
+    FunctionOrigins& o = function_origins();
+    const std::lock_guard lock(o.mutex);
+    const auto it = o.by_function.find(f);
+    if (it == o.by_function.end()) return false;
+    out = it->second;
+    return true;
 }
 
 bool cubin_runs_on(const std::string& arch, int device_cc) {
@@ -155,6 +186,11 @@ ModuleRegistry::Shard& ModuleRegistry::shard_of(const std::string& name) const {
 std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int device,
                                                   const std::function<std::shared_ptr<LoadedModule>()>& load) {
     const std::string name = key + "@" + std::to_string(device);
+    const auto keyed = [&] {
+        std::shared_ptr<LoadedModule> m = load();
+        if (m && m->key_.empty()) m->key_ = key;
+        return m;
+    };
     Shard& shard = shard_of(name);
     // Waits while another thread loads it. A wait that ends in that thread's failure sends this
     // caller round again, until it finds the module or runs its own load: a failure is not
@@ -167,7 +203,7 @@ std::shared_ptr<LoadedModule> ModuleRegistry::get(const std::string& key, int de
             auto slot = std::make_shared<OnceValue<std::shared_ptr<LoadedModule>>>();
             shard.modules.emplace(name, slot);
             lock.unlock();
-            return run_load(shard, name, *slot, load);
+            return run_load(shard, name, *slot, keyed);
         }
         const auto found = it->second;
         lock.unlock();

@@ -30,11 +30,25 @@ public:
     // Throws CudaError naming the function when the module has no such entry point.
     CUfunction function(const char* name) const;
     CUfunction function(const std::string& name) const { return function(name.c_str()); }
+    // The kernel cache key the module was loaded by (ModuleRegistry), empty for one loaded
+    // otherwise; set once, before the module is shared.
+    const std::string& key() const noexcept { return key_; }
 
 private:
+    friend class ModuleRegistry;
     CUmodule handle_;
     int device_;
+    std::string key_;
 };
+
+// Where a kernel handle came from: the cache key of its module and its entry point's name, for a
+// function that LoadedModule::function handed out from a module loaded by key (a saved graph names
+// its kernels so). Nothing for other handles (cuBLAS's kernels, a module loaded without a key).
+struct FunctionOrigin {
+    std::string key;
+    std::string entry;
+};
+bool function_origin(CUfunction f, FunctionOrigin& out);
 
 // Whether a cubin built for `arch` ("sm_80") runs on a GPU of compute capability `device_cc`
 // (86 for 8.6): same major version, and a minor version no newer than the device's. An

@@ -75,6 +75,7 @@ public:
             w = Buffer::allocate_device(kWorkspaceBytes, s);
         }
         w->record_stream(s);
+        detail::note_scratch_used(*w);
         return w->data();
     }
 

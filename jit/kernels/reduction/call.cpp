@@ -55,6 +55,7 @@ public:
                                                                         stream.handle()));
         }
         s.buffer->record_stream(stream);
+        detail::note_scratch_used(*s.buffer);
         return s.buffer->data();
     }
 
