@@ -640,3 +640,30 @@ TEST_CASE("a cuBLAS product and every built-in reduction replay to their eager b
     s.synchronize();
     CHECK(outputs(two) == want_two);
 }
+
+TEST_CASE("kjit::warm makes a manifest's kernels ready on the GPU: their calls compile nothing and compute right", "[graph][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const kjit::test::TempDir work;
+    // A constant of this run's seed: a kernel no cache holds yet.
+    const std::string constant = std::to_string(kjit::test::seed() % 1000 + 1) + ".0f";
+    const std::string op = "y = a * x + " + constant;
+    const std::string manifest = (work.path() / "manifest.json").string();
+    {
+        std::ofstream out(manifest);
+        out << R"({"kernels": [{"kind": "elementwise", "name": "warm_gpu", "in": "T x, T a", "out": "T y", "op": ")" << op
+            << R"(", "scalars": ["a"], "types": [{"T": "float32"}]}]})";
+    }
+    const kjit::WarmResult warmed = kjit::warm(manifest, Device::cuda(0));
+    CHECK(warmed.failures.empty());
+    CHECK(warmed.compiled >= 1);
+    const std::uint64_t compiles = kjit::cache_stats().compiles;
+    const ElementwiseKernel k("T x, T a", "T y", op, "warm_gpu");
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float32, {5000});
+    const Array y = kjit::test::poisoned(DType::float32, {5000});
+    k.launch({x.device, 3.0f, y});
+    k.launch({x.device.slice(0, {0, 5000, 2}), 3.0f, y.slice(0, {0, 5000, 2})});  // strided: another variant, loaded too
+    CHECK(kjit::cache_stats().compiles == compiles);
+    const double add = std::stod(constant);
+    CHECK(kjit::test::mismatches(y, [&](std::size_t i) { return 3.0 * kjit::test::element_value(x.host, DType::float32, i).real() + add; },
+                                 1e-6, 1e-6) == 0);
+}

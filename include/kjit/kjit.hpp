@@ -10,6 +10,7 @@
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/event.hpp"
+#include "kjit/expr.hpp"
 #include "kjit/graph.hpp"
 #include "kjit/half.hpp"
 #include "kjit/info.hpp"

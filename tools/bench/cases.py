@@ -293,7 +293,32 @@ CASES += [
              "set's results are checked after a replay."),
 ]
 
+# ---- Array expressions (issue 34): NumPy-style expressions fused into one kernel.
+CASES += [
+    Case("expr_fused_f32", "expr", "z = sqrt(a*x + b) * c, float32 2^28, arrays x, c", GBPS, "float32",
+         (N28,), (1 << 16,), lambda s: 12 * _prod(s), Goal("copy_frac", 0.97),
+         doc="kjit: eval(z, sqrt(2*x + 1) * c), one kernel. cupy: the ufunc expression into "
+             "a new array (four kernels and temporaries); variant: cupy.fuse of the same function. "
+             "torch: the eager expression; variant: torch.compile of it, where it runs."),
+    Case("expr_var_f32", "expr", "s = sum((x - m) * (x - m)), float32 2^28", GBPS, "float32",
+         (N28,), (1 << 16,), lambda s: 4 * _prod(s), Goal("gbps_min", 4300),
+         doc="kjit: sum((x - m) * (x - m)) into a 0-d output, one kernel. cupy: "
+             "cupy.sum((x - m) * (x - m)); variant: cupy.fuse. torch: the eager expression; "
+             "variant: torch.compile."),
+    Case("expr_where_f16", "expr", "y = where(x > 0, x, 0.1 * x), float16 2^28", GBPS, "float16",
+         (N28,), (1 << 16,), _unary(2), Goal("copy_frac", 0.97),
+         doc="kjit: eval(y, where(x > 0, x, 0.1 * x)), float16 throughout. cupy: cupy.where(x > 0, x, "
+             "0.1 * x); variant: cupy.fuse. torch: torch.where(x > 0, x, 0.1 * x); variant: "
+             "torch.compile."),
+    Case("expr_host_1k", "expr", "host time per evaluation of z = (a*x + b) * c, 1000 float32", US,
+         "float32", (1000,), (1000,), None, Goal("max", 5.0),
+         doc="as ew_host_1k: 1000 warm-up evaluations, then 10000 and one sync, all timed, median "
+             "of 5. kjit: eval(z, (2*x + 1) * c). cupy: the ufunc expression (three kernels); "
+             "variant: cupy.fuse. torch: torch.mul(torch.add(torch.mul(x, 2), 1), c) eager."),
+]
+
 BY_ID = {c.id: c for c in CASES}
 ORDER = [c.id for c in CASES]
 GROUP_NAMES = {"ceiling": "Ceiling", "ew": "Elementwise (issue 5)", "red": "Reductions (issue 6)",
-               "mm": "Matrix products (issue 7)", "graph": "Graphs (issue 33)"}
+               "mm": "Matrix products (issue 7)", "graph": "Graphs (issue 33)",
+               "expr": "Array expressions (issue 34)"}

@@ -688,6 +688,75 @@ def torch_inplace(ctx):
         v.bw(lambda: x.add_(5))
 
 
+# ---- Array expressions (issue 34): the peers' plain expressions, and their fusers as variants.
+
+def _expr_fused(m, x, c):
+    return m.sqrt(2.0 * x + 1.0) * c
+
+
+def _expr_var(m, x):
+    return m.sum((x - 0.25) * (x - 0.25))
+
+
+def _expr_where(m, x):
+    return m.where(x > 0, x, 0.1 * x)
+
+
+def _expr_inputs(ctx):
+    """x (|randn|, so that sqrt(2x + 1) is real) and c, of the case's shape and dtype."""
+    b, m = ctx.b, ctx.m
+    x = m.abs(b.randn(ctx.shape, ctx.case.dtype))
+    c = b.randn(ctx.shape, ctx.case.dtype)
+    return x, c
+
+
+def _fuser(ctx, fn):
+    """cupy.fuse or torch.compile of fn (a function of arrays); None where the module has none
+    (the tests' fakes)."""
+    fuse = getattr(ctx.m, "fuse" if ctx.b.name == "cupy" else "compile", None)
+    return fuse(lambda *a: fn(ctx.m, *a)) if fuse is not None else None
+
+
+@peer("cupy", "expr_fused_f32", "expr_var_f32", "expr_where_f16")
+@peer("torch", "expr_fused_f32", "expr_var_f32", "expr_where_f16")
+def expr_bandwidth(ctx):
+    b = ctx.b
+    x, c = _expr_inputs(ctx)
+    if ctx.case.id == "expr_where_f16":
+        x = b.randn(ctx.shape, ctx.case.dtype)
+    idx = ctx.sample_idx(ctx.n)
+    fn, args = {"expr_fused_f32": (_expr_fused, (x, c)), "expr_var_f32": (_expr_var, (x,)),
+                "expr_where_f16": (_expr_where, (x,))}[ctx.case.id]
+    with ctx.variant("the plain expression (a kernel per operator)", True) as v:
+        out = fn(ctx.m, *args)
+        if ctx.case.id == "expr_fused_f32":
+            xs, cs = b.gather(x, idx), b.gather(c, idx)
+            v.check(lambda: (b.gather(out, idx), ctx.np.sqrt(2.0 * xs + 1.0) * cs), RTOL["float32"] * 4)
+        v.bw(lambda: fn(ctx.m, *args))
+    fused = _fuser(ctx, fn)
+    if fused is None:
+        return
+    with ctx.variant("cupy.fuse" if ctx.b.name == "cupy" else "torch.compile") as v:
+        fused(*args)
+        v.bw(lambda: fused(*args))
+
+
+@peer("cupy", "expr_host_1k")
+@peer("torch", "expr_host_1k")
+def expr_host(ctx):
+    m = ctx.m
+    x, c = _expr_inputs(ctx)
+    expr = lambda mm, x_, c_: (2.0 * x_ + 1.0) * c_  # noqa: E731
+    with ctx.variant("the plain expression (three kernels)", True) as v:
+        v.host(lambda: expr(m, x, c))
+    fused = _fuser(ctx, expr)
+    if fused is None:
+        return
+    with ctx.variant("cupy.fuse" if ctx.b.name == "cupy" else "torch.compile") as v:
+        fused(x, c)
+        v.host(lambda: fused(x, c))
+
+
 @peer("cupy", "ew_host_1k")
 def cupy_host_ew(ctx):
     cp, b = ctx.m, ctx.b

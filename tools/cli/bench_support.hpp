@@ -70,5 +70,6 @@ void add_reduction_cases(Cases& c);
 void add_matmul_cases(Cases& c, std::vector<Record>& extra);
 void add_raw_cases(Cases& c);
 void add_graph_cases(Cases& c);
+void add_expr_cases(Cases& c);
 
 }  // namespace kjit::cli::bench

@@ -2,6 +2,7 @@
 // and for precompiling them: `op` is one of those names.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "kjit/reduction_kernel.hpp"
@@ -10,5 +11,9 @@ namespace kjit::jit::kernels {
 
 // Throws kjit::Error for an unknown op.
 const ReductionKernel& builtin_reduction(std::string_view op, DType t);
+// The same reduction over `map`, an expression of dtype `t` over the parameters `in_params`
+// (a fused array expression at the root of a reduction, include/kjit/expr.hpp).
+ReductionKernel builtin_reduction_of(std::string_view op, DType t, const std::string& in_params, const std::string& map,
+                                     const std::string& name);
 
 }  // namespace kjit::jit::kernels

@@ -58,26 +58,26 @@ std::string extreme(DType t, bool largest) {
     }
 }
 
-// The kernel of `op` for input dtype `t`.
-ReductionKernel make_kernel(Op op, DType t) {
-    const std::string in = std::string(t.name()) + " x";
+// The kernel of `op` over values of dtype `t`: those of the input x, or of `map` over `in`.
+ReductionKernel make_kernel(Op op, DType t, std::string in = {}, std::string x = "x", std::string name = {}) {
+    if (in.empty()) in = std::string(t.name()) + " x";
     const std::string out = std::string(result_dtype(op, t).name()) + " y";
     KernelOptions o;
     o.reduce_type = std::string(accumulation_dtype(op, t).name());
-    const std::string name = std::string("kjit_") + kOpNames[static_cast<int>(op)];
+    if (name.empty()) name = std::string("kjit_") + kOpNames[static_cast<int>(op)];
     switch (op) {
-        case Op::sum: return ReductionKernel(in, out, "x", "a + b", "y = a", "0", name, o);
-        case Op::prod: return ReductionKernel(in, out, "x", "a * b", "y = a", "1", name, o);
-        case Op::mean: return ReductionKernel(in, out, "x", "a + b", "y = a / n", "0", name, o);
+        case Op::sum: return ReductionKernel(in, out, x, "a + b", "y = a", "0", name, o);
+        case Op::prod: return ReductionKernel(in, out, x, "a * b", "y = a", "1", name, o);
+        case Op::mean: return ReductionKernel(in, out, x, "a + b", "y = a / n", "0", name, o);
         case Op::min:
         case Op::max: {
             const bool is_min = op == Op::min;
-            if (t.is_bool()) return ReductionKernel(in, out, "x", is_min ? "a && b" : "a || b", "y = a", is_min ? "true" : "false", name, o);
-            if (t.is_integer()) return ReductionKernel(in, out, "x", is_min ? "b < a ? b : a" : "b > a ? b : a", "y = a", extreme(t, is_min), name, o);
+            if (t.is_bool()) return ReductionKernel(in, out, x, is_min ? "a && b" : "a || b", "y = a", is_min ? "true" : "false", name, o);
+            if (t.is_integer()) return ReductionKernel(in, out, x, is_min ? "b < a ? b : a" : "b > a ? b : a", "y = a", extreme(t, is_min), name, o);
             if (t.is_floating()) {
                 // NaN wins; otherwise the smaller (larger) value.
                 const std::string pick = is_min ? "b < a ? b : a" : "b > a ? b : a";
-                return ReductionKernel(in, out, "x", "a != a ? a : (b != b ? b : (" + pick + "))", "y = a", extreme(t, is_min), name, o);
+                return ReductionKernel(in, out, x, "a != a ? a : (b != b ? b : (" + pick + "))", "y = a", extreme(t, is_min), name, o);
             }
             // Complex: NaN in either part wins; otherwise by real part, then imaginary part. No
             // identity (there is no largest complex number).
@@ -85,7 +85,7 @@ ReductionKernel make_kernel(Op op, DType t) {
             const std::string better = "(real(b) " + cmp + " real(a) || (real(b) == real(a) && imag(b) " + cmp + " imag(a)))";
             const std::string nan_a = "(real(a) != real(a) || imag(a) != imag(a))";
             const std::string nan_b = "(real(b) != real(b) || imag(b) != imag(b))";
-            return ReductionKernel(in, out, "x", nan_a + " ? a : (" + nan_b + " ? b : (" + better + " ? b : a))", "y = a", "", name, o);
+            return ReductionKernel(in, out, x, nan_a + " ? a : (" + nan_b + " ? b : (" + better + " ? b : a))", "y = a", "", name, o);
         }
         case Op::count: break;
     }
@@ -139,6 +139,13 @@ DType mean_dtype(DType t) { return t.is_bool() || t.is_integer() ? DType::float6
 const ReductionKernel& jit::kernels::builtin_reduction(std::string_view op, DType t) {
     for (int k = 0; k < static_cast<int>(Op::count); ++k)
         if (op == kOpNames[k]) return kernel_for(static_cast<Op>(k), t);
+    throw Error("no built-in reduction '" + std::string(op) + "'");
+}
+
+ReductionKernel jit::kernels::builtin_reduction_of(std::string_view op, DType t, const std::string& in_params, const std::string& map,
+                                                   const std::string& name) {
+    for (int k = 0; k < static_cast<int>(Op::count); ++k)
+        if (op == kOpNames[k]) return make_kernel(static_cast<Op>(k), t, in_params, map, name);
     throw Error("no built-in reduction '" + std::string(op) + "'");
 }
 

@@ -571,8 +571,8 @@ class RunBench(unittest.TestCase):
             self.assertIn("met 4.00 µs", p.stdout)
 
     def test_side_by_side_every_case(self):
-        """The one command: kjit in four processes (copy + elementwise, reductions, matrix
-        products, graphs), both peers, one table with every case of cases.py, ready to paste."""
+        """The one command: kjit in five processes (copy + elementwise, reductions, matrix
+        products, graphs, expressions), both peers, one table with every case of cases.py, ready to paste."""
         with tempfile.TemporaryDirectory() as d:
             build = self.make_build(d)
             out = os.path.join(d, "out")
@@ -584,9 +584,10 @@ class RunBench(unittest.TestCase):
             self.assertEqual([r[r.index("--cases") + 1].split(",")[:2] for r in runs],
                              [["copy", "ew_axpb_f32"], ["red_sum_f32", "red_sumsq_f32"],
                               ["mm_f32_8192", "mm_tf32_8192"],
-                              ["graph_ew10", "graph_chain20"]])   # BENCH_CASES etc. ignored
+                              ["graph_ew10", "graph_chain20"],
+                              ["expr_fused_f32", "expr_var_f32"]])   # BENCH_CASES etc. ignored
             machine = self.read(out, "machine.txt")
-            for step in ("kjit-ew", "kjit-red", "kjit-mm", "kjit-graph", "peers-cupy",
+            for step in ("kjit-ew", "kjit-red", "kjit-mm", "kjit-graph", "kjit-expr", "peers-cupy",
                          "peers-torch"):
                 self.assertRegex(machine, rf"step {step}: \d+ s \(limit \d+ s, exit 0\)")
             md = self.read(out, "side-by-side.md")

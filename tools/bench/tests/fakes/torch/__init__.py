@@ -173,6 +173,15 @@ class Tensor:
     def __pow__(self, o):
         return self._bin(o, _np.power)
 
+    def __sub__(self, o):
+        return self._bin(o, _np.subtract)
+
+    def __rsub__(self, o):
+        return Tensor(_cast(_arr(o) - self.a, self.dtype), self.dtype)
+
+    def __gt__(self, o):  # a mask of 0 and 1 in the tensor's dtype (enough for where)
+        return self._bin(o, _np.greater)
+
 
 # CUDA graphs: while torch.cuda.graph(g) captures, the calls marked _capturable are recorded
 # for g.replay() instead of run, as on the GPU.
@@ -221,6 +230,18 @@ def addcmul(input, tensor1, tensor2, value=1, out=None):
 
 def sum(x):  # noqa: A001
     return _result("sum", _np.sum(x.a), x.dtype, None)
+
+
+def abs(x):  # noqa: A001
+    return _result("abs", _np.abs(x.a), x.dtype, None)
+
+
+def sqrt(x):
+    return _result("sqrt", _np.sqrt(x.a), x.dtype, None)
+
+
+def where(c, x, y):
+    return _result("where", _np.where(_arr(c) != 0, _arr(x), _arr(y)), _first_dtype(x, y), None)
 
 
 def argmax(x):

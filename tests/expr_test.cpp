@@ -1,0 +1,226 @@
+// Array expressions (include/kjit/expr.hpp, issue 34): NumPy's dtypes and broadcasting checked at
+// the operator, the fused kernel's source, and evaluation on host arrays (the host back end)
+// against references computed here in double precision; on the pretend driver, a loop of changing
+// scalars and sizes compiles once.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend_cases.hpp"
+#include "gpu_data.hpp"
+#include "fake_driver.hpp"
+#include "kjit/cache.hpp"
+#include "kjit/kjit.hpp"
+#include "runtime/detail/driver.hpp"
+#include "test_support.hpp"
+
+using namespace kjit;
+using kjit::test::host_array;
+using kjit::test::values_of;
+using Catch::Contains;
+
+namespace {
+
+std::vector<float> random_floats(std::size_t n, float lo, float hi, unsigned seed) {
+    std::mt19937 g(seed ^ static_cast<unsigned>(kjit::test::seed()));
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(g);
+    return v;
+}
+
+Array host_empty(DType t, std::size_t n) { return Array::empty({static_cast<std::int64_t>(n)}, t, Device::cpu()); }
+
+}  // namespace
+
+TEST_CASE("expressions take NumPy's dtypes, with C++ numbers as weak scalars", "[expr]") {
+    const Array f16 = host_empty(DType::float16, 4), f32 = host_empty(DType::float32, 4), i8 = host_empty(DType::int8, 4);
+    const Array u8 = host_empty(DType::uint8, 4), i32 = host_empty(DType::int32, 4), b = host_empty(DType::bool_, 4);
+    CHECK((f16 * 2.0).dtype() == DType::float16);              // NEP 50: the number takes the array's dtype
+    CHECK((f16 * Scalar(2.0)).dtype() == DType::float64);      // a kjit::Scalar is strong
+    CHECK((i32 * 2.5).dtype() == DType::float64);              // a float number with integers: float64
+    CHECK((i8 + 1).dtype() == DType::int8);
+    CHECK((i8 + u8).dtype() == DType::int16);
+    CHECK((i32 / i32).dtype() == DType::float64);              // true division
+    CHECK(sqrt(i8).dtype() == DType::float16);                 // the smallest float that holds int8
+    CHECK(sqrt(i32).dtype() == DType::float64);
+    CHECK((f32 > 1.5).dtype() == DType::bool_);
+    CHECK(where(f32 > 0, f32, 0).dtype() == DType::float32);
+    CHECK((b + 1).dtype() == DType::int64);
+    CHECK(abs(host_empty(DType::complex64, 4)).dtype() == DType::float32);
+    CHECK(Expr(f32).astype(DType::int16).dtype() == DType::int16);
+    CHECK(Expr(f32).astype<double>().dtype() == DType::float64);
+    CHECK(clip(i8, 0, 10).dtype() == DType::int8);
+}
+
+TEST_CASE("an operator whose operands do not fit throws there, naming both", "[expr]") {
+    const Array x = host_empty(DType::float32, 3), y = host_empty(DType::float32, 4), b = host_empty(DType::bool_, 3);
+    CHECK_THROWS_WITH(x + y, Contains("+") && Contains("float32 array of shape (3,)") && Contains("(4,)") && Contains("do not broadcast"));
+    CHECK_THROWS_AS(sqrt(x) * y, ShapeError);
+    CHECK_THROWS_WITH(b - b, Contains("subtracting booleans"));
+    CHECK_THROWS_WITH(x & x, Contains("needs integer or bool operands"));
+    CHECK_THROWS_WITH(x << 1, Contains("needs integer operands"));
+    const Array c = host_empty(DType::complex64, 3);
+    CHECK_THROWS_WITH(c < c, Contains("complex"));
+    CHECK_THROWS_WITH(Expr(c).astype(DType::float32), Contains("imaginary part"));
+    CHECK_THROWS_WITH(-b, Contains("negating booleans"));
+}
+
+TEST_CASE("an expression's kernel reads each array once and names its numbers as parameters", "[expr]") {
+    const Array x = host_empty(DType::float32, 8), y = host_empty(DType::float32, 8);
+    const Expr shared = x * x;
+    const std::string s = (shared + shared * y + 2.0f).source();
+    CHECK_THAT(s, Contains("in:  float32 in0, float32 in1, float32 s0"));  // x once, y, the number
+    CHECK_THAT(s, Contains("const float32 t0 = (in0 * in0);"));            // the shared subexpression once
+    CHECK_THAT(s, Contains("out0 = ((t0 + (t0 * in1)) + s0);"));
+    CHECK_THAT((host_empty(DType::int8, 2) + host_empty(DType::int8, 2)).source(), Contains("((int8)((in0 + in1)))"));
+}
+
+TEST_CASE("expressions on host arrays match a double-precision reference", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    const std::size_t n = 5000;
+    const std::vector<float> xv = random_floats(n, -2, 2, 1), cv = random_floats(n, 0.5f, 1.5f, 2);
+    const Array x = host_array(xv, DType::float32), c = host_array(cv, DType::float32);
+    const float a = 1.75f, b = 4.5f;
+    const Array z = sqrt(a * x + b) * c;
+    REQUIRE(z.dtype() == DType::float32);
+    const std::vector<float> got = values_of<float>(z);
+    for (std::size_t k = 0; k < n; ++k) {
+        const double want = std::sqrt(double(a) * xv[k] + b) * cv[k];
+        REQUIRE(std::abs(got[k] - want) <= 1e-5 * std::abs(want) + 1e-6);
+    }
+
+    // In place, through a view: every other element of y, read and written.
+    const Array y = host_array(random_floats(2 * n, -1, 1, 3), DType::float32);
+    const std::vector<float> before = values_of<float>(y);
+    const Array evens = y.slice(0, {0, static_cast<std::int64_t>(2 * n), 2});
+    eval(evens, evens * 2.0f + x);
+    const std::vector<float> after = values_of<float>(y);
+    for (std::size_t k = 0; k < 2 * n; ++k) {
+        const float want = k % 2 == 0 ? before[k] * 2.0f + xv[k / 2] : before[k];
+        REQUIRE(after[k] == want);
+    }
+
+    // Several outputs in one kernel.
+    const Array lo = host_empty(DType::float32, n), hi = host_empty(DType::float32, n);
+    eval({{lo, minimum(x, c)}, {hi, maximum(x, c)}});
+    const std::vector<float> lov = values_of<float>(lo), hiv = values_of<float>(hi);
+    for (std::size_t k = 0; k < n; ++k) {
+        REQUIRE(lov[k] == std::min(xv[k], cv[k]));
+        REQUIRE(hiv[k] == std::max(xv[k], cv[k]));
+    }
+
+    // where, a broadcast of (3, 1) against (4,), astype, clip.
+    const Array col = host_array<float>({1, -2, 3}, DType::float32, {3, 1});
+    const Array row = host_array<float>({0.5f, -1, 2, -4}, DType::float32);
+    const Array w = where(col * row > 0, col * row, 0.1 * col * row);
+    REQUIRE(w.shape() == Shape{3, 4});
+    const std::vector<float> wv = values_of<float>(w);
+    const float colv[] = {1, -2, 3}, rowv[] = {0.5f, -1, 2, -4};
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) {
+            const float p = colv[i] * rowv[j];
+            REQUIRE(wv[static_cast<std::size_t>(i * 4 + j)] == (p > 0 ? p : static_cast<float>(0.1f * colv[i] * rowv[j])));
+        }
+    const Array clipped = clip(x, -1.0, 1.0).astype(DType::float64);
+    REQUIRE(clipped.dtype() == DType::float64);
+    const std::vector<double> cl = values_of<double>(clipped);
+    for (std::size_t k = 0; k < n; ++k) REQUIRE(cl[k] == std::min(1.0, std::max(-1.0, double(xv[k]))));
+}
+
+TEST_CASE("integer and float remainders take the divisor's sign, small integers wrap, NaN wins minimum", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    const Array a = host_array<std::int32_t>({7, -7, 7, -7, 5}, DType::int32), b = host_array<std::int32_t>({3, 3, -3, -3, 0}, DType::int32);
+    CHECK(values_of<std::int32_t>(a % b) == std::vector<std::int32_t>{1, 2, -2, -1, 0});  // NumPy's; by zero: 0
+    const Array fa = host_array<double>({7.5, -7.5, 7.5}, DType::float64), fb = host_array<double>({2, 2, -2}, DType::float64);
+    CHECK(values_of<double>(fa % fb) == std::vector<double>{1.5, 0.5, -0.5});
+    const Array i8 = host_array<std::int8_t>({100, -100, 7}, DType::int8);
+    CHECK(values_of<std::int8_t>(i8 + i8) == std::vector<std::int8_t>{-56, 56, 14});  // int8 arithmetic wraps, as NumPy's
+    const Array nan = host_array<float>({1, NAN, 3}, DType::float32), two = host_array<float>({2, 2, NAN}, DType::float32);
+    const std::vector<float> m = values_of<float>(minimum(nan, two));
+    CHECK(m[0] == 1);
+    CHECK(std::isnan(m[1]));
+    CHECK(std::isnan(m[2]));
+    CHECK(values_of<unsigned char>(isnan(nan)) == std::vector<unsigned char>{0, 1, 0});
+}
+
+TEST_CASE("a reduction of an expression is one kernel with the expression as its map", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    const std::size_t n = 10000;
+    const std::vector<float> xv = random_floats(n, -3, 3, 4);
+    const Array x = host_array(xv, DType::float32);
+    const float m = 0.25f;
+    double want = 0, want_max = -1e30;
+    for (float v : xv) {
+        want += double(v - m) * double(v - m);
+        want_max = std::max(want_max, double(std::abs(v)));
+    }
+    const Array s = sum((x - m) * (x - m));
+    REQUIRE(s.dtype() == DType::float32);
+    CHECK(std::abs(values_of<float>(s)[0] - want) <= 1e-4 * want);
+    CHECK(values_of<float>(max(abs(x)))[0] == static_cast<float>(want_max));
+    CHECK(std::abs(values_of<float>(mean((x - m) * (x - m)))[0] - want / n) <= 1e-4 * want / n);
+    // Along an axis, into a given output.
+    const Array rows = host_empty(DType::float32, 100);
+    sum(x.reshape({100, 100}) * 2.0f, ReduceOptions{{}, std::vector<int>{1}}, rows);
+    const std::vector<float> r = values_of<float>(rows);
+    for (std::size_t i = 0; i < 100; ++i) {
+        double w = 0;
+        for (std::size_t j = 0; j < 100; ++j) w += 2.0 * xv[i * 100 + j];
+        REQUIRE(std::abs(r[i] - w) <= 1e-4 * (std::abs(w) + 1));
+    }
+}
+
+TEST_CASE("a loop of changing scalars and sizes compiles its expression once", "[expr][nvrtc]") {
+    const kjit::test::ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    kjit::configure_cache(kjit::test::cache_in(work.path() / "cache"));
+    const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
+    const std::uint64_t before = kjit::cache_stats().compiles;
+    for (int k = 0; k < 100; ++k) {
+        const std::int64_t n = 100000 + 1000 * k;  // sizes that take the same variant
+        const Array x = Array::empty({n}, DType::float32, Device::cuda(0));
+        const Array y = Array::empty({n}, DType::float32, Device::cuda(0));
+        eval(y, sqrt(static_cast<float>(k) * x + 1.0f) * y);
+    }
+    CHECK(kjit::cache_stats().compiles == before + 1);
+}
+
+TEST_CASE("expressions on the GPU: fused elementwise, in place, several outputs, reductions, captured", "[expr][gpu]") {
+    KJIT_REQUIRE_GPU();
+    const Stream s = Stream::create();
+    const std::int64_t n = (1 << 20) + 77;
+    const kjit::test::DeviceData x = kjit::test::random_device(DType::float32, {n});
+    const kjit::test::DeviceData c = kjit::test::random_device(DType::float32, {n});
+    const auto xv = [&](std::size_t k) { return kjit::test::element_value(x.host, DType::float32, k).real(); };
+    const auto cv = [&](std::size_t k) { return kjit::test::element_value(c.host, DType::float32, k).real(); };
+    const CallOptions on{s};
+    // z = sqrt(a*|x| + b) * c: one kernel, checked against double precision.
+    const Array z = (sqrt(1.5f * abs(x.device) + 0.25f) * c.device).eval(on);
+    CHECK(kjit::test::mismatches(z, [&](std::size_t k) { return std::sqrt(1.5 * std::abs(xv(k)) + 0.25) * cv(k); }, 1e-5, 1e-6) == 0);
+    // where on float16, in place into a poisoned output.
+    const Array h = Expr(x.device).astype(DType::float16).eval(on);
+    const Array hy = kjit::test::poisoned(DType::float16, {n}, s);
+    eval(hy, where(h > 0, h, 0.1 * h), on);
+    CHECK(hy.dtype() == DType::float16);
+    CHECK(kjit::test::mismatches(hy, [&](std::size_t k) {
+              const double v = static_cast<double>(static_cast<float>(kjit::half(static_cast<float>(xv(k)))));
+              return v > 0 ? v : 0.1 * v;
+          }, 2e-3, 1e-4) == 0);
+    // Two outputs in one kernel.
+    const Array lo = kjit::test::poisoned(DType::float32, {n}, s), hi = kjit::test::poisoned(DType::float32, {n}, s);
+    eval({{lo, minimum(x.device, c.device)}, {hi, maximum(x.device, c.device)}}, on);
+    CHECK(kjit::test::mismatches(lo, [&](std::size_t k) { return std::min(xv(k), cv(k)); }, 0, 0) == 0);
+    CHECK(kjit::test::mismatches(hi, [&](std::size_t k) { return std::max(xv(k), cv(k)); }, 0, 0) == 0);
+    // A reduction at the root, against a double sum.
+    double want = 0;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k) want += (xv(k) - 0.5) * (xv(k) - 0.5);
+    const Array ss = sum((x.device - 0.5f) * (x.device - 0.5f), ReduceOptions{on});
+    CHECK(kjit::test::mismatches(ss, [&](std::size_t) { return want; }, 1e-4, 0) == 0);
+    // Captured and replayed: the same bits.
+    const Array zz = kjit::test::poisoned(DType::float32, {n}, s);
+    const Graph g = Graph::capture(s, [&] { eval(zz, sqrt(1.5f * abs(x.device) + 0.25f) * c.device); });
+    g.launch(s);
+    s.synchronize();
+    CHECK(kjit::test::to_host(zz) == kjit::test::to_host(z));
+}
