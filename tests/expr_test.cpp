@@ -60,6 +60,10 @@ TEST_CASE("an operator whose operands do not fit throws there, naming both", "[e
     CHECK_THROWS_WITH(b - b, Contains("subtracting booleans"));
     CHECK_THROWS_WITH(x & x, Contains("needs integer or bool operands"));
     CHECK_THROWS_WITH(x << 1, Contains("needs integer operands"));
+    CHECK_THROWS_WITH(host_empty(DType::int8, 3) + 1000, Contains("does not fit int8"));  // NEP 50
+    CHECK_THROWS_WITH(host_empty(DType::uint8, 3) * -1, Contains("does not fit uint8"));
+    CHECK((host_empty(DType::int8, 3) + 127).dtype() == DType::int8);
+    CHECK(where(2, host_empty(DType::int8, 3), 0).dtype() == DType::int8);  // a condition is any nonzero
     const Array c = host_empty(DType::complex64, 3);
     CHECK_THROWS_WITH(c < c, Contains("complex"));
     CHECK_THROWS_WITH(Expr(c).astype(DType::float32), Contains("imaginary part"));

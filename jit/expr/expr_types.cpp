@@ -82,9 +82,14 @@ bool is_float_function(ExprOp op) {
     }
 }
 
-// A weak number resolved to `t` (a new leaf: nodes are shared and never change).
+// A weak number resolved to `t` (a new leaf: nodes are shared and never change). An integer
+// that `t` cannot hold is an error, as NumPy 2 makes it (NEP 50), not a value that wraps.
 ExprNodePtr resolved(const ExprNodePtr& n, DType t) {
     if (!is_weak(n) || n->dtype == t) return n;
+    if (t.is_integer() && n->dtype.is_integer() && n->value.cast(t).to_double() != n->value.to_double())
+        throw TypeError("kjit: the number " + n->value.to_string() + " does not fit " + std::string(t.name()) +
+                        ", the dtype it takes beside the array (NumPy 2 refuses it too): pass a kjit::Scalar of a wider "
+                        "dtype, or astype() the array");
     auto r = std::make_shared<ExprNode>(*n);
     r->dtype = t;
     return r;
