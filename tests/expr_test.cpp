@@ -132,6 +132,28 @@ TEST_CASE("expressions on host arrays match a double-precision reference", "[exp
     for (std::size_t k = 0; k < n; ++k) REQUIRE(cl[k] == std::min(1.0, std::max(-1.0, double(xv[k]))));
 }
 
+TEST_CASE("two evaluations whose outputs differ only in order get their own kernels", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    const Array x = host_array<float>({1, 2, 3}, DType::float32);
+    const Expr t = x * 2.0f;
+    const Array y1 = host_empty(DType::float32, 3), y2 = host_empty(DType::float32, 3);
+    eval({{y1, t}, {y2, t + 1.0f}});
+    CHECK(values_of<float>(y1) == std::vector<float>{2, 4, 6});
+    eval({{y1, t + 1.0f}, {y2, t}});
+    CHECK(values_of<float>(y1) == std::vector<float>{3, 5, 7});
+    CHECK(values_of<float>(y2) == std::vector<float>{2, 4, 6});
+}
+
+TEST_CASE("nested minimum, maximum and remainder keep the kernel's text linear", "[expr]") {
+    Expr m = host_empty(DType::float32, 4);
+    for (int k = 0; k < 40; ++k) m = maximum(m, host_empty(DType::float32, 4)) % 3.0f;
+    CHECK(m.source().size() < 40 * 400);
+    // A reduction's map is one expression: past the limit it says to evaluate part of it first.
+    Expr z = host_empty(DType::float32, 4);
+    for (int k = 0; k < 30; ++k) z = minimum(z, z + 1.0f);
+    CHECK_THROWS_WITH(sum(z), Contains("too large to be a reduction's map"));
+}
+
 TEST_CASE("integer and float remainders take the divisor's sign, small integers wrap, NaN wins minimum", "[expr][host]") {
     KJIT_REQUIRE_HOST_BACKEND();
     const Array a = host_array<std::int32_t>({7, -7, 7, -7, 5}, DType::int32), b = host_array<std::int32_t>({3, 3, -3, -3, 0}, DType::int32);

@@ -40,7 +40,7 @@ SavedGraph example() {
     SavedStep m;
     m.kind = SavedStep::Kind::memset;
     m.after = {1};
-    m.to = {SavedAddress::Into::array, 0, -12};
+    m.to = {SavedAddress::Into::array, 0, 12};
     m.value = 7;
     m.element = 4;
     m.width = 10;
@@ -110,6 +110,7 @@ TEST_CASE("a saved graph's description reads back as written", "[graph]") {
     CHECK(k.scalars[0].at == 16);
     CHECK(k.scalars[0].dtype == kjit::DType::float32);
     CHECK(same_address(r.steps[2].to, g.steps[2].to));
+    CHECK(r.steps[2].to.offset == 12);
     CHECK(r.steps[2].value == 7);
     CHECK(same_address(r.steps[3].from, g.steps[3].from));
     CHECK(r.steps[3].size == 100);
@@ -130,7 +131,12 @@ TEST_CASE("a damaged saved graph is an Error that names the field", "[graph]") {
     // an address past the argument bytes, into an array that is not there, into the scratch's end
     CHECK_THAT(with([](auto& j) { j["steps"][1]["addresses"][2][0] = 48; }), Catch::Contains("steps[1].addresses"));
     CHECK_THAT(with([](auto& j) { j["steps"][1]["addresses"][0][2] = 9; }), Catch::Contains("no array 9"));
-    CHECK_THAT(with([](auto& j) { j["steps"][1]["addresses"][2][3] = 4096; }), Catch::Contains("outside the scratch buffer"));
+    CHECK_THAT(with([](auto& j) { j["steps"][1]["addresses"][2][3] = 4096; }), Catch::Contains("outside its scratch target"));
+    // a copy or memset whose bytes run past its target, an address before an array's first element
+    CHECK_THAT(with([](auto& j) { j["steps"][3]["bytes"] = 1u << 30; }), Catch::Contains("steps[3].to[2]: the bytes it touches are outside"));
+    CHECK_THAT(with([](auto& j) { j["steps"][2]["width"] = 100000; }), Catch::Contains("steps[2].to[2]"));
+    CHECK_THAT(with([](auto& j) { j["steps"][1]["addresses"][0][3] = -8; }), Catch::Contains("outside its array target"));
+    CHECK_THAT(with([](auto& j) { j["arrays"][0]["strides"][0] = std::int64_t{1} << 50; }), Catch::Contains("beyond 2^40"));
     CHECK_THAT(with([](auto& j) { j["steps"][1]["after"][0] = 5; }), Catch::Contains("does not come before"));
     CHECK_THAT(with([](auto& j) { j["steps"][4]["alloc"] = 2; }), Catch::Contains("not an earlier alloc step"));
     CHECK_THAT(with([](auto& j) { j["steps"][1]["block"][0] = 2048; }), Catch::Contains("more than 1024 threads"));

@@ -5,8 +5,12 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "kjit/error.hpp"
+
 namespace kjit::detail {
 namespace {
+
+constexpr std::size_t kMaxInlineText = std::size_t{1} << 20;
 
 bool same_view(const Array& a, const Array& b) {
     return a.data() == b.data() && a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides() &&
@@ -27,10 +31,19 @@ bool c_keeps(DType t) {
 
 std::string cast(DType t, const std::string& text) { return "((" + type(t) + ")(" + text + "))"; }
 
+// Operators whose text writes an operand more than once (NaN-aware minimum and maximum, NumPy's
+// remainder): their operands become locals, so that nesting them does not multiply the text.
+bool repeats_operands(ExprOp op) { return op == ExprOp::minimum || op == ExprOp::maximum || op == ExprOp::remainder; }
+
 }  // namespace
 
 FlatExpr::FlatExpr(std::span<const ExprNode* const> roots) {
     for (const ExprNode* r : roots) visit(r);
+    for (const ExprNode* r : roots) roots_.push_back(index_of(r));
+    for (const Entry& e : entries_)
+        if (e.node->kind == ExprNode::Kind::op && repeats_operands(e.node->op))
+            for (const ExprNodePtr& o : e.node->operands)
+                if (o->kind == ExprNode::Kind::op) entries_[static_cast<std::size_t>(index_of(o.get()))].uses += 1;
     int locals = 0;
     for (Entry& e : entries_)
         if (e.node->kind == ExprNode::Kind::op && e.uses > 1) e.param = locals++;
@@ -67,6 +80,7 @@ ExprKey FlatExpr::key(std::span<const DType> outputs, std::uint64_t salt) const 
     add(salt);
     for (DType t : outputs) add(t.id());
     add(entries_.size());
+    for (int r : roots_) add(static_cast<std::uint64_t>(r));
     for (const Entry& e : entries_) {
         const ExprNode& n = *e.node;
         add(static_cast<std::uint64_t>(n.kind) << 56 | static_cast<std::uint64_t>(n.op) << 48 | static_cast<std::uint64_t>(n.dtype.id()) << 40 |
@@ -100,7 +114,11 @@ std::string FlatExpr::text(const ExprNode* n, bool inline_all) const {
         case ExprNode::Kind::op: break;
     }
     if (e.uses > 1 && !inline_all) return "t" + std::to_string(e.param);
-    return op_text(n, inline_all);
+    std::string t = op_text(n, inline_all);
+    if (inline_all && t.size() > kMaxInlineText)
+        throw Error("kjit: the expression is too large to be a reduction's map written as one expression (its text passes " +
+                    std::to_string(kMaxInlineText) + " characters): evaluate part of it into an array first");
+    return t;
 }
 
 // Operand k as the operation takes it: converted to the compute dtype when it differs.

@@ -32,6 +32,8 @@ public:
     // The kernel language text: "in" parameters, local declarations, and each root's expression.
     std::string in_params() const;
     std::string locals() const;               // "const float32 t0 = ...; ..." (empty for a reduction's map)
+    // With `inline_all` (a reduction's map, one expression), a text longer than a limit is an
+    // Error: operands written more than once in an operator's text grow it exponentially.
     std::string text(const ExprNode* root, bool inline_all) const;
 
 private:
@@ -47,6 +49,7 @@ private:
 
     std::vector<Entry> entries_;
     std::vector<const ExprNode*> arrays_, scalars_;
+    std::vector<int> roots_;  // each root's entry: which output writes what is part of the key
 };
 
 }  // namespace kjit::detail

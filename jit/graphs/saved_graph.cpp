@@ -78,6 +78,11 @@ public:
         std::string unnamed;  // set for memory the graph uses that no name covers
     };
     void add(Range r) { ranges_.push_back(std::move(r)); }
+    // Graph memory freed by a step: its addresses may be handed out again within the graph, and
+    // then belong to the later allocation.
+    void retire_graph(std::size_t step) {
+        std::erase_if(ranges_, [&](const Range& r) { return r.into == SavedAddress::Into::graph && r.index == step; });
+    }
     // The range holding `v`: named arrays first, then graph memory, scratch, other kept memory.
     const Range* find(CUdeviceptr v) const {
         const Range* best = nullptr;
@@ -286,6 +291,8 @@ void Graph::save(const std::string& path, std::span<const NamedArray> arrays, st
                                 "cannot hold");
                 s.kind = SavedStep::Kind::free;
                 s.alloc = it->second;
+                book.retire_graph(it->second);
+                alloc_step.erase(it);
                 break;
             }
             case CU_GRAPH_NODE_TYPE_EMPTY: s.kind = SavedStep::Kind::empty; break;
@@ -391,6 +398,12 @@ Graph Graph::load(const std::string& path, const Stream& stream, std::span<const
         array_base[k] = reinterpret_cast<CUdeviceptr>(a.data());
         if (std::find(state->kept.begin(), state->kept.end(), a.buffer()) == state->kept.end()) state->kept.push_back(a.buffer());
     }
+    for (std::size_t k = 0; k < arrays.size(); ++k)
+        for (std::size_t j = 0; j < k; ++j) {
+            const auto a = detail::address_range(arrays[k].array), b = detail::address_range(arrays[j].array);
+            if (a.first < b.second && b.first < a.second)
+                throw Error(where + "arrays '" + arrays[j].name + "' and '" + arrays[k].name + "' overlap in memory; give each its own");
+        }
     // Scalars given by name; the others keep their saved bytes.
     std::vector<const Scalar*> scalar_value(g.scalars.size(), nullptr);
     for (const ScalarValue& v : scalars) {
@@ -444,6 +457,21 @@ Graph Graph::load(const std::string& path, const Stream& stream, std::span<const
         switch (s.kind) {
             case SavedStep::Kind::kernel: {
                 CUfunction f = modules.at(s.key)->function(s.entry);
+                // The file's parameter layout must be the kernel's: the driver reads each
+                // parameter's full size from its pointer.
+                std::size_t count = 0;
+                for (;; ++count) {
+                    std::size_t offset = 0, size = 0;
+                    const CUresult r = d.cuFuncGetParamInfo(f, count, &offset, &size);
+                    if (r == CUDA_ERROR_INVALID_VALUE) break;
+                    KJIT_CU_CHECK(r);
+                    if (count >= s.params.size() || s.params[count] != std::pair{offset, size})
+                        throw Error(where + "step " + std::to_string(k) + " (kernel '" + s.kernel + "'): its parameters in the file are not "
+                                    "those of the kernel in the cache; the file is damaged or from another build of it");
+                }
+                if (count != s.params.size())
+                    throw Error(where + "step " + std::to_string(k) + " (kernel '" + s.kernel + "'): the file lists " +
+                                std::to_string(s.params.size()) + " parameters, the kernel has " + std::to_string(count));
                 if (s.shared > 48 * 1024)
                     KJIT_CU_CHECK(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(s.shared)));
                 std::vector<std::byte> bytes = s.bytes;

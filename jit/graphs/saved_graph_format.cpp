@@ -49,6 +49,19 @@ std::string hex(const std::vector<std::byte>& bytes) {
 
 json address_json(const SavedAddress& a) { return json::array({into_name(a.into), a.index, a.offset}); }
 
+// The bytes a saved array's elements span, relative to its data pointer: [lo, hi); empty for an
+// array with no elements. Extents and strides are bounded by the reader (2^48, and |stride| is
+// checked here), so the sums stay far inside 64 bits.
+std::pair<std::int64_t, std::int64_t> array_bytes(const SavedArray& a) {
+    std::int64_t lo = 0, hi = 0;
+    for (std::size_t d = 0; d < a.shape.size(); ++d) {
+        if (a.shape[d] == 0) return {0, 0};
+        const std::int64_t reach = (a.shape[d] - 1) * a.strides[d] * static_cast<std::int64_t>(a.dtype.itemsize());
+        (reach < 0 ? lo : hi) += reach;
+    }
+    return {lo, hi + static_cast<std::int64_t>(a.dtype.itemsize())};
+}
+
 // Reads with every check: `fail` throws naming the path of the field.
 class Reader {
 public:
@@ -94,7 +107,9 @@ public:
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>(digit(s[2 * i]) << 4 | digit(s[2 * i + 1]));
         return out;
     }
-    SavedAddress address(const json& v, const std::string& field, const SavedGraph& g, std::size_t step) const {
+    // An address, and the `extent` bytes from it that a step touches, inside its target: a
+    // named array's elements (from its saved shape and strides), a scratch buffer, an allocation.
+    SavedAddress address(const json& v, const std::string& field, const SavedGraph& g, std::size_t step, std::uint64_t extent = 1) const {
         list(v, field);
         if (v.size() != 3) fail(field, "must be [kind, index, offset]");
         SavedAddress a;
@@ -105,18 +120,26 @@ public:
         else fail(field + "[0]", "must be \"array\", \"graph\" or \"scratch\", not \"" + kind + "\"");
         a.index = static_cast<std::size_t>(count(v[1], field + "[1]", 1u << 30));
         a.offset = integer(v[2], field + "[2]");
+        const auto inside = [&](std::int64_t lo, std::int64_t hi) {
+            // [offset, offset + extent) within [lo, hi); extents are at most 2^62 (checked by callers)
+            if (a.offset < lo || a.offset > hi || static_cast<std::uint64_t>(hi - a.offset) < extent)
+                fail(field + "[2]", "the bytes it touches are outside its " + std::string(into_name(a.into)) + " target");
+        };
         switch (a.into) {
-            case SavedAddress::Into::array:
+            case SavedAddress::Into::array: {
                 if (a.index >= g.arrays.size()) fail(field + "[1]", "no array " + std::to_string(a.index));
+                const auto [lo, hi] = array_bytes(g.arrays[a.index]);
+                inside(lo, hi);
                 break;
+            }
             case SavedAddress::Into::scratch:
                 if (a.index >= g.scratch.size()) fail(field + "[1]", "no scratch buffer " + std::to_string(a.index));
-                if (a.offset < 0 || static_cast<std::uint64_t>(a.offset) >= g.scratch[a.index]) fail(field + "[2]", "outside the scratch buffer");
+                inside(0, static_cast<std::int64_t>(g.scratch[a.index]));
                 break;
             case SavedAddress::Into::graph:
                 if (a.index >= step || g.steps[a.index].kind != SavedStep::Kind::alloc)
                     fail(field + "[1]", "step " + std::to_string(a.index) + " is not an earlier alloc step");
-                if (a.offset < 0 || static_cast<std::uint64_t>(a.offset) >= g.steps[a.index].size) fail(field + "[2]", "outside the allocation");
+                inside(0, static_cast<std::int64_t>(g.steps[a.index].size));
                 break;
         }
         return a;
@@ -197,21 +220,25 @@ SavedStep read_step(const Reader& r, const json& j, const std::string& field, co
             }
             break;
         }
-        case SavedStep::Kind::memset:
-            s.to = r.address(r.member(j, "to", field), field + ".to", g, index);
+        case SavedStep::Kind::memset: {
             s.value = static_cast<unsigned>(u("value", 0xffffffffu));
             s.element = static_cast<unsigned>(u("element", 4));
             if (s.element != 1 && s.element != 2 && s.element != 4) r.fail(field + ".element", "must be 1, 2 or 4");
             s.width = static_cast<std::size_t>(u("width", std::uint64_t{1} << 40));
-            s.height = static_cast<std::size_t>(u("height", std::uint64_t{1} << 40));
+            s.height = static_cast<std::size_t>(u("height", std::uint64_t{1} << 20));
             s.pitch = static_cast<std::size_t>(u("pitch", std::uint64_t{1} << 40));
             if (s.width == 0 || s.height == 0) r.fail(field, "an empty memset");
+            const std::uint64_t row = std::uint64_t{s.width} * s.element;
+            if (s.height > 1 && s.pitch < row) r.fail(field + ".pitch", "rows that overlap");
+            const std::uint64_t extent = std::uint64_t{s.pitch} * (s.height - 1) + row;  // below 2^62 by the bounds above
+            s.to = r.address(r.member(j, "to", field), field + ".to", g, index, extent);
             break;
+        }
         case SavedStep::Kind::copy:
-            s.to = r.address(r.member(j, "to", field), field + ".to", g, index);
-            s.from = r.address(r.member(j, "from", field), field + ".from", g, index);
             s.size = static_cast<std::size_t>(u("bytes", std::uint64_t{1} << 40));
             if (s.size == 0) r.fail(field + ".bytes", "an empty copy");
+            s.to = r.address(r.member(j, "to", field), field + ".to", g, index, s.size);
+            s.from = r.address(r.member(j, "from", field), field + ".from", g, index, s.size);
             break;
         case SavedStep::Kind::alloc:
             s.size = static_cast<std::size_t>(u("bytes", std::uint64_t{1} << 40));
@@ -311,8 +338,10 @@ SavedGraph read_saved_graph(const std::string& text, const std::string& where) {
         const json& strides = r.list(r.member(arrays[k], "strides", f), f + ".strides");
         if (shape.size() != strides.size() || shape.size() > kMaxDims) r.fail(f, "shape and strides of different lengths, or too many");
         for (std::size_t d = 0; d < shape.size(); ++d) {
-            a.shape.push_back(static_cast<std::int64_t>(r.count(shape[d], f + ".shape", std::uint64_t{1} << 48)));
+            a.shape.push_back(static_cast<std::int64_t>(r.count(shape[d], f + ".shape", std::uint64_t{1} << 20)));
             a.strides.push_back(r.integer(strides[d], f + ".strides"));
+            if (a.strides.back() > (std::int64_t{1} << 40) || a.strides.back() < -(std::int64_t{1} << 40))
+                r.fail(f + ".strides", "a stride beyond 2^40 elements");
         }
         a.align = static_cast<std::uint32_t>(r.count(r.member(arrays[k], "align", f), f + ".align", 255));
         g.arrays.push_back(std::move(a));

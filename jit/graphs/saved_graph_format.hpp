@@ -19,8 +19,12 @@
 //               {"kind": "alloc", "after", "bytes"}, {"kind": "free", "after", "alloc": step},
 //               {"kind": "empty", "after"}]}
 // where an address of a memset or copy is ["array"|"graph"|"scratch", index, offset] ("graph"
-// indexes the alloc step). Reading validates every field and index before anything uses it: a
-// damaged or hostile file is an Error naming the field, never a write out of bounds.
+// indexes the alloc step). Reading validates every field and index before anything uses it, and
+// every address and the bytes a memset or copy touches against its target: a damaged file is an
+// Error naming the field. What a kernel does with its argument bytes (sizes, strides) the file
+// still decides, as a program's code would: load only saved graphs you trust.
+//
+// Since the file is JSON read whole, it is bounded at 64 MiB (saved_graph.cpp).
 #pragma once
 
 #include <array>
