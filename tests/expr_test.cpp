@@ -4,12 +4,14 @@
 // scalars and sizes compiles once.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "backend_cases.hpp"
 #include "gpu_data.hpp"
 #include "fake_driver.hpp"
 #include "kjit/cache.hpp"
+#include "jit/expr/expr_node.hpp"
 #include "kjit/kjit.hpp"
 #include "runtime/detail/driver.hpp"
 #include "test_support.hpp"
@@ -150,8 +152,49 @@ TEST_CASE("nested minimum, maximum and remainder keep the kernel's text linear",
     CHECK(m.source().size() < 40 * 400);
     // A reduction's map is one expression: past the limit it says to evaluate part of it first.
     Expr z = host_empty(DType::float32, 4);
-    for (int k = 0; k < 30; ++k) z = minimum(z, z + 1.0f);
+    for (int k = 0; k < 10; ++k) z = minimum(z, z + 1.0f);
     CHECK_THROWS_WITH(sum(z), Contains("too large to be a reduction's map"));
+    for (int k = 0; k < 10; ++k) z = minimum(z, z + 1.0f);
+    CHECK_THROWS_WITH(sum(z), Contains("nests 40 operators deep") && Contains("at most 24"));
+}
+
+TEST_CASE("a deep expression is broken into locals, and one past the limit is refused at its operator", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    // A loop adding one array at a time: 1999 nested additions, far past the parser's nesting
+    // limit if written as one expression.
+    const Array x = host_array<float>({1, 2, 3}, DType::float32);
+    Expr e = x;
+    for (int k = 1; k < 2000; ++k) e = e + x;
+    CHECK(values_of<float>(e.eval()) == std::vector<float>{2000, 4000, 6000});
+    CHECK(sum(x * 2.0f + 1.0f).valid());  // shallow reductions are unaffected
+    Expr deep = x;
+    for (int k = 0; k < detail::kMaxExprHeight; ++k) deep = deep * 1.0f;
+    CHECK_THROWS_WITH(deep + x, Contains("+") && Contains("would nest 2049 operators deep") && Contains("evaluate part of it"));
+}
+
+TEST_CASE("integer fmod, remainder and shifts give NumPy's values where C's are undefined", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    const std::int32_t lo = std::numeric_limits<std::int32_t>::min();
+    const Array a = host_array<std::int32_t>({7, -7, 7, -7, 5, lo, lo}, DType::int32);
+    const Array b = host_array<std::int32_t>({3, 3, -3, -3, 0, -1, 0}, DType::int32);
+    CHECK(fmod(a, b).dtype() == DType::int32);  // NumPy keeps integers integral
+    CHECK(values_of<std::int32_t>(fmod(a, b)) == std::vector<std::int32_t>{1, -1, 1, -1, 0, 0, 0});  // the dividend's sign
+    CHECK(values_of<std::int32_t>(a % b) == std::vector<std::int32_t>{1, 2, -2, -1, 0, 0, 0});
+    CHECK(fmod(host_empty(DType::int16, 2), 2.5).dtype() == DType::float64);
+    CHECK_THROWS_WITH(fmod(host_empty(DType::bool_, 2), true), Contains("fmod of booleans"));
+    const Array v = host_array<std::int8_t>({1, -1, 64, -128}, DType::int8);
+    const Array s = host_array<std::int8_t>({8, 9, 1, -1}, DType::int8);
+    CHECK(values_of<std::int8_t>(v << s) == std::vector<std::int8_t>{0, 0, -128, 0});
+    CHECK(values_of<std::int8_t>(v >> s) == std::vector<std::int8_t>{0, -1, 32, -1});
+    const Array u = host_array<std::uint32_t>({1, 0x80000000u}, DType::uint32);
+    CHECK(values_of<std::uint32_t>(u << 32u) == std::vector<std::uint32_t>{0, 0});
+    CHECK(values_of<std::uint32_t>(u >> 31u) == std::vector<std::uint32_t>{0, 1});
+}
+
+TEST_CASE("min and max of an empty expression are refused as NumPy refuses them", "[expr]") {
+    const Array x = host_empty(DType::float32, 0);
+    CHECK_THROWS_WITH(min(x * 2.0f), Contains("kjit::min") && Contains("zero elements") && Contains("no identity"));
+    CHECK_THROWS_WITH(max(x + x), Contains("kjit::max"));
 }
 
 TEST_CASE("integer and float remainders take the divisor's sign, small integers wrap, NaN wins minimum", "[expr][host]") {

@@ -94,6 +94,7 @@ constexpr std::uint64_t salt_of(std::string_view op) {
 
 Array reduce(const char* op, const Expr& x, const ReduceOptions& options, const Array& out) {
     checked(x, op);
+    if (std::string_view(op) == "min" || std::string_view(op) == "max") jit::kernels::refuse_empty_reduction(op, x.shape(), options);
     const ExprNode* root = x.node().get();
     const ExprNode* const roots[] = {root};
     const FlatExpr flat(roots);

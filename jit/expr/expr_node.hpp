@@ -28,10 +28,15 @@ struct ExprNode {
     // op
     ExprOp op = ExprOp::add;
     DType compute;      // the dtype the operands are converted to before the operation
+    int height = 0;     // operators on the longest path down to an array or number
     std::vector<std::shared_ptr<const ExprNode>> operands;
 };
 
 using ExprNodePtr = std::shared_ptr<const ExprNode>;
+
+// How deep operators may nest in one expression: walking it (to flatten it, and to free it) recurses
+// that deep, and no real expression comes near.
+inline constexpr int kMaxExprHeight = 2048;
 
 // The node of `op` on `operands` (1 to 3), with NumPy's result dtype and broadcast shape; throws
 // TypeError or ShapeError naming the operator and its operands.

@@ -11,6 +11,11 @@ namespace kjit::detail {
 namespace {
 
 constexpr std::size_t kMaxInlineText = std::size_t{1} << 20;
+// Operators nested in one expression of the kernel's text: each writes a few parentheses and casts
+// around its operands, and the kernel language's parser stops at 200 levels (jit/frontend/parser.hpp).
+// An elementwise kernel breaks deeper nesting into locals; a reduction's map is one expression.
+constexpr int kLocalEvery = 8;
+constexpr int kMaxInlineDepth = 24;
 
 bool same_view(const Array& a, const Array& b) {
     return a.data() == b.data() && a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides() &&
@@ -31,9 +36,18 @@ bool c_keeps(DType t) {
 
 std::string cast(DType t, const std::string& text) { return "((" + type(t) + ")(" + text + "))"; }
 
+// When an integer remainder is 0 without dividing: by 0 (NumPy gives 0), and for a signed type by
+// -1 (always 0, and the minimum % -1 traps on x86, where the host back end runs).
+std::string no_remainder(DType t, const std::string& y) {
+    return t.is_signed() ? "(" + y + " == 0 || " + y + " == -1)" : "(" + y + " == 0)";
+}
+
 // Operators whose text writes an operand more than once (NaN-aware minimum and maximum, NumPy's
 // remainder): their operands become locals, so that nesting them does not multiply the text.
-bool repeats_operands(ExprOp op) { return op == ExprOp::minimum || op == ExprOp::maximum || op == ExprOp::remainder; }
+bool repeats_operands(ExprOp op) {
+    return op == ExprOp::minimum || op == ExprOp::maximum || op == ExprOp::remainder || op == ExprOp::fmod ||
+           op == ExprOp::shift_left || op == ExprOp::shift_right;
+}
 
 }  // namespace
 
@@ -44,15 +58,25 @@ FlatExpr::FlatExpr(std::span<const ExprNode* const> roots) {
         if (e.node->kind == ExprNode::Kind::op && repeats_operands(e.node->op))
             for (const ExprNodePtr& o : e.node->operands)
                 if (o->kind == ExprNode::Kind::op) entries_[static_cast<std::size_t>(index_of(o.get()))].uses += 1;
+    // Operands come before their users, so one pass in order sees each operand's depth settled.
     int locals = 0;
-    for (Entry& e : entries_)
-        if (e.node->kind == ExprNode::Kind::op && e.uses > 1) e.param = locals++;
+    for (Entry& e : entries_) {
+        if (e.node->kind != ExprNode::Kind::op) continue;
+        for (const ExprNodePtr& o : e.node->operands) {
+            const Entry& oe = entries_[static_cast<std::size_t>(index_of(o.get()))];
+            e.depth = std::max(e.depth, oe.local ? 0 : oe.depth);
+            e.inline_depth = std::max(e.inline_depth, oe.inline_depth);
+        }
+        e.depth += 1;
+        e.inline_depth += 1;
+        e.local = e.uses > 1 || e.depth >= kLocalEvery;
+        if (e.local) e.param = locals++;
+    }
 }
 
 int FlatExpr::index_of(const ExprNode* n) const {
-    for (std::size_t k = 0; k < entries_.size(); ++k)
-        if (entries_[k].node == n) return static_cast<int>(k);
-    return -1;
+    const auto it = index_.find(n);
+    return it == index_.end() ? -1 : it->second;
 }
 
 void FlatExpr::visit(const ExprNode* n) {
@@ -70,6 +94,7 @@ void FlatExpr::visit(const ExprNode* n) {
         e.param = static_cast<int>(scalars_.size());
         scalars_.push_back(n);
     }
+    index_.emplace(n, static_cast<int>(entries_.size()));
     entries_.push_back(e);
 }
 
@@ -84,7 +109,7 @@ ExprKey FlatExpr::key(std::span<const DType> outputs, std::uint64_t salt) const 
     for (const Entry& e : entries_) {
         const ExprNode& n = *e.node;
         add(static_cast<std::uint64_t>(n.kind) << 56 | static_cast<std::uint64_t>(n.op) << 48 | static_cast<std::uint64_t>(n.dtype.id()) << 40 |
-            static_cast<std::uint64_t>(n.compute.id()) << 32 | static_cast<std::uint32_t>(e.param + 1) | (e.uses > 1 ? 1ull << 31 : 0));
+            static_cast<std::uint64_t>(n.compute.id()) << 32 | static_cast<std::uint32_t>(e.param + 1) | (e.local ? 1ull << 31 : 0));
         for (const ExprNodePtr& o : n.operands) add(static_cast<std::uint64_t>(index_of(o.get())));
     }
     const XXH128_hash_t h = XXH3_128bits_digest(&state);
@@ -101,7 +126,7 @@ std::string FlatExpr::in_params() const {
 std::string FlatExpr::locals() const {
     std::string s;
     for (const Entry& e : entries_)
-        if (e.node->kind == ExprNode::Kind::op && e.uses > 1)
+        if (e.local)
             s += "const " + type(e.node->dtype) + " t" + std::to_string(e.param) + " = " + op_text(e.node, false) + "; ";
     return s;
 }
@@ -113,7 +138,11 @@ std::string FlatExpr::text(const ExprNode* n, bool inline_all) const {
         case ExprNode::Kind::scalar: return "s" + std::to_string(e.param);
         case ExprNode::Kind::op: break;
     }
-    if (e.uses > 1 && !inline_all) return "t" + std::to_string(e.param);
+    if (e.local && !inline_all) return "t" + std::to_string(e.param);
+    if (inline_all && e.inline_depth > kMaxInlineDepth)
+        throw Error("kjit: the expression nests " + std::to_string(e.inline_depth) +
+                    " operators deep, and a reduction's map, written as one expression, takes at most " +
+                    std::to_string(kMaxInlineDepth) + ": evaluate part of it into an array first");
     std::string t = op_text(n, inline_all);
     if (inline_all && t.size() > kMaxInlineText)
         throw Error("kjit: the expression is too large to be a reduction's map written as one expression (its text passes " +
@@ -146,8 +175,8 @@ std::string FlatExpr::op_text(const ExprNode* n, bool inline_all) const {
             const std::string x = a(), y = b();
             if (c.is_integer()) {
                 const std::string r = "(" + x + " % " + y + ")";
-                return keep("(" + y + " == 0 ? (" + type(c) + ")0 : (" + r + " != 0 && ((" + r + " < 0) != (" + y + " < 0)) ? " + r +
-                            " + " + y + " : " + r + "))");
+                return keep("(" + no_remainder(c, y) + " ? (" + type(c) + ")0 : (" + r + " != 0 && ((" + r + " < 0) != (" + y +
+                            " < 0)) ? " + r + " + " + y + " : " + r + "))");
             }
             const std::string r = "fmod(" + x + ", " + y + ")";
             return keep("(" + r + " != 0 && ((" + r + " < 0) != (" + y + " < 0)) ? " + r + " + " + y + " : " + r + ")");
@@ -166,8 +195,15 @@ std::string FlatExpr::op_text(const ExprNode* n, bool inline_all) const {
         case ExprOp::bit_and: return keep("(" + a() + " & " + b() + ")");
         case ExprOp::bit_or: return keep("(" + a() + " | " + b() + ")");
         case ExprOp::bit_xor: return keep("(" + a() + " ^ " + b() + ")");
-        case ExprOp::shift_left: return keep("(" + a() + " << " + b() + ")");
-        case ExprOp::shift_right: return keep("(" + a() + " >> " + b() + ")");
+        case ExprOp::shift_left:
+        case ExprOp::shift_right: {
+            // NumPy's shifts by the width or more (or by a negative count): 0, or -1 for a
+            // negative number shifted right; C leaves them undefined.
+            const std::string x = a(), y = b(), bits = std::to_string(c.itemsize() * 8);
+            const std::string out_of_range = c.is_signed() ? "(" + y + " < 0 || " + y + " >= " + bits + ")" : "(" + y + " >= " + bits + ")";
+            const std::string beyond = n->op == ExprOp::shift_left || !c.is_signed() ? "(" + type(c) + ")0" : "(" + x + " < 0 ? (" + type(c) + ")(-1) : (" + type(c) + ")0)";
+            return keep("(" + out_of_range + " ? " + beyond + " : " + x + (n->op == ExprOp::shift_left ? " << " : " >> ") + y + ")");
+        }
         case ExprOp::minimum:
         case ExprOp::maximum: {
             const std::string x = a(), y = b(), pick = n->op == ExprOp::minimum ? " < " : " > ";
@@ -177,7 +213,12 @@ std::string FlatExpr::op_text(const ExprNode* n, bool inline_all) const {
         }
         case ExprOp::atan2: return call2("atan2");
         case ExprOp::hypot: return call2("hypot");
-        case ExprOp::fmod: return call2("fmod");
+        case ExprOp::fmod:
+            if (c.is_integer()) {
+                const std::string x = a(), y = b();
+                return keep("(" + no_remainder(c, y) + " ? (" + type(c) + ")0 : " + x + " % " + y + ")");
+            }
+            return call2("fmod");
         case ExprOp::copysign: return call2("copysign");
         case ExprOp::negative: return keep("(-" + a() + ")");
         case ExprOp::logical_not: return "(!" + a() + ")";

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "jit/expr/expr_node.hpp"
@@ -40,7 +41,10 @@ private:
     struct Entry {
         const ExprNode* node;
         int uses = 0;
-        int param = -1;  // array or scalar parameter index; local index for an op used twice
+        int param = -1;      // array or scalar parameter index; local index for an op that is a local
+        bool local = false;  // an op written once as a local (used twice, or deep; elementwise only)
+        int depth = 0;       // operators nested in its text up to the nearest locals
+        int inline_depth = 0;  // operators nested in its text written as one expression
     };
     int index_of(const ExprNode* n) const;
     void visit(const ExprNode* n);
@@ -48,6 +52,7 @@ private:
     std::string operand(const ExprNode* n, std::size_t k, bool inline_all) const;
 
     std::vector<Entry> entries_;
+    std::unordered_map<const ExprNode*, int> index_;  // node -> entry
     std::vector<const ExprNode*> arrays_, scalars_;
     std::vector<int> roots_;  // each root's entry: which output writes what is part of the key
 };

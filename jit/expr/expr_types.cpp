@@ -178,6 +178,11 @@ ExprNodePtr make_op(ExprOp op, std::vector<ExprNodePtr> operands, DType cast_to)
     auto n = std::make_shared<ExprNode>();
     n->kind = ExprNode::Kind::op;
     n->op = op;
+    for (const ExprNodePtr& o : operands) n->height = std::max(n->height, o->height + 1);
+    if (n->height > kMaxExprHeight)
+        throw Error(std::string("kjit: ") + op_name(op) + ": the expression would nest " + std::to_string(n->height) +
+                    " operators deep (the limit is " + std::to_string(kMaxExprHeight) +
+                    "); evaluate part of it into an array first (a loop that adds one array at a time builds such a chain)");
     // Shape and device: the arrays' broadcast, on one device.
     std::vector<Shape> shapes;
     for (const ExprNodePtr& o : operands) {
@@ -278,7 +283,14 @@ ExprNodePtr make_op(ExprOp op, std::vector<ExprNodePtr> operands, DType cast_to)
             if (!t.is_integer()) throw fail("needs integer operands");
             break;
         case ExprOp::minimum: case ExprOp::maximum: no_complex(t); break;
-        case ExprOp::atan2: case ExprOp::hypot: case ExprOp::fmod: case ExprOp::copysign:
+        case ExprOp::fmod:
+            no_complex(t);
+            if (t.is_bool()) throw fail("fmod of booleans is not defined");
+            if (t.is_integer()) break;  // C's %, the dividend's sign, as NumPy's integer fmod
+            t = float_of(t);
+            n->dtype = t;
+            break;
+        case ExprOp::atan2: case ExprOp::hypot: case ExprOp::copysign:
             no_complex(t);
             t = float_of(t);
             n->dtype = t;

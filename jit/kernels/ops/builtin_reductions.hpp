@@ -9,6 +9,10 @@
 
 namespace kjit::jit::kernels {
 
+// Throws NumPy's error when a reduction without a value for nothing (min, max, argmin, argmax)
+// of an input of `shape` would reduce zero elements into a non-empty output.
+void refuse_empty_reduction(const char* what, const Shape& shape, const ReduceOptions& options);
+
 // Throws kjit::Error for an unknown op.
 const ReductionKernel& builtin_reduction(std::string_view op, DType t);
 // The same reduction over `map`, an expression of dtype `t` over the parameters `in_params`

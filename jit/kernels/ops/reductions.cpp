@@ -101,18 +101,8 @@ const ReductionKernel& kernel_for(Op op, DType t) {
     return *k;
 }
 
-// Throws NumPy's error when a reduction without a value for nothing (min, max, argmin, argmax)
-// would reduce zero elements into a non-empty output.
 void refuse_empty(const char* what, const Array& x, const ReduceOptions& options) {
-    if (x.size() != 0) return;
-    std::vector<int> axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, x.ndim());
-    if (options.axis && options.axis->empty()) axes.clear();
-    std::int64_t reduced = 1, kept = 1;
-    for (int d = 0; d < x.ndim(); ++d)
-        (std::find(axes.begin(), axes.end(), d) != axes.end() ? reduced : kept) *= x.shape()[static_cast<std::size_t>(d)];
-    if (reduced == 0 && kept != 0)
-        throw Error(std::string("kjit::") + what + ": a reduction over zero elements (shape " + shape_to_string(x.shape()) +
-                    ") has no value: " + what + " has no identity");
+    jit::kernels::refuse_empty_reduction(what, x.shape(), options);
 }
 
 Array reduce(Op op, const Array& x, const ReduceOptions& options, const Array& out) {
@@ -135,6 +125,20 @@ DType sum_dtype(DType t) {
 }
 
 DType mean_dtype(DType t) { return t.is_bool() || t.is_integer() ? DType::float64 : t; }
+
+void jit::kernels::refuse_empty_reduction(const char* what, const Shape& shape, const ReduceOptions& options) {
+    std::int64_t size = 1;
+    for (std::int64_t d : shape) size *= d;
+    if (size != 0) return;
+    const int ndim = static_cast<int>(shape.size());
+    std::vector<int> axes = detail::normalize_axes(options.axis ? *options.axis : std::vector<int>{}, ndim);
+    if (options.axis && options.axis->empty()) axes.clear();
+    std::int64_t reduced = 1, kept = 1;
+    for (int d = 0; d < ndim; ++d) (std::find(axes.begin(), axes.end(), d) != axes.end() ? reduced : kept) *= shape[static_cast<std::size_t>(d)];
+    if (reduced == 0 && kept != 0)
+        throw Error(std::string("kjit::") + what + ": a reduction over zero elements (shape " + shape_to_string(shape) +
+                    ") has no value: " + what + " has no identity");
+}
 
 const ReductionKernel& jit::kernels::builtin_reduction(std::string_view op, DType t) {
     for (int k = 0; k < static_cast<int>(Op::count); ++k)
