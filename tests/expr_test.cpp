@@ -240,6 +240,37 @@ TEST_CASE("a reduction of an expression is one kernel with the expression as its
     }
 }
 
+TEST_CASE("a ReductionKernel takes expressions as inputs, fused into its map", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    const std::size_t n = 4000;
+    const std::vector<float> av = random_floats(n, -2, 2, 5), bv = random_floats(n, -2, 2, 6);
+    const Array a = host_array(av, DType::float32), b = host_array(bv, DType::float32);
+    const ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2");
+    double want = 0;
+    for (std::size_t k = 0; k < n; ++k) want += (double(av[k]) - bv[k]) * (double(av[k]) - bv[k]);
+    const Array d = reduce(l2, {a - b});
+    REQUIRE(d.dtype() == DType::float32);  // T bound by the expression's dtype
+    CHECK(std::abs(values_of<float>(d)[0] - std::sqrt(want)) <= 1e-5 * std::sqrt(want));
+    // A plain array is passed as it is; a scalar parameter takes a number; outputs may be given.
+    const ReductionKernel weighted("T x, T w, float32 scale", "float32 y", "x * w * scale", "a + b", "y = a", "0", "weighted");
+    const Array out = host_empty(DType::float32, 1);
+    reduce(weighted, {abs(a), b, 0.5f, out.reshape({})});
+    double want_w = 0;
+    for (std::size_t k = 0; k < n; ++k) want_w += std::abs(double(av[k])) * bv[k] * 0.5;
+    CHECK(std::abs(values_of<float>(out)[0] - want_w) <= 1e-4 * (std::abs(want_w) + 1));
+    // An int8 expression for a float64 parameter is converted as an array would be.
+    const ReductionKernel total("float64 x", "float64 y", "x", "a + b", "y = a", "0", "total");
+    const Array i8 = host_array<std::int8_t>({100, 100, -7}, DType::int8);
+    CHECK(values_of<double>(reduce(total, {i8 + i8}))[0] == -56 - 56 - 14);  // int8 wraps first, as NumPy's
+    // Mistakes name the kernel and the argument.
+    CHECK_THROWS_WITH(reduce(l2, {a, b, a, b}), Contains("'l2'") && Contains("takes 1 inputs"));
+    const ReductionKernel raw_k("raw T t, T x", "T y", "x + t[0]", "a + b", "y = a", "0", "rawk");
+    CHECK_THROWS_WITH(reduce(raw_k, {a + b, a}), Contains("raw input 't'") && Contains("not an expression"));
+    const ReductionKernel two("T x, T z", "T y", "x * z", "a + b", "y = a", "0", "two");
+    CHECK_THROWS_WITH(reduce(two, {a * 2.0f, host_empty(DType::float64, n)}), Contains("input 'z' is float64") && Contains("binds T to float32"));
+    CHECK_THROWS_WITH(reduce(two, {a * 2.0f, Expr(host_empty(DType::float64, n)) + 1.0}), Contains("have dtypes float32 and float64"));
+}
+
 TEST_CASE("a loop of changing scalars and sizes compiles its expression once", "[expr][nvrtc]") {
     const kjit::test::ProcessCacheGuard restore;
     const kjit::test::TempDir work;
@@ -286,6 +317,17 @@ TEST_CASE("expressions on the GPU: fused elementwise, in place, several outputs,
     for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k) want += (xv(k) - 0.5) * (xv(k) - 0.5);
     const Array ss = sum((x.device - 0.5f) * (x.device - 0.5f), ReduceOptions{on});
     CHECK(kjit::test::mismatches(ss, [&](std::size_t) { return want; }, 1e-4, 0) == 0);
+    // A user's ReductionKernel over an expression, one kernel.
+    const ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2");
+    double want_d = 0;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k) want_d += (xv(k) - cv(k)) * (xv(k) - cv(k));
+    const Array dist = reduce(l2, {x.device - c.device}, ReduceOptions{on});
+    CHECK(kjit::test::mismatches(dist, [&](std::size_t) { return std::sqrt(want_d); }, 1e-5, 0) == 0);
+    // Integer remainder and shifts where C leaves them undefined.
+    const auto ints = [](std::vector<std::int32_t> v, Device d) { return Array::from_host(v.data(), DType::int32, {5}, d); };
+    const Array ia = ints({7, -7, 7, INT32_MIN, 5}, Device::cuda(0)), ib = ints({-3, 3, 0, -1, 40}, Device::cuda(0));
+    CHECK(kjit::test::to_host((ia % ib).eval(on)) == kjit::test::to_host(ints({-2, 2, 0, 0, 5}, Device::cpu())));
+    CHECK(kjit::test::to_host((ia << ib).eval(on)) == kjit::test::to_host(ints({0, -56, 7, 0, 0}, Device::cpu())));
     // Captured and replayed: the same bits.
     const Array zz = kjit::test::poisoned(DType::float32, {n}, s);
     const Graph g = Graph::capture(s, [&] { eval(zz, sqrt(1.5f * abs(x.device) + 0.25f) * c.device); });

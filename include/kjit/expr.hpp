@@ -5,7 +5,8 @@
 //   kjit::Array s = kjit::sum((x - m) * (x - m));   // the expression is the reduction's map
 //
 // Operators and functions on Arrays (and Exprs) build an Expr; nothing runs until it is
-// evaluated: converted to an Array, written with eval(), or reduced (sum, prod, min, max, mean).
+// evaluated: converted to an Array, written with eval(), or reduced (sum, prod, min, max, mean, or
+// a ReductionKernel through kjit::reduce).
 // Dtypes follow NumPy's promotion, with C++ numbers as NumPy 2's weak Python scalars (NEP 50):
 // `x_f16 * 2.0` stays float16, `x_i32 * 2.5` is float64; a kjit::Scalar has its own dtype.
 // Shapes broadcast as NumPy's; an operator whose operands do not broadcast, or have no common
@@ -28,6 +29,7 @@
 #include "kjit/array.hpp"
 #include "kjit/half.hpp"
 #include "kjit/options.hpp"
+#include "kjit/reduction_kernel.hpp"
 #include "kjit/scalar.hpp"
 
 namespace kjit {
@@ -223,5 +225,27 @@ KJIT_API Array prod(const Expr& x, const ReduceOptions& options = {}, const Arra
 KJIT_API Array min(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
 KJIT_API Array max(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
 KJIT_API Array mean(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
+
+// A ReductionKernel whose inputs are expressions: each expression becomes part of the kernel's map,
+// and the whole is one kernel, cached by the kernel, the expressions' structure and dtypes.
+//
+//   kjit::ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2");
+//   kjit::Array distance = kjit::reduce(l2, {a - b});   // a - b is never stored
+//
+// `args` as for the kernel's call: an Expr (or Array) for each array input, a number or Scalar
+// for a scalar parameter, then optionally an Array for each output. An expression binds its
+// parameter's placeholder with its dtype, as an array would; `raw` inputs take arrays only.
+struct ExprArg {
+    ExprArg(const Expr& e) : expr(e) {}     // NOLINT(google-explicit-constructor)
+    ExprArg(const Array& a) : expr(a) {}    // NOLINT(google-explicit-constructor)
+    ExprArg(const Scalar& s) : number(s), is_number(true) {}  // NOLINT(google-explicit-constructor)
+    template <class T, std::enable_if_t<detail::is_expr_number<T>, int> = 0>
+    ExprArg(T v) : number(Scalar(v)), is_number(true) {}  // NOLINT(google-explicit-constructor)
+
+    Expr expr{std::shared_ptr<const detail::ExprNode>()};
+    Scalar number;
+    bool is_number = false;
+};
+KJIT_API Outputs reduce(const ReductionKernel& kernel, std::initializer_list<ExprArg> args, const ReduceOptions& options = {});
 
 }  // namespace kjit

@@ -1,10 +1,9 @@
 // Array expressions (include/kjit/expr.hpp): the public operators, and evaluation: the expression's
 // kernel found by the key of its structure (made and kept on its first evaluation), then called
 // with the expression's arrays and numbers as arguments.
-#include <mutex>
-#include <unordered_map>
 
 #include "jit/expr/expr_node.hpp"
+#include "jit/expr/expr_kernels.hpp"
 #include "jit/expr/expr_source.hpp"
 #include "jit/kernels/ops/builtin_reductions.hpp"
 #include "kjit/elementwise_kernel.hpp"
@@ -19,53 +18,15 @@ using detail::ExprKey;
 using detail::ExprNode;
 using detail::ExprNodePtr;
 using detail::FlatExpr;
-
-// The kernels made for expressions, for the life of the process (as built-in reductions are):
-// their plans then serve every later evaluation of the same structure.
-template <class Kernel>
-class ExprKernels {
-public:
-    template <class Make>
-    const Kernel& get(const ExprKey& key, Make make) {
-        {
-            const std::lock_guard lock(mutex_);
-            if (const auto it = kernels_.find(key); it != kernels_.end()) return *it->second;
-        }
-        auto made = std::make_unique<Kernel>(make());  // outside the lock: it parses nothing yet, but may throw
-        const std::lock_guard lock(mutex_);
-        return *kernels_.try_emplace(key, std::move(made)).first->second;
-    }
-
-private:
-    std::mutex mutex_;
-    std::unordered_map<ExprKey, std::unique_ptr<Kernel>, detail::ExprKeyHash> kernels_;
-};
-
-ExprKernels<ElementwiseKernel>& elementwise_kernels() {
-    static auto* k = new ExprKernels<ElementwiseKernel>();  // never destroyed: used until exit
-    return *k;
-}
-ExprKernels<ReductionKernel>& reduction_kernels() {
-    static auto* k = new ExprKernels<ReductionKernel>();
-    return *k;
-}
+using detail::expr_arguments;
+using detail::expr_elementwise_kernels;
+using detail::expr_reduction_kernels;
 
 constexpr const char* kKernelName = "kjit_expr";
 
 const Expr& checked(const Expr& e, const char* what) {
     if (!e.node()) throw TypeError(std::string("kjit::") + what + ": an empty expression");
     return e;
-}
-
-// The call's arguments: the distinct arrays, then the numbers in their parameters' dtypes.
-std::vector<KernelArg> arguments(const FlatExpr& flat, std::vector<Scalar>& values) {
-    values.clear();
-    for (const ExprNode* s : flat.scalars()) values.push_back(s->value.cast(s->dtype));
-    std::vector<KernelArg> args;
-    args.reserve(flat.arrays().size() + values.size() + 4);
-    for (const ExprNode* a : flat.arrays()) args.emplace_back(a->array);
-    for (const Scalar& v : values) args.emplace_back(v);
-    return args;
 }
 
 std::string out_params(std::span<const DType> outputs) {
@@ -81,7 +42,7 @@ std::string operation(const FlatExpr& flat, std::span<const ExprNode* const> roo
 }
 
 const ElementwiseKernel& elementwise_for(const FlatExpr& flat, std::span<const ExprNode* const> roots, std::span<const DType> outputs) {
-    return elementwise_kernels().get(flat.key(outputs, 0), [&] {
+    return expr_elementwise_kernels().get(flat.key(outputs, 0), [&] {
         return ElementwiseKernel(flat.in_params(), out_params(outputs), operation(flat, roots), kKernelName);
     });
 }
@@ -99,13 +60,13 @@ Array reduce(const char* op, const Expr& x, const ReduceOptions& options, const 
     const ExprNode* const roots[] = {root};
     const FlatExpr flat(roots);
     const DType t = root->dtype;
-    const ReductionKernel& k = reduction_kernels().get(flat.key(std::span<const DType>(&t, 1), salt_of(op)), [&] {
+    const ReductionKernel& k = expr_reduction_kernels().get(flat.key(std::span<const DType>(&t, 1), salt_of(op)), [&] {
         // The map is one expression: a subexpression used twice is written twice (NVRTC computes
         // it once all the same).
         return jit::kernels::builtin_reduction_of(op, t, flat.in_params(), flat.text(root, true), kKernelName);
     });
     std::vector<Scalar> values;
-    std::vector<KernelArg> args = arguments(flat, values);
+    std::vector<KernelArg> args = expr_arguments(flat, values);
     if (out.valid()) {
         args.emplace_back(out);
         k.launch(args, options);
@@ -115,6 +76,29 @@ Array reduce(const char* op, const Expr& x, const ReduceOptions& options, const 
 }
 
 }  // namespace
+
+namespace detail {
+
+ExprKernels<ElementwiseKernel>& expr_elementwise_kernels() {
+    static auto* k = new ExprKernels<ElementwiseKernel>();  // never destroyed: used until exit
+    return *k;
+}
+ExprKernels<ReductionKernel>& expr_reduction_kernels() {
+    static auto* k = new ExprKernels<ReductionKernel>();
+    return *k;
+}
+
+std::vector<KernelArg> expr_arguments(const FlatExpr& flat, std::vector<Scalar>& values) {
+    values.clear();
+    for (const ExprNode* s : flat.scalars()) values.push_back(s->value.cast(s->dtype));
+    std::vector<KernelArg> args;
+    args.reserve(flat.arrays().size() + values.size() + 4);
+    for (const ExprNode* a : flat.arrays()) args.emplace_back(a->array);
+    for (const Scalar& v : values) args.emplace_back(v);
+    return args;
+}
+
+}  // namespace detail
 
 Expr::Expr(const Array& array) {
     if (!array.valid()) throw TypeError("kjit::Expr: an empty kjit::Array");
@@ -175,7 +159,7 @@ Array Expr::eval(const CallOptions& options) const {
     const DType t = node_->dtype;
     const ElementwiseKernel& k = elementwise_for(flat, roots, std::span<const DType>(&t, 1));
     std::vector<Scalar> values;
-    const std::vector<KernelArg> args = arguments(flat, values);
+    const std::vector<KernelArg> args = expr_arguments(flat, values);
     return k(args, options);
 }
 
@@ -192,7 +176,7 @@ void eval(std::initializer_list<ExprOutput> outputs, const CallOptions& options)
     const FlatExpr flat(roots);
     const ElementwiseKernel& k = elementwise_for(flat, roots, types);
     std::vector<Scalar> values;
-    std::vector<KernelArg> args = arguments(flat, values);
+    std::vector<KernelArg> args = expr_arguments(flat, values);
     for (const ExprOutput& o : outputs) args.emplace_back(o.out);
     k.launch(args, options);
 }

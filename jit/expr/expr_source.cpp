@@ -51,7 +51,7 @@ bool repeats_operands(ExprOp op) {
 
 }  // namespace
 
-FlatExpr::FlatExpr(std::span<const ExprNode* const> roots) {
+FlatExpr::FlatExpr(std::span<const ExprNode* const> roots, std::string prefix) : prefix_(std::move(prefix)) {
     for (const ExprNode* r : roots) visit(r);
     for (const ExprNode* r : roots) roots_.push_back(index_of(r));
     for (const Entry& e : entries_)
@@ -118,8 +118,8 @@ ExprKey FlatExpr::key(std::span<const DType> outputs, std::uint64_t salt) const 
 
 std::string FlatExpr::in_params() const {
     std::string p;
-    for (std::size_t k = 0; k < arrays_.size(); ++k) p += (p.empty() ? "" : ", ") + type(arrays_[k]->dtype) + " in" + std::to_string(k);
-    for (std::size_t k = 0; k < scalars_.size(); ++k) p += (p.empty() ? "" : ", ") + type(scalars_[k]->dtype) + " s" + std::to_string(k);
+    for (std::size_t k = 0; k < arrays_.size(); ++k) p += (p.empty() ? "" : ", ") + type(arrays_[k]->dtype) + " " + prefix_ + "in" + std::to_string(k);
+    for (std::size_t k = 0; k < scalars_.size(); ++k) p += (p.empty() ? "" : ", ") + type(scalars_[k]->dtype) + " " + prefix_ + "s" + std::to_string(k);
     return p;
 }
 
@@ -127,18 +127,18 @@ std::string FlatExpr::locals() const {
     std::string s;
     for (const Entry& e : entries_)
         if (e.local)
-            s += "const " + type(e.node->dtype) + " t" + std::to_string(e.param) + " = " + op_text(e.node, false) + "; ";
+            s += "const " + type(e.node->dtype) + " " + prefix_ + "t" + std::to_string(e.param) + " = " + op_text(e.node, false) + "; ";
     return s;
 }
 
 std::string FlatExpr::text(const ExprNode* n, bool inline_all) const {
     const Entry& e = entries_[static_cast<std::size_t>(index_of(n))];
     switch (n->kind) {
-        case ExprNode::Kind::array: return "in" + std::to_string(e.param);
-        case ExprNode::Kind::scalar: return "s" + std::to_string(e.param);
+        case ExprNode::Kind::array: return prefix_ + "in" + std::to_string(e.param);
+        case ExprNode::Kind::scalar: return prefix_ + "s" + std::to_string(e.param);
         case ExprNode::Kind::op: break;
     }
-    if (e.local && !inline_all) return "t" + std::to_string(e.param);
+    if (e.local && !inline_all) return prefix_ + "t" + std::to_string(e.param);
     if (inline_all && e.inline_depth > kMaxInlineDepth)
         throw Error("kjit: the expression nests " + std::to_string(e.inline_depth) +
                     " operators deep, and a reduction's map, written as one expression, takes at most " +

@@ -25,7 +25,9 @@ struct ExprKeyHash {
 // The expressions' nodes, each once, operands before their users.
 class FlatExpr {
 public:
-    explicit FlatExpr(std::span<const ExprNode* const> roots);
+    // `prefix` starts the parameters' and locals' names ("in0", "s0", "t0" without one): a
+    // ReductionKernel's map that takes an expression needs names of its own.
+    explicit FlatExpr(std::span<const ExprNode* const> roots, std::string prefix = {});
     const std::vector<const ExprNode*>& arrays() const noexcept { return arrays_; }    // one per distinct array view
     const std::vector<const ExprNode*>& scalars() const noexcept { return scalars_; }  // one per number
     // The key of the structure and dtypes, with `salt` (outputs' dtypes, a reduction's name).
@@ -54,7 +56,8 @@ private:
     std::vector<Entry> entries_;
     std::unordered_map<const ExprNode*, int> index_;  // node -> entry
     std::vector<const ExprNode*> arrays_, scalars_;
-    std::vector<int> roots_;  // each root's entry: which output writes what is part of the key
+    std::vector<int> roots_;
+    std::string prefix_;  // each root's entry: which output writes what is part of the key
 };
 
 }  // namespace kjit::detail
