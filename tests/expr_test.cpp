@@ -229,6 +229,9 @@ TEST_CASE("a reduction of an expression is one kernel with the expression as its
     CHECK(std::abs(values_of<float>(s)[0] - want) <= 1e-4 * want);
     CHECK(values_of<float>(max(abs(x)))[0] == static_cast<float>(want_max));
     CHECK(std::abs(values_of<float>(mean((x - m) * (x - m)))[0] - want / n) <= 1e-4 * want / n);
+    const auto at_max = std::max_element(xv.begin(), xv.end(), [&](float p, float q) { return std::abs(p - m) < std::abs(q - m); });
+    CHECK(values_of<std::int64_t>(argmax(abs(x - m)))[0] == at_max - xv.begin());
+    CHECK(values_of<std::int64_t>(argmin(x))[0] == std::min_element(xv.begin(), xv.end()) - xv.begin());
     // Along an axis, into a given output.
     const Array rows = host_empty(DType::float32, 100);
     sum(x.reshape({100, 100}) * 2.0f, ReduceOptions{{}, std::vector<int>{1}}, rows);

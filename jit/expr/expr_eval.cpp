@@ -188,5 +188,12 @@ Array prod(const Expr& x, const ReduceOptions& options, const Array& out) { retu
 Array min(const Expr& x, const ReduceOptions& options, const Array& out) { return reduce("min", x, options, out); }
 Array max(const Expr& x, const ReduceOptions& options, const Array& out) { return reduce("max", x, options, out); }
 Array mean(const Expr& x, const ReduceOptions& options, const Array& out) { return reduce("mean", x, options, out); }
+// The expression's values as an array: the array itself when it is one.
+static Array values_of(const Expr& x, const char* what, const CallOptions& options) {
+    checked(x, what);
+    return x.node()->kind == ExprNode::Kind::array ? x.node()->array : x.eval(options);
+}
+Array argmin(const Expr& x, const ReduceOptions& options, const Array& out) { return argmin(values_of(x, "argmin", options), options, out); }
+Array argmax(const Expr& x, const ReduceOptions& options, const Array& out) { return argmax(values_of(x, "argmax", options), options, out); }
 
 }  // namespace kjit
