@@ -315,6 +315,10 @@ CASES += [
          doc="as ew_host_1k: 1000 warm-up evaluations, then 10000 and one sync, all timed, median "
              "of 5. kjit: eval(z, (2*x + 1) * c). cupy: the ufunc expression (three kernels); "
              "variant: cupy.fuse. torch: torch.mul(torch.add(torch.mul(x, 2), 1), c) eager."),
+    Case("expr_first_new", "expr", "first evaluation of a new expression, empty cache (compile included)", MS,
+         "float32", (1000,), (1000,), None, Goal("max", 40), kjit_only=True,
+         doc="kjit only: the median over 5 new 3-operator expressions of x and c (structures new "
+             "to the process and the cache) of eval(z, e) and a sync, NVRTC included."),
 ]
 
 BY_ID = {c.id: c for c in CASES}

@@ -131,13 +131,7 @@ void add_elementwise_cases(Cases& c) {
             s.synchronize();
             std::vector<double> us;
             const int calls = 10000;
-            // `calls` calls of `call`, then one sync, all timed: seconds.
-            auto timed = [&](auto&& call) {
-                const auto t0 = Clock::now();
-                for (int k = 0; k < calls; ++k) call();
-                s.synchronize();
-                return std::chrono::duration<double>(Clock::now() - t0).count();
-            };
+            auto timed = [&](const std::function<void()>& call) { return timed_calls(call, calls, s); };
             std::optional<BareLaunch> bare;
             if (mode == HostMode::bare) bare.emplace(axpb, x, y, s);
             for (int r = 0; r < 5; ++r) {

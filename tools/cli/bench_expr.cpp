@@ -2,7 +2,11 @@
 // expression, a fused reduction and a where on float16 (each one launch), the host time of a warm
 // evaluation, and the first evaluation of a new expression (compile included).
 #include <algorithm>
+#include <ctime>
+#include <random>
+#include <set>
 #include <sstream>
+#include <unistd.h>
 
 #include "tools/cli/bench_support.hpp"
 
@@ -36,16 +40,10 @@ void add_expr_cases(Cases& c) {
         const Array x = filled(DType::float32, {1000}, 1.5, s), cc = filled(DType::float32, {1000}, 0.5, s);
         const Array z = Array::empty({1000}, DType::float32, Device::cuda(0), s);
         const CallOptions o{s};
-        for (int k = 0; k < 1000; ++k) eval(z, (2.0f * x + 1.0f) * cc, o);
-        s.synchronize();
+        const auto evaluate = [&] { eval(z, (2.0f * x + 1.0f) * cc, o); };
+        (void)timed_calls(evaluate, 1000, s);
         std::vector<double> us;
-        const int calls = 10000;
-        for (int r = 0; r < 5; ++r) {
-            const auto t0 = Clock::now();
-            for (int k = 0; k < calls; ++k) eval(z, (2.0f * x + 1.0f) * cc, o);
-            s.synchronize();
-            us.push_back(std::chrono::duration<double>(Clock::now() - t0).count() * 1e6 / calls);
-        }
+        for (int r = 0; r < 5; ++r) us.push_back(timed_calls(evaluate, 10000, s) * 1e6 / 10000);
         std::sort(us.begin(), us.end());
         Record r;
         r.name = "expr_host_1k";
@@ -55,6 +53,50 @@ void add_expr_cases(Cases& c) {
         std::ostringstream note;
         note << "median of 5 x 10000 evaluations of eval(z, (a*x + b) * c) then one sync (min " << us.front() << ", max " << us.back()
              << " us)";
+        r.note = note.str();
+        return r;
+    });
+    // The first evaluation of an expression of a structure new to the process and to the cache:
+    // three operators drawn from eight, on x and c, seeded by the process id and the time.
+    c.emplace_back("expr_first_new", [=](const Stream& s) {
+        const Array x = filled(DType::float32, {1000}, 1.5, s), cc = filled(DType::float32, {1000}, 0.5, s);
+        const Array z = Array::empty({1000}, DType::float32, Device::cuda(0), s);
+        std::mt19937 pick(static_cast<unsigned>(getpid()) * 7919u + static_cast<unsigned>(std::time(nullptr)));
+        const auto step = [&](const Expr& e, unsigned op, const Array& v) -> Expr {
+            switch (op % 8) {
+                case 0: return e + v;
+                case 1: return e - v;
+                case 2: return e * v;
+                case 3: return e / v;
+                case 4: return minimum(e, v);
+                case 5: return maximum(e, v);
+                case 6: return hypot(e, v);
+                default: return atan2(e, v);
+            }
+        };
+        std::set<unsigned> seen;
+        std::vector<double> whole, nvrtc;
+        while (whole.size() < 5) {
+            const unsigned code = pick() % 4096;  // 8^3 operators x 2^3 operands
+            if (!seen.insert(code).second) continue;
+            Expr e = x;
+            for (int k = 0; k < 3; ++k) e = step(e, code >> (3 * k), (code >> (9 + k)) & 1 ? cc : x);
+            const double before = cache_stats().compile_ms;
+            const auto t = Clock::now();
+            eval(z, e, CallOptions{s});
+            s.synchronize();
+            whole.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+            nvrtc.push_back(cache_stats().compile_ms - before);
+        }
+        Record r;
+        r.name = "expr_first_new";
+        r.dtype = "float32";
+        r.n = 1000;
+        r.ms = median(whole);
+        std::ostringstream note;
+        note << "median of 5 new 3-operator expressions (flatten, write the kernel, parse, NVRTC of the small variant, cache write, load, "
+                "launch, sync); NVRTC's part "
+             << median(nvrtc) << " ms";
         r.note = note.str();
         return r;
     });

@@ -17,6 +17,13 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+double timed_calls(const std::function<void()>& call, int calls, const Stream& stream) {
+    const auto t0 = Clock::now();
+    for (int k = 0; k < calls; ++k) call();
+    stream.synchronize();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 double time_ms(const std::function<void()>& launch, const Stream& stream, int batch, int repeats) {
     launch();  // warm: compiles, loads, touches the memory
     stream.synchronize();

@@ -42,6 +42,10 @@ double median(std::vector<double> v);
 // Milliseconds per call of `launch` on `stream`: median over `repeats` batches of `batch` calls.
 double time_ms(const std::function<void()>& launch, const Stream& stream, int batch = 20, int repeats = 7);
 
+// Host seconds of `calls` calls of `call` then one sync of `stream`, all timed (as the peers time
+// host cost: the GPU's own pace can bound it).
+double timed_calls(const std::function<void()>& call, int calls, const Stream& stream);
+
 // A new device array of `shape` holding `value` everywhere.
 Array filled(DType t, const Shape& shape, double value, const Stream& s);
 
