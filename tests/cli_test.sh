@@ -271,7 +271,7 @@ has() {
   if grep -qF -- "$1" "$tmp/out"; then passed=$((passed + 1)); else
     failed=$((failed + 1)); echo "FAILED: kjit demo's output lacks: $1"; cat "$tmp/out"; fi
 }
-expect 1 "--scenario: 5 not in {1,2,3,4,all}" -- demo --scenario 5
+expect 1 "--scenario: 6 not in {1,2,3,4,5,all}" -- demo --scenario 6
 expect 1 "--size-scale: must be a number in (0, 1], not '0'" -- demo --size-scale 0
 expect 1 "--size-scale: must be a number in (0, 1], not '2'" -- demo --size-scale 2
 expect 1 "--size-scale: must be a number in (0, 1], not '1e-3x'" -- demo --size-scale 1e-3x
@@ -287,6 +287,8 @@ if "$kjit" info | grep -q "^devices: [1-9]"; then
   has "copy host -> device"
   has "GPU: kjit graph replays"
   has "check: the graph's results equal the calls' bit for bit"
+  has "GPU: one fused kjit kernel"
+  has "check: all 1,000,000 values within 6e-7 of double precision"
   expect 0 "Every result matched the CPU's." -- demo --size-scale 0.001 --scenario 3
 else
   expect 0 "No GPU was found" -- demo --size-scale 0.001
@@ -295,8 +297,9 @@ else
   has "scenario 3  kjit_segments (group_sorted_keys)"
   has "scenario 3  reduction demo_day_mean (T=float64)"
   has "scenario 4  reduction demo_energy (T=float64)"
-  has "8 compiled by NVRTC, 0 found in the kernel cache"
-  expect 0 "0 compiled by NVRTC, 8 found in the kernel cache" -- demo
+  has "scenario 5  expression sqrt(a*x + b) * c (float32)"
+  has "13 compiled by NVRTC, 0 found in the kernel cache"
+  expect 0 "0 compiled by NVRTC, 13 found in the kernel cache" -- demo
   expect 0 "No GPU was found" -- demo --scenario 2
   has "0 compiled by NVRTC, 0 found in the kernel cache"
 fi

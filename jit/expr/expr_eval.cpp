@@ -88,6 +88,14 @@ ExprKernels<ReductionKernel>& expr_reduction_kernels() {
     return *k;
 }
 
+const ElementwiseKernel& expr_elementwise_kernel(const Expr& e) {
+    checked(e, "expr_elementwise_kernel");
+    const ExprNode* const roots[] = {e.node().get()};
+    const FlatExpr flat(roots);
+    const DType t = e.dtype();
+    return elementwise_for(flat, roots, std::span<const DType>(&t, 1));
+}
+
 std::vector<KernelArg> expr_arguments(const FlatExpr& flat, std::vector<Scalar>& values) {
     values.clear();
     for (const ExprNode* s : flat.scalars()) values.push_back(s->value.cast(s->dtype));

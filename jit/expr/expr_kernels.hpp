@@ -10,6 +10,7 @@
 
 #include "jit/expr/expr_source.hpp"
 #include "kjit/elementwise_kernel.hpp"
+#include "kjit/expr.hpp"
 #include "kjit/reduction_kernel.hpp"
 
 namespace kjit::detail {
@@ -36,6 +37,10 @@ private:
 
 ExprKernels<ElementwiseKernel>& expr_elementwise_kernels();
 ExprKernels<ReductionKernel>& expr_reduction_kernels();
+
+// The ElementwiseKernel `e` evaluates to (into an output of its dtype), made and kept as its first
+// evaluation would: for compiling it ahead (`kjit demo` without a GPU).
+const ElementwiseKernel& expr_elementwise_kernel(const Expr& e);
 
 // A call's arguments for the expression's parameters: its distinct arrays, then its numbers in
 // their parameters' dtypes (kept in `values`, which the arguments point into).

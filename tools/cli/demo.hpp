@@ -91,6 +91,9 @@ bool run_add_scalar(double scale, const Stream& stream);
 bool run_matmul(double scale, const Stream& stream);
 bool run_daily(double scale, const Stream& stream);
 bool run_small_steps(double scale, const Stream& stream);
+bool run_fused(double scale, const Stream& stream);
+// Scenario 5's expression, z = sqrt(a * x + b) * c, on arrays of float32 (on any device).
+Expr fused_expression(const Array& x, const Array& c, float a, float b);
 
 // Without a GPU: compiles (or finds in the kernel cache) every kernel the chosen scenarios would
 // launch and prints what it did. Returns false when a kernel failed to compile.
@@ -102,6 +105,7 @@ std::int64_t add_scalar_size(double scale);
 std::int64_t matmul_side(double scale);
 std::int64_t readings_per_day_base(double scale);  // scaled 10000: each day has base..2*base readings
 std::int64_t small_steps_size(double scale);
+std::int64_t fused_size(double scale);
 constexpr int kDays = 800;
 
 }  // namespace kjit::cli::demo

@@ -1,4 +1,4 @@
-// `kjit demo`: four scenarios that show where a GPU pays and where it does not, each checked
+// `kjit demo`: five scenarios that show where a GPU pays and where it does not, each checked
 // against a plain C++ computation on the CPU, with the CPU's, the GPU kernels' and the copies'
 // times side by side (tools/cli/demo.hpp). Without a GPU it compiles the kernels the scenarios
 // would launch (into the kernel cache), says how long that took, and exits 0.
@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "jit/expr/expr_kernels.hpp"
 #include "jit/kernels/reduction/calls.hpp"
 #include "jit/kernels/ops/segments.hpp"
 #include "kjit/info.hpp"
@@ -58,6 +59,17 @@ bool compile_only(const std::vector<int>& scenarios) {
             return std::pair{all.arch, all.compile_ms};
         };
     };
+    auto ew_concrete = [&](const ElementwiseKernel& kernel) {  // no placeholders (an expression's kernel)
+        return [&kernel] {
+            jit::kernels::CompiledModules all;
+            for (const jit::kernels::ElementwiseEntry e : jit::kernels::elementwise_entries(kernel, {}, {})) {
+                const jit::kernels::CompiledModules c = jit::kernels::compile_elementwise_entry(kernel, {}, {}, "", e);
+                all.arch = c.arch;
+                all.compile_ms += c.compile_ms;
+            }
+            return std::pair{all.arch, all.compile_ms};
+        };
+    };
     auto red = [&](const ReductionKernel& kernel) {
         return [&kernel, &f64] {
             // The modules calls load: one per strategy (a call compiles only the one it launches).
@@ -83,6 +95,18 @@ bool compile_only(const std::vector<int>& scenarios) {
             ok &= compile_one(4, "elementwise demo_step_x (T=float64)", ew(k.step_x), from_nvrtc, from_cache);
             ok &= compile_one(4, "reduction demo_energy (T=float64)", red(k.energy), from_nvrtc, from_cache);
         }
+        if (s == 5) {
+            // The expressions' kernels depend on their structure and dtypes alone: host arrays
+            // name the same kernels the GPU arrays will.
+            const Array x = Array::empty({1}, DType::float32, Device::cpu()), c = Array::empty({1}, DType::float32, Device::cpu());
+            const std::pair<const char*, Expr> exprs[] = {{"expression sqrt(a*x + b) * c (float32)", fused_expression(x, c, 1.5f, 2.0f)},
+                                                         {"expression a * x (the unfused steps)", 1.5f * x},
+                                                         {"expression x + b", x + 2.0f},
+                                                         {"expression sqrt(x)", sqrt(x)},
+                                                         {"expression x * c", x * c}};
+            for (const auto& [what, e] : exprs)
+                ok &= compile_one(5, what, ew_concrete(detail::expr_elementwise_kernel(e)), from_nvrtc, from_cache);
+        }
     }
     fmt::print("{} compiled by NVRTC, {} found in the kernel cache, {} in all.\n", from_nvrtc, from_cache,
                duration(ms_since(t0)));
@@ -95,7 +119,7 @@ bool compile_only(const std::vector<int>& scenarios) {
 
 void add_demo_command(CLI::App& app, int& exit_status) {
     CLI::App* cmd = app.add_subcommand(
-        "demo", "Four problems on the CPU and on the GPU, checked and timed side by side (with no GPU: compile the kernels)");
+        "demo", "Five problems on the CPU and on the GPU, checked and timed side by side (with no GPU: compile the kernels)");
     auto scale = std::make_shared<double>(1.0);
     auto scenario = std::make_shared<std::string>("all");
     cmd->add_option("--size-scale", *scale,
@@ -115,12 +139,12 @@ void add_demo_command(CLI::App& app, int& exit_status) {
             "F in (0, 1]"));
     cmd->add_option("--scenario", *scenario,
                     "1: add a scalar to 300M float64; 2: 10000x10000 matmul; 3: daily min/max/mean of 12M readings; "
-                    "4: 1000 small steps, call by call and as a graph; all")
-        ->check(CLI::IsMember({"1", "2", "3", "4", "all"}));
+                    "4: 1000 small steps, call by call and as a graph; 5: an array expression, unfused and fused; all")
+        ->check(CLI::IsMember({"1", "2", "3", "4", "5", "all"}));
     cmd->callback([scale, scenario, &exit_status] {
         std::vector<int> chosen;
         if (*scenario == "all")
-            chosen = {1, 2, 3, 4};
+            chosen = {1, 2, 3, 4, 5};
         else
             chosen = {std::stoi(*scenario)};
         print_system_info();
@@ -138,6 +162,7 @@ void add_demo_command(CLI::App& app, int& exit_status) {
             if (s == 2) ok &= demo::run_matmul(*scale, stream);
             if (s == 3) ok &= demo::run_daily(*scale, stream);
             if (s == 4) ok &= demo::run_small_steps(*scale, stream);
+            if (s == 5) ok &= demo::run_fused(*scale, stream);
             fmt::print("\n");
         }
         fmt::print("{}\n", ok ? "Every result matched the CPU's." : "SOME RESULTS DIFFERED from the CPU's (see above).");

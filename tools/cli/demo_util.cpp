@@ -60,5 +60,6 @@ void Progress::clear() const {
 std::int64_t add_scalar_size(double scale) { return std::max<std::int64_t>(1, std::llround(300e6 * scale)); }
 std::int64_t matmul_side(double scale) { return std::max<std::int64_t>(2, std::llround(10000 * std::sqrt(scale))); }
 std::int64_t readings_per_day_base(double scale) { return std::max<std::int64_t>(1, std::llround(10000 * scale)); }
+std::int64_t fused_size(double scale) { return std::max<std::int64_t>(1, std::llround(100e6 * scale)); }
 
 }  // namespace kjit::cli::demo
