@@ -34,6 +34,23 @@ using kjit::ElementwiseKernel;
 using kjit::Graph;
 using kjit::Stream;
 
+namespace {
+
+// The pretend driver that launches (and sets workspaces' memory), over an empty kernel cache of
+// the test's own: calls compile for real and load into the fake.
+kjit::detail::DriverApi launching_api() {
+    kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
+    api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };
+    return api;
+}
+struct FakeGpuWithCache {
+    kjit::test::ProcessCacheGuard restore;
+    kjit::test::TempDir work;
+    kjit::detail::ScopedDriverOverride fake{(kjit::configure_cache(kjit::test::cache_in(work.path() / "cache")), launching_api()), 1};
+};
+
+}  // namespace
+
 TEST_CASE("a call under capture loads its module in relaxed mode, makes no synchronisation, and replays",
           "[graph][nvrtc]") {
     const kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 1);
@@ -142,12 +159,7 @@ TEST_CASE("update with a new capture updates the executable graph in place, or s
 }
 
 TEST_CASE("prepare loads every variant a call may pick, so calls under capture load nothing", "[graph][nvrtc]") {
-    const kjit::test::ProcessCacheGuard restore;
-    const kjit::test::TempDir work;
-    kjit::configure_cache(kjit::test::cache_in(work.path() / "cache"));
-    kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
-    api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
-    const kjit::detail::ScopedDriverOverride fake(api, 1);
+    const FakeGpuWithCache gpu;
     kjit::test::FakeDriverState& state = kjit::test::fake_state();
     const ElementwiseKernel axpb("T x, T a", "T y", "y = a * x + 1", "graph_prepare_axpb");
     const kjit::ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "graph_prepare_sumsq");
@@ -182,14 +194,9 @@ TEST_CASE("prepare loads every variant a call may pick, so calls under capture l
 
 TEST_CASE("kjit::warm loads a manifest's kernels ahead, so that calls and a capture compile and load nothing",
           "[graph][nvrtc]") {
-    const kjit::test::ProcessCacheGuard restore;
-    const kjit::test::TempDir work;
-    kjit::configure_cache(kjit::test::cache_in(work.path() / "cache"));
-    kjit::detail::DriverApi api = kjit::test::make_fake_launching_driver();
-    api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; };  // workspaces
-    const kjit::detail::ScopedDriverOverride fake(api, 1);
+    const FakeGpuWithCache gpu;
     kjit::test::FakeDriverState& state = kjit::test::fake_state();
-    const std::string manifest = (work.path() / "manifest.json").string();
+    const std::string manifest = (gpu.work.path() / "manifest.json").string();
     {
         std::ofstream out(manifest);
         out << R"({"kernels": [
@@ -229,7 +236,7 @@ TEST_CASE("kjit::warm loads a manifest's kernels ahead, so that calls and a capt
     CHECK(state.modules_loaded == loads);
     CHECK(kjit::cache_stats().compiles == compiles);
     CHECK(state.unsafe_calls_under_capture == 0);
-    CHECK_THROWS_AS(kjit::warm((work.path() / "missing.json").string(), Device::cuda(0)), kjit::IoError);
+    CHECK_THROWS_AS(kjit::warm((gpu.work.path() / "missing.json").string(), Device::cuda(0)), kjit::IoError);
 }
 
 // ---------------------------------------------------------------------------------------------

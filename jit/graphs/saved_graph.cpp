@@ -100,13 +100,17 @@ std::string step_name(std::size_t k, const std::string& kernel) {
     return "step " + std::to_string(k) + (kernel.empty() ? std::string() : " (kernel '" + kernel + "')");
 }
 
-SavedAddress resolve(const AddressBook& book, CUdeviceptr v, std::size_t step, const std::string& kernel, std::vector<char>& used) {
-    const AddressBook::Range* r = book.find(v);
+// Address `v`, found in range `r` of the book (nullptr: in none), as the saved graph names it.
+SavedAddress resolve_in(const AddressBook::Range* r, CUdeviceptr v, std::size_t step, const std::string& kernel, std::vector<char>& used) {
     if (r == nullptr || !r->unnamed.empty())
         throw Error("Graph::save: " + step_name(step, kernel) + " uses " + (r ? r->unnamed : std::string("memory kjit does not know")) +
                     ", which save() was not given a name for: name every array the graph reads or writes");
     if (r->into == SavedAddress::Into::array) used[r->index] = 1;
     return SavedAddress{r->into, r->index, static_cast<std::int64_t>(v) - static_cast<std::int64_t>(r->base)};
+}
+
+SavedAddress resolve(const AddressBook& book, CUdeviceptr v, std::size_t step, const std::string& kernel, std::vector<char>& used) {
+    return resolve_in(book.find(v), v, step, kernel, used);
 }
 
 // The launches kjit recorded, paired with the kernel nodes that hold them: same kernel, and the
@@ -234,7 +238,7 @@ void Graph::save(const std::string& path, std::span<const NamedArray> arrays, st
                         std::memcpy(&v, s.bytes.data() + at, 8);
                         const AddressBook::Range* r = book.find(v);
                         if (r == nullptr) continue;  // a value, not an address kjit knows
-                        s.addresses.push_back({at, resolve(book, v, k, s.kernel, used)});
+                        s.addresses.push_back({at, resolve_in(r, v, k, s.kernel, used)});
                     }
                 }
                 if (const detail::CapturedLaunch* l = launch_of[k]) {
