@@ -211,6 +211,7 @@ TEST_CASE("kjit::warm loads a manifest's kernels ahead, so that calls and a capt
     CHECK(warmed.modules >= 5 + 7);  // the elementwise variants, every reduction strategy
     CHECK(warmed.compiled >= 12);  // nothing in the new cache yet
     CHECK(state.modules_loaded >= loads + 12);
+    CHECK(warmed.modules == static_cast<std::size_t>(state.modules_loaded - loads));  // what it says it loaded, it loaded
     REQUIRE(warmed.failures.size() == 1);  // the kernel that does not parse, named
     CHECK_THAT(warmed.failures[0], Contains("warm_bad"));
 

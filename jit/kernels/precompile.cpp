@@ -118,7 +118,9 @@ PrecompileResult warm(const nlohmann::json& manifest, int ordinal, int threads) 
         throw Error("kjit::warm: there is no NVRTC and no kernel cache that says which compiler built it, so kjit cannot tell "
                     "which cache entries calls on cuda:" + std::to_string(ordinal) + " will look for");
     PrecompileResult result;
+    const std::uint64_t loaded_before = modules_loaded_by_jobs();
     run_counted(precompile_jobs(manifest, {keying->target}, result.failures, ordinal), threads, {}, result);
+    result.loaded = static_cast<std::size_t>(modules_loaded_by_jobs() - loaded_before);
     return result;
 }
 

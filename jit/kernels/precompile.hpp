@@ -20,6 +20,7 @@ struct PrecompileResult {
     std::size_t not_stored = 0;            // compiled but not stored (unwritable folder, full disk, held lock)
     std::vector<std::string> failures;     // each with its diagnostic
     std::size_t failed_jobs = 0;           // of `jobs` (the other failures are entries or archs refused)
+    std::size_t loaded = 0;                // warm(): modules loaded on the device
     double seconds = 0;
 };
 

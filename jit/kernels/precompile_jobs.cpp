@@ -1,5 +1,6 @@
 #include "jit/kernels/precompile_jobs.hpp"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -68,12 +69,15 @@ void compile_noted(const std::function<CompiledModules()>& compile, std::size_t 
 // With `load_on` >= 0 (warm()), the module just compiled or found, loaded on that device as a
 // call loads it: by its entry's key, into the process's module registry, where a later call of
 // the same kernel finds it without loading anything.
+std::atomic<std::uint64_t> g_modules_loaded{0};
+
 CompiledModules load_compiled(CompiledModules c, int load_on) {
     if (load_on < 0 || c.key.empty()) return c;  // empty: a variant the kernel does not have
     const int cc = kjit::detail::device_attributes(load_on).compute_capability();
     if (!compile::load_cached_program(c.key, load_on, cc, c.arch, {}))
         throw Error("built for " + c.arch + ", which does not run on cuda:" + std::to_string(load_on) + " (compute capability " +
                     std::to_string(cc / 10) + "." + std::to_string(cc % 10) + ")");
+    ++g_modules_loaded;
     return c;
 }
 
@@ -88,6 +92,8 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
     const std::string where = "kernel " + std::to_string(index) + " ('" + name + "')";
     try {
         if (is_raw_manifest_entry(e)) {
+            // warm() loads what calls load; a raw module is loaded at its kernels' first use.
+            if (load_on >= 0) return;
             // One module per architecture; it has no type bindings. Copies of a RawModule share
             // their state.
             const RawModule module = raw_module_from_manifest_entry(e);
@@ -97,8 +103,6 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                 jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
                 return;
             }
-            // warm() loads what calls load; a raw module is loaded at its kernels' first use.
-            if (load_on >= 0) return;
             for (const std::string& arch : archs)
                 jobs.push_back({name + " (raw) for " + arch, [module, arch] { module.compile(arch); }});
             return;
@@ -185,6 +189,8 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
 }
 
 }  // namespace
+
+std::uint64_t modules_loaded_by_jobs() noexcept { return g_modules_loaded.load(); }
 
 std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const std::vector<std::string>& archs,
                                            std::vector<std::string>& failures, int load_on) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,5 +25,9 @@ struct PrecompileJob {
 // get no jobs.
 std::vector<PrecompileJob> precompile_jobs(const nlohmann::json& manifest, const std::vector<std::string>& archs,
                                            std::vector<std::string>& failures, int load_on = -1);
+
+// How many modules jobs with `load_on` have loaded in this process (a variant a kernel does not
+// have is a job that loads none): warm() counts its modules by the difference.
+std::uint64_t modules_loaded_by_jobs() noexcept;
 
 }  // namespace kjit::jit::kernels

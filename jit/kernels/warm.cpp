@@ -10,7 +10,7 @@ WarmResult warm(const std::string& manifest_path, const Device& device) {
     if (!device.is_cuda()) throw Error("kjit::warm: " + device.to_string() + " is not a CUDA device");
     const jit::kernels::PrecompileResult r = jit::kernels::warm(cache::read_manifest(manifest_path), device.ordinal(), 0);
     WarmResult out;
-    out.modules = r.jobs - r.failed_jobs;
+    out.modules = r.loaded;
     out.compiled = r.compiled;
     out.failures = r.failures;
     out.seconds = r.seconds;
