@@ -78,17 +78,25 @@ TEST_CASE("precompile with fewer threads than asked runs every job on those it h
         std::mutex mutex;
         std::set<std::thread::id> workers;
         std::size_t steps = 0, last = 0;
-        const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(manifest, {"sm_90"}, 16, [&](std::size_t done, std::size_t) {
-            const std::lock_guard lock(mutex);
-            workers.insert(std::this_thread::get_id());
-            ++steps;
-            last = std::max(last, done);
-        });
+        std::set<std::string> labels;
+        const kjit::jit::kernels::PrecompileResult r =
+            kjit::jit::kernels::precompile(manifest, {"sm_90"}, 16, [&](std::size_t done, std::size_t, const std::string& finished) {
+                const std::lock_guard lock(mutex);
+                workers.insert(std::this_thread::get_id());
+                ++steps;
+                last = std::max(last, done);
+                labels.insert(finished);
+            });
         REQUIRE(r.jobs >= 6);
         CHECK(r.failures.size() == r.jobs);  // each job ran once, and failed for want of NVRTC
         CHECK(steps == r.jobs);
         CHECK(last == r.jobs);
         CHECK(workers.size() <= static_cast<std::size_t>(allowed) + 1);
+        CHECK(r.threads >= static_cast<int>(workers.size()));  // a thread may find every job taken
+        CHECK(r.threads <= allowed + 1);
+        CHECK_FALSE(labels.count(""));  // each step names the job it finished
+        CHECK(r.kernels == 1);
+        CHECK(r.archs == std::vector<std::string>{"sm_90"});
         if (allowed == 0) CHECK(workers == std::set<std::thread::id>{std::this_thread::get_id()});
     }
 }

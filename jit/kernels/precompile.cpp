@@ -43,8 +43,9 @@ std::vector<std::string> usable_archs(const std::vector<std::string>& archs, std
     return usable;
 }
 
-// Runs the jobs on up to `threads` threads (<= 0: one per core), adding each failure to `failures`.
-void run_jobs(const std::vector<PrecompileJob>& jobs, int threads, const std::function<void(std::size_t, std::size_t)>& on_step,
+// Runs the jobs on up to `threads` threads (<= 0: one per core), adding each failure to `failures`;
+// returns how many threads ran them.
+int run_jobs(const std::vector<PrecompileJob>& jobs, int threads, const std::function<void(std::size_t, std::size_t, const std::string&)>& on_step,
               std::vector<std::string>& failures) {
     std::mutex failures_mutex;
     std::atomic<std::size_t> next{0}, done{0};
@@ -62,13 +63,14 @@ void run_jobs(const std::vector<PrecompileJob>& jobs, int threads, const std::fu
                     failures.push_back(detail::printable(jobs[j].label + ":\n" + e.what(), true));
                 }
                 const std::size_t finished = ++done;
-                if (on_step) on_step(finished, jobs.size());
+                if (on_step) on_step(finished, jobs.size(), jobs[j].label);
             }
         },
         &why_fewer);
     if (ran < n)
         detail::log(detail::LogLevel::warn, "precompile: the system gave " + std::to_string(ran) + " of the " + std::to_string(n) +
                                                 " threads asked for (" + why_fewer + "); the jobs ran on those");
+    return ran;
 }
 
 }  // namespace
@@ -76,7 +78,7 @@ void run_jobs(const std::vector<PrecompileJob>& jobs, int threads, const std::fu
 namespace {
 
 // Runs `jobs`, filling in the counts of `result`.
-void run_counted(const std::vector<PrecompileJob>& jobs, int threads, const std::function<void(std::size_t, std::size_t)>& on_step,
+void run_counted(const std::vector<PrecompileJob>& jobs, int threads, const std::function<void(std::size_t, std::size_t, const std::string&)>& on_step,
                  PrecompileResult& result) {
     result.jobs = jobs.size();
 
@@ -84,7 +86,7 @@ void run_counted(const std::vector<PrecompileJob>& jobs, int threads, const std:
     const CacheStats stores_before = cache_stats();
     const auto start = std::chrono::steady_clock::now();
     const std::size_t failed_before = result.failures.size();
-    run_jobs(jobs, threads, on_step, result.failures);
+    result.threads = run_jobs(jobs, threads, on_step, result.failures);
     result.failed_jobs = result.failures.size() - failed_before;
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.compiled = static_cast<std::size_t>(cache_stats().compiles - compiles_before);
@@ -98,11 +100,13 @@ void run_counted(const std::vector<PrecompileJob>& jobs, int threads, const std:
 }  // namespace
 
 PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
-                            const std::function<void(std::size_t, std::size_t)>& on_step) {
+                            const std::function<void(std::size_t, std::size_t, const std::string&)>& on_step) {
     if (archs.empty() && manifest.contains("arch")) archs = manifest["arch"].get<std::vector<std::string>>();
     if (archs.empty()) throw Error("no architecture: give one (e.g. sm_80,sm_90) or an \"arch\" list in the manifest");
     PrecompileResult result;
     archs = usable_archs(archs, result.failures);
+    result.kernels = manifest["kernels"].size();
+    result.archs = archs;
     run_counted(precompile_jobs(manifest, archs, result.failures), threads, on_step, result);
     return result;
 }

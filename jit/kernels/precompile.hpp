@@ -22,12 +22,15 @@ struct PrecompileResult {
     std::size_t failed_jobs = 0;           // of `jobs` (the other failures are entries or archs refused)
     std::size_t loaded = 0;                // warm(): modules loaded on the device
     double seconds = 0;
+    std::size_t kernels = 0;               // the manifest's entries
+    int threads = 0;                       // that ran the jobs
+    std::vector<std::string> archs;        // the architectures built for
 };
 
 // `archs` empty: the manifest's "arch" list. `threads` <= 0: one per core. `on_step` runs after
 // each job (from worker threads).
 PrecompileResult precompile(const nlohmann::json& manifest, std::vector<std::string> archs, int threads,
-                            const std::function<void(std::size_t done, std::size_t total)>& on_step = {});
+                            const std::function<void(std::size_t done, std::size_t total, const std::string& finished)>& on_step = {});
 
 // kjit::warm: every module a call of the manifest's kernels (elementwise, reduction, built-in) on
 // device `ordinal` may load, compiled or found in the cache for the architecture such a call

@@ -1,5 +1,6 @@
 // `kjit precompile MANIFEST` and `kjit cache ls|stats|verify|prune|clear`: filling a kernel cache
 // on a machine without a GPU, and looking after one.
+#include <chrono>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -32,19 +33,25 @@ std::vector<std::string> split_archs(const std::string& text) {
     return out;
 }
 
-// A one-line progress bar on a terminal; nothing otherwise (logs get the summary line only).
+// A one-line progress bar on a terminal: the job just finished and an estimate of the time left
+// (from the pace so far); nothing otherwise (logs get the summary line only).
 class Progress {
 public:
-    void show(std::size_t done, std::size_t total) {
+    void show(std::size_t done, std::size_t total, const std::string& finished) {
         if (!terminal_) return;
         std::lock_guard lock(mutex_);
         const std::size_t width = 30, filled = total ? width * done / total : width;
-        fmt::print(stderr, "\r[{}{}] {}/{}", std::string(filled, '#'), std::string(width - filled, ' '), done, total);
-        if (done == total) fmt::print(stderr, "\n");
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        const double left = done ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+        std::string label = finished.size() > 60 ? finished.substr(0, 57) + "..." : finished;
+        fmt::print(stderr, "\r\033[K[{}{}] {}/{}, about {:.0f} s left: {}", std::string(filled, '#'), std::string(width - filled, ' '), done,
+                   total, left, label);
+        if (done == total) fmt::print(stderr, "\r\033[K");
     }
 
 private:
     bool terminal_ = ::isatty(2) != 0;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
     std::mutex mutex_;
 };
 
@@ -58,12 +65,17 @@ int precompile(const std::string& manifest_path, const std::string& arch_flag, c
     configure_cache(settings);
     Progress progress;
     const jit::kernels::PrecompileResult r = jit::kernels::precompile(manifest, split_archs(arch_flag), jobs_n,
-                                                    [&](std::size_t done, std::size_t total) { progress.show(done, total); });
+                                                    [&](std::size_t done, std::size_t total, const std::string& finished) {
+                                                        progress.show(done, total, finished);
+                                                    });
     for (const std::string& f : r.failures) fmt::print(stderr, "kjit precompile: failed: {}\n", f);
     const std::size_t failed_jobs = std::min(r.jobs, r.failures.size());
-    fmt::print("precompiled {} kernel builds into {} in {:.1f} s: {} compiled, {} stored, {} not stored, {} already cached, "
-               "{} failed\n",
-               r.jobs, settings.dir, r.seconds, r.compiled, r.stored, r.not_stored,
+    std::string archs;
+    for (const std::string& a : r.archs) archs += (archs.empty() ? "" : ",") + a;
+    fmt::print("precompiled {} kernel{} for {} ({} build{}) into {} in {:.1f} s with {} thread{}: {} compiled, {} stored, {} not stored, "
+               "{} already cached, {} failed\n",
+               r.kernels, r.kernels == 1 ? "" : "s", archs.empty() ? "no architecture" : archs, r.jobs, r.jobs == 1 ? "" : "s",
+               settings.dir, r.seconds, r.threads, r.threads == 1 ? "" : "s", r.compiled, r.stored, r.not_stored,
                r.jobs - std::min(r.jobs, r.compiled + failed_jobs), r.failures.size());
     // A compiled kernel that is not in the folder is not precompiled: the shipped cache lacks it.
     if (r.not_stored > 0)
