@@ -11,6 +11,9 @@
 // below 2^31) and NAME_<strategy>64 (Index = long long):
 //   full(NAME_args args, kjit::ReduceLayout<in_slots, outputs> layout, void* workspace)
 //       kept_size == 1: every element to one value, in one launch over many blocks.
+//   small(args, layout), only NAME_small32: kept_size == 1 and at most a few thousand elements,
+//       contiguous in every array input (reduced_ndim <= 1, stride 1), one block: what a first call
+//       on small arrays compiles (no vectors, no workspace, no offsets over dimensions).
 //   rows_warp(args, layout), rows_block(args, layout)
 //       one warp (rows_warp) or one block (rows_block) per output, grid-stride over the outputs;
 //       for reducing the trailing dimensions when they are contiguous (loads coalesce along a row).
@@ -41,6 +44,7 @@
 //   - each thread starts from identity() (or, with none, its first element) and folds in its
 //     elements in increasing index order: v = reduce(v, map(element));
 //     full: thread t of T = gridDim.x * blockDim.x takes elements t, t + T, t + 2T...;
+//     small: thread t takes t, t + blockDim.x... (its one block then combines by the block tree);
 //     rows_warp: lane l takes l, l + 32...; rows_block: thread t takes t, t + blockDim.x...;
 //     columns: the one thread takes 0, 1, 2... (C order over the reduced dimensions);
 //     columns_split: chunk c's thread takes its chunk's elements in order, and columns_finish
@@ -217,6 +221,29 @@ __device__ __forceinline__ void block_reduce(typename K::value_type& v, bool& ok
         warp_reduce<K>(v, ok);
     }
     __syncthreads();  // the shared memory is free for the next call
+}
+
+// kept_size == 1, few elements, contiguous in every array input: one block (see the order above).
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_small(const Args& args, const Layout& layout) {
+    typedef typename K::value_type V;
+    const Index n = static_cast<Index>(layout.reduced_size);
+    V v;
+    bool ok;
+    start<K>(v, ok);
+    for (Index j = static_cast<Index>(threadIdx.x); j < n; j += static_cast<Index>(blockDim.x)) {
+        Index off[K::in_slots];
+#pragma unroll
+        for (int a = 0; a < K::in_slots; ++a) off[a] = j;
+        combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
+    }
+    block_reduce<K>(v, ok);
+    if (threadIdx.x == 0) {
+        Index out[K::outputs];
+#pragma unroll
+        for (int a = 0; a < K::outputs; ++a) out[a] = 0;
+        K::template post<Index>(args, out, v, Index(0), n);
+    }
 }
 
 // kept_size == 1: every element into one value, one launch (see the order above).

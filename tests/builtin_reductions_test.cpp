@@ -243,7 +243,7 @@ TEST_CASE("argmin and argmax compile for every real dtype and refuse complex", "
          {{{"kind", "builtin"}, {"name", "kjit_argmax"}, {"types", {{{"T", "float32"}}, {{"T", "int16"}}}}},
           {{"kind", "builtin"}, {"name", "kjit_median"}, {"types", {{{"T", "float32"}}}}}}}};
     const kjit::jit::kernels::PrecompileResult r = kjit::jit::kernels::precompile(manifest, {"sm_90"}, 2);
-    CHECK(r.jobs == 2 * 2 * kjit::jit::kernels::kReductionEntryGroups);  // a module per strategy and index width
+    CHECK(r.jobs == 2 * kjit::jit::kernels::kReductionPrograms);  // a module per strategy and index width
     REQUIRE(r.failures.size() == 1);
     CHECK_THAT(r.failures[0], Contains("no built-in kernel 'kjit_median'"));
 }

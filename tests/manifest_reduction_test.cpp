@@ -161,7 +161,7 @@ TEST_CASE("recorded reductions read back and precompile", "[manifest][nvrtc]") {
     const auto built = kjit::jit::kernels::precompile(recorded, {"sm_90"}, 2);
     CHECK(built.failures.empty());
     // A job per module calls load: one per strategy and index width (14) of each binding.
-    CHECK(built.jobs == 4 * 2 * kjit::jit::kernels::kReductionEntryGroups);
+    CHECK(built.jobs == 4 * kjit::jit::kernels::kReductionPrograms);
     CHECK(built.compiled == built.jobs);
 
     kjit::CacheSettings shipped;

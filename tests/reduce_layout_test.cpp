@@ -34,6 +34,14 @@ TEST_CASE("the usual reductions get their strategies and merged layouts", "[redu
     CHECK(all.strategy == ReduceStrategy::full);
     CHECK(all.reduced_ndim == 1);  // one contiguous run
     CHECK(all.reduced_size == std::int64_t{1} << 28);
+    // A few thousand contiguous elements (merged), or a 0-d input: one block; strided or
+    // broadcast ones, or more of them: full.
+    CHECK(plan_reduction({64, 64}, {{64, 1}}, {{}}, {0, 1}, sms).strategy == ReduceStrategy::small);
+    CHECK(plan_reduction({}, {{}}, {{}}, {}, sms).strategy == ReduceStrategy::small);
+    CHECK(plan_reduction({4097}, {{1}}, {{}}, {0}, sms).strategy == ReduceStrategy::full);
+    CHECK(plan_reduction({1000}, {{2}}, {{}}, {0}, sms).strategy == ReduceStrategy::full);
+    CHECK(plan_reduction({1000}, {{1}, {0}}, {{}}, {0}, sms).strategy == ReduceStrategy::full);
+    CHECK(plan_reduction({64, 64}, {{1, 64}}, {{}}, {0, 1}, sms).strategy == ReduceStrategy::full);  // transposed
     // Sum over the contiguous axis: a warp per row.
     auto rows = plan_reduction({16384, 16384}, {{16384, 1}}, {{1}}, {1}, sms);
     CHECK(rows.strategy == ReduceStrategy::rows_warp);

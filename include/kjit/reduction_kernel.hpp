@@ -77,7 +77,8 @@ public:
     // rows_block (a warp or a block per output reducing the trailing dimensions), columns (a
     // thread per output looping over the reduced dimensions), columns_split and columns_finish
     // (the same in chunks across blocks, then combined), segments_warp and segments_block
-    // (kjit/segmented.hpp): "full32", "rows_warp64", ...
+    // (kjit/segmented.hpp): "full32", "rows_warp64", ...; and small32 alone (one block for at most
+    // a few thousand contiguous elements to one value: what a first call on small arrays compiles).
     Binary compile(const TypeBinding& types, const std::string& arch = {}) const;
 
     // Reduces `args`: the inputs, then optionally all of the outputs (allocated on the inputs'

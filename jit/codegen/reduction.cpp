@@ -67,6 +67,7 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
         {&m.columns_finish32, "columns_finish", "int", "32"}, {&m.columns_finish64, "columns_finish", "long long", "64"},
         {&m.segments_warp32, "segments_warp", "int", "32"}, {&m.segments_warp64, "segments_warp", "long long", "64"},
         {&m.segments_block32, "segments_block", "int", "32"}, {&m.segments_block64, "segments_block", "long long", "64"},
+        {&m.small32, "small", "int", "32"},
     };
     for (const Entry& e : entries) {
         *e.symbol = name + "_" + e.strategy + e.suffix;

@@ -55,6 +55,7 @@ struct GeneratedReduction {
     std::string full32, full64, rows_warp32, rows_warp64, rows_block32, rows_block64, columns32, columns64;
     std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
     std::string segments_warp32, segments_warp64, segments_block32, segments_block64;
+    std::string small32;  // no 64-bit variant: it reduces a few thousand elements
     int array_inputs = 0;  // inputs passed as arrays (not raw, not scalars): ReduceLayout's `inputs` is max(1, this)
     int outputs = 0;
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)

@@ -24,7 +24,8 @@ namespace {
 template <class F>
 void for_each_reduction_group(F f) {
     for (int g = 0; g < kReductionEntryGroups; ++g)
-        for (const bool wide : {false, true}) f(static_cast<ReductionEntryGroup>(g), wide);
+        for (const bool wide : {false, true})
+            if (reduction_group_exists(static_cast<ReductionEntryGroup>(g), wide)) f(static_cast<ReductionEntryGroup>(g), wide);
 }
 
 // What the jobs of one binding of a kernel for one architecture found (each job one program: a
@@ -138,8 +139,8 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                 }
                 const ModuleVariant variant = m->variant();
                 for (const std::string& arch : archs) {
-                    const std::size_t programs = static_cast<std::size_t>(kReductionEntryGroups) * 2;
-                    const auto note = std::make_shared<NoteOfJobs>(programs, programs, [m, i, variant, arch](const auto& keys, const auto& aliases) {
+                    const std::size_t programs = static_cast<std::size_t>(kReductionEntryGroups) * 2;  // slots
+                    const auto note = std::make_shared<NoteOfJobs>(static_cast<std::size_t>(kReductionPrograms), programs, [m, i, variant, arch](const auto& keys, const auto& aliases) {
                         return note_reduction_programs(m->kernel, m->bindings[i], variant, arch, keys, aliases);
                     });
                     for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {

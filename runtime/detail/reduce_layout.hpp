@@ -20,7 +20,14 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim);
 Shape reduction_output_shape(const Shape& shape, const std::vector<int>& axes, bool keepdims);
 
 // segments_*: only for segmented reductions, which the launcher plans itself (1-D inputs).
-enum class ReduceStrategy { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block };
+enum class ReduceStrategy { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block, small };
+
+// At most this many elements, read contiguously by every input, reduced to one value: `small`, one
+// block of kSmallReduceThreads threads. Such a call lasts as long as a launch, and its program
+// costs NVRTC less than half of `full`'s (no vectors, no workspace, no index arithmetic over
+// dimensions): the difference a new reduction's first call on small arrays waits for.
+inline constexpr std::int64_t kSmallReduceElements = 4096;
+inline constexpr int kSmallReduceThreads = 512;
 
 struct ReducePlan {
     int kept_ndim = 0, reduced_ndim = 0;

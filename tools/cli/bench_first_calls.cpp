@@ -94,32 +94,46 @@ void add_first_call_cases(Cases& c, const std::string& self) {
         return r;
     });
     c.emplace_back("red_first_new", [=](const Stream& s) {
-        // Reductions no cache has seen, summed whole (the `full` strategy): the first call compiles
-        // the module of that strategy alone, loads it and launches (NVRTC started already).
+        // Reductions no cache has seen, summed whole: the first call compiles the module of the
+        // one strategy it launches (small: one block for 1000 elements), loads it and launches
+        // (NVRTC started already). A variant record: 2^20 elements, the `full` strategy.
         const Array x = filled(DType::float32, {1000}, 1.5, s);
-        std::vector<double> whole, nvrtc;
-        for (int k = 0; k < 5; ++k) {
-            const ReductionKernel r("T x", "T y",
-                                    "x * " + std::to_string(getpid()) + ".0f + " + std::to_string(k) + "." +
-                                        std::to_string(std::time(nullptr) % 100000) + "f",
-                                    "a + b", "y = a", "0", "fresh_sum");
-            const double before = cache_stats().compile_ms;
-            const auto t = Clock::now();
-            (void)r({x}, ReduceOptions{{s}});
-            s.synchronize();
-            whole.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
-            nvrtc.push_back(cache_stats().compile_ms - before);
-        }
+        const Array large = filled(DType::float32, {std::int64_t{1} << 20}, 1.5, s);
+        const auto first_calls = [&](const Array& input, int salt, std::vector<double>& whole, std::vector<double>& nvrtc) {
+            for (int k = 0; k < 5; ++k) {
+                const ReductionKernel r("T x", "T y",
+                                        "x * " + std::to_string(getpid()) + ".0f + " + std::to_string(10 * k + salt) + "." +
+                                            std::to_string(std::time(nullptr) % 100000) + "f",
+                                        "a + b", "y = a", "0", "fresh_sum");
+                const double before = cache_stats().compile_ms;
+                const auto t = Clock::now();
+                (void)r({input}, ReduceOptions{{s}});
+                s.synchronize();
+                whole.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+                nvrtc.push_back(cache_stats().compile_ms - before);
+            }
+        };
+        std::vector<double> whole, nvrtc, whole_large, nvrtc_large;
+        first_calls(x, 1, whole, nvrtc);
+        first_calls(large, 2, whole_large, nvrtc_large);
         Record rec;
         rec.name = "red_first_new";
         rec.dtype = "float32";
         rec.n = 1000;
         rec.ms = median(whole);
         std::ostringstream note;
-        note << "median of 5 new reductions of everything (parse, generate, NVRTC of one strategy, cache write, load, "
+        note << "median of 5 new reductions of everything (parse, generate, NVRTC of the small strategy, cache write, load, "
                 "launch, sync); NVRTC's part: "
              << median(nvrtc) << " ms";
         rec.note = note.str();
+        Record big = rec;
+        big.n = std::int64_t{1} << 20;
+        big.ms = median(whole_large);
+        big.variant = "2^20 elements (the full strategy: many blocks, vector loads)";
+        std::ostringstream big_note;
+        big_note << "median of 5 new reductions, first call on 2^20 float32; NVRTC's part " << median(nvrtc_large) << " ms";
+        big.note = big_note.str();
+        extra_records().push_back(big);
         return rec;
     });
     c.emplace_back("ew_first_disk", [=](const Stream&) {

@@ -235,6 +235,7 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
     const std::int64_t sms = std::max(1, plan.sm_count), kept_size = rp.kept_size, reduced_size = rp.reduced_size;
     unsigned blocks = 1, threads = kThreads, chunks = 1;
     switch (rp.strategy) {
+        case detail::ReduceStrategy::small: threads = static_cast<unsigned>(detail::kSmallReduceThreads); break;
         case detail::ReduceStrategy::full:
             blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(ceil_div(reduced_size, m.vector_width), kThreads), 1, sms * kBlocksPerSm));
             break;
@@ -275,6 +276,10 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
                                         full_workspace_bytes(m.reduce_itemsize, m.has_identity, static_cast<std::size_t>(blocks)));
             void* params[] = {buffers.args, &l, &ws};
             return launch(target, m.entries(ReductionEntryGroup::full, !fits32).main, blocks, 1, threads, params);
+        }
+        case detail::ReduceStrategy::small: {
+            void* params[] = {buffers.args, &l};
+            return launch(target, m.entries(ReductionEntryGroup::small, false).main, 1, 1, threads, params);
         }
         case detail::ReduceStrategy::rows_warp:
         case detail::ReduceStrategy::rows_block:

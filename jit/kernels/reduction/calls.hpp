@@ -20,8 +20,13 @@ namespace kjit::jit::kernels {
 
 // The strategies of templates/reduction.cuh as modules are compiled: each alone (with its
 // finishing kernel for columns_split), in a 32-bit or a 64-bit index variant.
-enum class ReductionEntryGroup { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block };
-inline constexpr int kReductionEntryGroups = 7;
+enum class ReductionEntryGroup { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block, small };
+inline constexpr int kReductionEntryGroups = 8;
+// Whether a reduction has that group in that index width: small has no 64-bit one (it reduces a
+// few thousand elements).
+constexpr bool reduction_group_exists(ReductionEntryGroup group, bool index64) { return !(index64 && group == ReductionEntryGroup::small); }
+// The programs of one binding: every group that exists, in each index width.
+inline constexpr int kReductionPrograms = kReductionEntryGroups * 2 - 1;
 
 // The kernels of one group loaded on a device: `main`, and `finish` for columns_split.
 struct ReductionEntries {

@@ -17,13 +17,16 @@ std::vector<std::string> reduction_group_entries(const codegen::GeneratedReducti
             return {pick(g.columns_split32, g.columns_split64), pick(g.columns_finish32, g.columns_finish64)};
         case ReductionEntryGroup::segments_warp: return {pick(g.segments_warp32, g.segments_warp64)};
         case ReductionEntryGroup::segments_block: return {pick(g.segments_block32, g.segments_block64)};
+        case ReductionEntryGroup::small:
+            if (index64) return {};
+            return {g.small32};
     }
     throw Error("unknown reduction entry group");
 }
 
 std::string reduction_group_label(ReductionEntryGroup group, bool index64) {
     static const char* const names[] = {"full", "rows_warp", "rows_block", "columns", "columns_split", "segments_warp",
-                                        "segments_block"};
+                                        "segments_block", "small"};
     return std::string(names[static_cast<int>(group)]) + (index64 ? "64" : "32");
 }
 

@@ -471,6 +471,7 @@ jit::kernels::ReductionBinary jit::kernels::compile_reduction(const ReductionKer
         for (const bool index64 : {false, true}) {
             const auto group = static_cast<ReductionEntryGroup>(k);
             const std::vector<std::string> symbols = reduction_group_entries(g, group, index64);
+            if (symbols.empty()) continue;
             if (!symbols[0].empty()) b.entry_points.emplace(reduction_group_label(group, index64), symbols[0]);
             if (symbols.size() > 1 && !symbols[1].empty())
                 b.entry_points.emplace(std::string("columns_finish") + (index64 ? "64" : "32"), symbols[1]);
@@ -541,7 +542,7 @@ bool jit::kernels::note_reduction_programs(const ReductionKernel& kernel, const 
     // Every group, as a call's note has them: a note missing one would send a call the long way
     // for it, which a read-only cache cannot note.
     for (std::size_t g = 0; g < programs; ++g)
-        if (keys[g].empty() || aliases[g].empty()) return false;
+        if (reduction_group_exists(static_cast<ReductionEntryGroup>(g / 2), g % 2 == 1) && (keys[g].empty() || aliases[g].empty())) return false;
     const Prepared p = prepare(kernel, {}, types, variant);
     const ReductionModule m = module_facts(p);
     const NoteFields fields = reduction_note_fields(kernel, types, variant);
@@ -553,6 +554,7 @@ jit::kernels::CompiledGroups jit::kernels::compile_reduction_groups(const Reduct
     CompiledGroups all;
     for (int g = 0; g < kReductionEntryGroups; ++g)
         for (const bool index64 : {false, true}) {
+            if (!reduction_group_exists(static_cast<ReductionEntryGroup>(g), index64)) continue;
             const CompiledGroups one = compile_reduction_group(kernel, types, variant, arch, static_cast<ReductionEntryGroup>(g), index64);
             all.arch = one.arch;
             all.compile_ms += one.compile_ms;

@@ -13,7 +13,9 @@ std::string entry_label(std::size_t slot, std::size_t k) {
 
 // How many entries each slot's group has (reduction_group_entries).
 std::size_t entries_in(std::size_t slot) {
-    return static_cast<ReductionEntryGroup>(slot / 2) == ReductionEntryGroup::columns_split ? 2 : 1;
+    const auto group = static_cast<ReductionEntryGroup>(slot / 2);
+    if (!reduction_group_exists(group, slot % 2 == 1)) return 0;
+    return group == ReductionEntryGroup::columns_split ? 2 : 1;
 }
 
 constexpr std::size_t kSlots = static_cast<std::size_t>(kReductionEntryGroups) * 2;
