@@ -15,6 +15,7 @@ constexpr std::size_t kMaxInlineText = std::size_t{1} << 20;
 // around its operands, and the kernel language's parser stops at 200 levels (jit/frontend/parser.hpp).
 // An elementwise kernel breaks deeper nesting into locals; a reduction's map is one expression.
 constexpr int kLocalEvery = 8;
+constexpr std::size_t kScanEntries = 32;  // nodes found by a scan up to this many
 constexpr int kMaxInlineDepth = 24;
 
 bool same_view(const Array& a, const Array& b) {
@@ -75,6 +76,13 @@ FlatExpr::FlatExpr(std::span<const ExprNode* const> roots, std::string prefix) :
 }
 
 int FlatExpr::index_of(const ExprNode* n) const {
+    // A scan while the expression is small (the usual case, and no allocation on the warm path);
+    // a map past that, where scans would make flattening quadratic.
+    if (index_.empty()) {
+        for (std::size_t k = 0; k < entries_.size(); ++k)
+            if (entries_[k].node == n) return static_cast<int>(k);
+        return -1;
+    }
     const auto it = index_.find(n);
     return it == index_.end() ? -1 : it->second;
 }
@@ -94,8 +102,11 @@ void FlatExpr::visit(const ExprNode* n) {
         e.param = static_cast<int>(scalars_.size());
         scalars_.push_back(n);
     }
-    index_.emplace(n, static_cast<int>(entries_.size()));
     entries_.push_back(e);
+    if (entries_.size() == kScanEntries)
+        for (std::size_t k = 0; k < entries_.size(); ++k) index_.emplace(entries_[k].node, static_cast<int>(k));
+    else if (entries_.size() > kScanEntries)
+        index_.emplace(n, static_cast<int>(entries_.size() - 1));
 }
 
 ExprKey FlatExpr::key(std::span<const DType> outputs, std::uint64_t salt) const {
