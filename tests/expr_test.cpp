@@ -191,6 +191,32 @@ TEST_CASE("integer fmod, remainder and shifts give NumPy's values where C's are 
     CHECK(values_of<std::uint32_t>(u >> 31u) == std::vector<std::uint32_t>{0, 1});
 }
 
+TEST_CASE("comparing integers with a number outside their dtype answers as NumPy 2 does", "[expr][host]") {
+    KJIT_REQUIRE_HOST_BACKEND();
+    const Array u8 = host_array<std::uint8_t>({0, 7, 255}, DType::uint8);
+    const Array i8 = host_array<std::int8_t>({-128, 0, 127}, DType::int8);
+    const auto all = [](const Expr& e, unsigned char want) {
+        REQUIRE(e.dtype() == DType::bool_);
+        return values_of<unsigned char>(e.eval()) == std::vector<unsigned char>(3, want);
+    };
+    CHECK(all(u8 == -1, 0));
+    CHECK(all(u8 != -1, 1));
+    CHECK(all(u8 > -1, 1));
+    CHECK(all(u8 >= -1, 1));
+    CHECK(all(u8 < -1, 0));
+    CHECK(all(u8 < 256, 1));
+    CHECK(all(u8 <= 256, 1));
+    CHECK(all(u8 > 256, 0));
+    CHECK(all(-1 < u8, 1));    // the number on the left
+    CHECK(all(-1 > u8, 0));
+    CHECK(all(300 > u8, 1));
+    CHECK(all(300 <= u8, 0));
+    CHECK(all(i8 > -129, 1));
+    CHECK(all(i8 < 128, 1));
+    CHECK(all(i8 == 1000, 0));
+    CHECK_THROWS_WITH(u8 + -1, Contains("does not fit uint8"));  // arithmetic still refuses, as NumPy 2
+}
+
 TEST_CASE("min and max of an empty expression are refused as NumPy refuses them", "[expr]") {
     const Array x = host_empty(DType::float32, 0);
     CHECK_THROWS_WITH(min(x * 2.0f), Contains("kjit::min") && Contains("zero elements") && Contains("no identity"));

@@ -84,15 +84,25 @@ bool is_float_function(ExprOp op) {
 
 // A weak number resolved to `t` (a new leaf: nodes are shared and never change). An integer
 // that `t` cannot hold is an error, as NumPy 2 makes it (NEP 50), not a value that wraps.
+// A weak integer that integer dtype t cannot hold.
+bool weak_int_outside(const ExprNodePtr& n, DType t) {
+    return is_weak(n) && t.is_integer() && n->dtype.is_integer() && n->value.cast(t).to_double() != n->value.to_double();
+}
+
 ExprNodePtr resolved(const ExprNodePtr& n, DType t) {
     if (!is_weak(n) || n->dtype == t) return n;
-    if (t.is_integer() && n->dtype.is_integer() && n->value.cast(t).to_double() != n->value.to_double())
+    if (weak_int_outside(n, t))
         throw TypeError("kjit: the number " + n->value.to_string() + " does not fit " + std::string(t.name()) +
                         ", the dtype it takes beside the array (NumPy 2 refuses it too): pass a kjit::Scalar of a wider "
                         "dtype, or astype() the array");
     auto r = std::make_shared<ExprNode>(*n);
     r->dtype = t;
     return r;
+}
+
+bool is_comparison(ExprOp op) {
+    return op == ExprOp::less || op == ExprOp::less_equal || op == ExprOp::greater || op == ExprOp::greater_equal ||
+           op == ExprOp::equal || op == ExprOp::not_equal;
 }
 
 }  // namespace
@@ -250,6 +260,20 @@ ExprNodePtr make_op(ExprOp op, std::vector<ExprNodePtr> operands, DType cast_to)
         return n;
     }
     DType t = promote(operands[0], operands[1]);
+    if (const bool right = weak_int_outside(operands[1], t); is_comparison(op) && (right || weak_int_outside(operands[0], t))) {
+        // An integer array against a number outside its dtype: NumPy 2 answers, and the answer is
+        // the same for every element (x < 300 for uint8 x): x == x or x != x, by the number's side.
+        const ExprNodePtr& x = right ? operands[0] : operands[1];
+        const bool x_less = (right ? operands[1] : operands[0])->value.to_double() > 0;  // every x is below the number
+        bool result = false;
+        switch (op) {
+            case ExprOp::less: case ExprOp::less_equal: result = right ? x_less : !x_less; break;
+            case ExprOp::greater: case ExprOp::greater_equal: result = right ? !x_less : x_less; break;
+            case ExprOp::not_equal: result = true; break;
+            default: result = false;  // equal
+        }
+        return make_op(result ? ExprOp::equal : ExprOp::not_equal, {x, x});
+    }
     n->dtype = t;
     switch (op) {
         case ExprOp::add: case ExprOp::multiply: break;
