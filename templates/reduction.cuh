@@ -223,6 +223,15 @@ __device__ __forceinline__ void block_reduce(typename K::value_type& v, bool& ok
     __syncthreads();  // the shared memory is free for the next call
 }
 
+// kept_size == 1: post() of the reduced value into the one output.
+template <class K, class Index, class Args>
+__device__ __forceinline__ void post_only_output(const Args& args, const typename K::value_type& v, Index n) {
+    Index out[K::outputs];
+#pragma unroll
+    for (int a = 0; a < K::outputs; ++a) out[a] = 0;
+    K::template post<Index>(args, out, v, Index(0), n);
+}
+
 // kept_size == 1, few elements, contiguous in every array input: one block (see the order above).
 template <class K, class Index, class Args, class Layout>
 __device__ __forceinline__ void reduce_small(const Args& args, const Layout& layout) {
@@ -238,12 +247,7 @@ __device__ __forceinline__ void reduce_small(const Args& args, const Layout& lay
         combine<K>(v, ok, K::template map<Index>(args, off, j, n), true);
     }
     block_reduce<K>(v, ok);
-    if (threadIdx.x == 0) {
-        Index out[K::outputs];
-#pragma unroll
-        for (int a = 0; a < K::outputs; ++a) out[a] = 0;
-        K::template post<Index>(args, out, v, Index(0), n);
-    }
+    if (threadIdx.x == 0) post_only_output<K>(args, v, n);
 }
 
 // kept_size == 1: every element into one value, one launch (see the order above).
@@ -320,10 +324,7 @@ __device__ __forceinline__ void reduce_full(const Args& args, const Layout& layo
     block_reduce<K>(v, ok);
     if (threadIdx.x == 0) {
         *counter = 0;  // ready for the next launch
-        Index out[K::outputs];
-#pragma unroll
-        for (int a = 0; a < K::outputs; ++a) out[a] = 0;
-        K::template post<Index>(args, out, v, Index(0), n);
+        post_only_output<K>(args, v, n);
     }
 }
 

@@ -25,6 +25,19 @@ std::string quoted(const std::string& text) {
     q.push_back('\'');
     return q;
 }
+// A variant record of case `r`: the first calls of new kernels on 2^20 float32 elements.
+void add_large_first_call(const Record& r, const std::string& variant, const std::string& what, const std::vector<double>& whole,
+                          const std::vector<double>& nvrtc) {
+    Record big = r;
+    big.n = std::int64_t{1} << 20;
+    big.ms = median(whole);
+    big.variant = variant;
+    std::ostringstream note;
+    note << "median of 5 new " << what << ", first call on 2^20 float32; NVRTC's part " << median(nvrtc) << " ms";
+    big.note = note.str();
+    extra_records().push_back(big);
+}
+
 }  // namespace
 
 void add_first_call_cases(Cases& c, const std::string& self) {
@@ -83,14 +96,7 @@ void add_first_call_cases(Cases& c, const std::string& self) {
              << median(nvrtc) << " ms; by step, medians: program " << median(compile) << " ms, load " << median(load)
              << " ms, then the call " << median(call) << " ms";
         r.note = note.str();
-        Record big = r;
-        big.n = std::int64_t{1} << 20;
-        big.ms = median(whole_large);
-        big.variant = "2^20 elements (the contiguous variant: vector loads, unrolled)";
-        std::ostringstream big_note;
-        big_note << "median of 5 new kernels, first call on 2^20 float32; NVRTC's part " << median(nvrtc_large) << " ms";
-        big.note = big_note.str();
-        extra_records().push_back(big);
+        add_large_first_call(r, "2^20 elements (the contiguous variant: vector loads, unrolled)", "kernels", whole_large, nvrtc_large);
         return r;
     });
     c.emplace_back("red_first_new", [=](const Stream& s) {
@@ -126,14 +132,7 @@ void add_first_call_cases(Cases& c, const std::string& self) {
                 "launch, sync); NVRTC's part: "
              << median(nvrtc) << " ms";
         rec.note = note.str();
-        Record big = rec;
-        big.n = std::int64_t{1} << 20;
-        big.ms = median(whole_large);
-        big.variant = "2^20 elements (the full strategy: many blocks, vector loads)";
-        std::ostringstream big_note;
-        big_note << "median of 5 new reductions, first call on 2^20 float32; NVRTC's part " << median(nvrtc_large) << " ms";
-        big.note = big_note.str();
-        extra_records().push_back(big);
+        add_large_first_call(rec, "2^20 elements (the full strategy: many blocks, vector loads)", "reductions", whole_large, nvrtc_large);
         return rec;
     });
     c.emplace_back("ew_first_disk", [=](const Stream&) {
