@@ -84,8 +84,7 @@ Outputs reduce(const ReductionKernel& kernel, std::initializer_list<ExprArg> arg
     const ExprArg* const arg = args.begin();
     std::vector<const ExprNode*> roots;
     std::uint64_t fused_mask = 0;
-    std::map<std::string, std::string, std::less<>> types;  // placeholder -> dtype name
-    std::map<std::string, DType> bound;
+    std::map<std::string, DType, std::less<>> bound;  // placeholder -> the dtype an expression gives it
     const auto fused = [&](std::size_t k) {
         return !arg[k].is_number && arg[k].expr.node() && arg[k].expr.node()->kind == ExprNode::Kind::op;
     };
@@ -104,7 +103,6 @@ Outputs reduce(const ReductionKernel& kernel, std::initializer_list<ExprArg> arg
         if (!inserted && it->second != t)
             throw TypeError(what + ": the expressions for the inputs of type " + p.type.spelling + " have dtypes " +
                             std::string(it->second.name()) + " and " + std::string(t.name()));
-        types[p.type.spelling] = std::string(t.name());
     }
 
     std::vector<KernelArg> call;
@@ -119,15 +117,15 @@ Outputs reduce(const ReductionKernel& kernel, std::initializer_list<ExprArg> arg
         for (std::size_t k = 0; k < args.size(); ++k) call.push_back(plain(k));
         return kernel(call, options);
     }
-    if (!kernel.options().preamble.empty() && !types.empty())
-        throw TypeError(what + ": an expression binds placeholder " + types.begin()->first +
+    if (!kernel.options().preamble.empty() && !bound.empty())
+        throw TypeError(what + ": an expression binds placeholder " + bound.begin()->first +
                         ", which the kernel's preamble may name; give that input an array, or write the type in the parameter list");
     // An array passed beside an expression for the same placeholder must agree with it, as two arrays must.
     for (std::size_t k = 0; k < ins.size(); ++k) {
-        if (fused(k) || arg[k].is_number || !ins[k]->is_placeholder) continue;
-        const auto it = bound.find(ins[k]->type.spelling);
-        const DType t = plain(k).is_array() ? plain(k).array().dtype() : it != bound.end() ? it->second : DType();
-        if (it != bound.end() && plain(k).is_array() && t != it->second)
+        if (fused(k) || arg[k].is_number || arg[k].expr.node()->kind != ExprNode::Kind::array) continue;
+        const auto it = ins[k]->is_placeholder ? bound.find(ins[k]->type.spelling) : bound.end();
+        const DType t = arg[k].expr.node()->array.dtype();
+        if (it != bound.end() && t != it->second)
             throw TypeError(what + ": input '" + ins[k]->name + "' is " + std::string(t.name()) + ", but an expression binds " +
                             ins[k]->type.spelling + " to " + std::string(it->second.name()));
     }
@@ -136,6 +134,8 @@ Outputs reduce(const ReductionKernel& kernel, std::initializer_list<ExprArg> arg
     const FlatExpr flat(roots, prefix);
     const detail::ExprKey key = flat.key({}, kernel_hash(kernel, fused_mask));
     const ReductionKernel& k = detail::expr_reduction_kernels().get(key, [&] {
+        std::map<std::string, std::string, std::less<>> types;  // each bound placeholder's dtype name, as words
+        for (const auto& [placeholder, t] : bound) types[placeholder] = std::string(t.name());
         std::map<std::string, std::string, std::less<>> map_words = types;
         std::string in;
         for (std::size_t j = 0, r = 0; j < ins.size(); ++j) {

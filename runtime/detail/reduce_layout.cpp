@@ -116,11 +116,9 @@ ReducePlan plan_reduction(const Shape& shape, const std::vector<Strides>& inputs
         return true;
     };
     if (p.kept_size == 1) {
-        const bool contiguous = p.reduced_ndim == 0 || (p.reduced_ndim == 1 && [&] {
-            for (std::size_t a = 0; a < ni; ++a)
-                if (reduced.strides[a].back() != 1) return false;
-            return true;
-        }());
+        // Every input reads the reduced elements one after another (not broadcast: small reads element j at j).
+        const bool contiguous = p.reduced_ndim == 0 || (p.reduced_ndim == 1 && std::all_of(reduced.strides.begin(), reduced.strides.end(),
+                                                                                        [](const auto& s) { return s.back() == 1; }));
         p.strategy = contiguous && p.reduced_size <= kSmallReduceElements ? ReduceStrategy::small : ReduceStrategy::full;
     } else if (p.reduced_ndim == 0 || unit(reduced.strides, ni)) {
         p.strategy = (p.reduced_size > 4096 && p.kept_size < 4 * static_cast<std::int64_t>(sm_count))
