@@ -15,6 +15,18 @@
 //   or empty: then reducing no elements is an error at call time.
 // - options.reduce_type (KernelOptions): the type of `a`, `b` and the partial results, a dtype or a placeholder;
 //   empty: the type of the first output, as in CuPy (map_expr's value is converted to it).
+//   Or a struct, when one value is not enough (a single-pass variance, a value with its index):
+//
+//     o.reduce_type = "struct welford { float64 n; float64 mean; float64 m2; }";
+//     ReductionKernel var("T x", "float64 y", "{1, x, 0}",
+//                         "{a.n + b.n, <merged mean>, <merged m2>}", "y = a.m2 / a.n", "{0, 0, 0}", "var", o);
+//
+//   Fields are dtypes, C type names or placeholders (at most 64 bytes in all); the name is
+//   optional. reduce_type may also name a struct the preamble defines ("welford"), as CuPy allows;
+//   its fields must then be such plain values too (the module asserts the layout). map, reduce and
+//   identity write a value of the struct as a brace list of its fields in order ("{1, x, 0}"), as
+//   `a` or `b`, or as a conditional between such values ("b.v > a.v ? b : a"); every piece reads
+//   fields as `a.mean`. Every strategy, segments and the host back end take struct values alike.
 //
 // Construction is cheap and checks nothing; check(), source() and compile() parse and type-check
 // the strings (errors: ParseError and TypeError naming the string: "in", "out", "map", "reduce",

@@ -11,6 +11,12 @@
 // does. mean gives float64 for bool and integers, else the input's dtype (NaN when empty).
 // argmin and argmax give int64 indices of the first extreme element (of the first NaN if any),
 // along one axis, or into the C-order flattened array when no axis is given (not for complex).
+// var and std (ddof as NumPy's: divide by max(n - ddof, 0)) give float64 for bool and integers,
+// the real dtype for complex, else the input's; one pass (Welford's running value in float64).
+// any and all give bool, count_nonzero int64 (NaN counts as nonzero). nansum, nanmin, nanmax
+// and nanmean skip NaN: nansum and nanmean as sum and mean over the rest, nanmin and nanmax NaN
+// only where every value is NaN (and an error when empty); on dtypes without NaN they are sum,
+// min, max and mean.
 // `out`, when given, must have the result's shape and dtype exactly.
 #pragma once
 
@@ -30,8 +36,19 @@ KJIT_API Array mean(const Array& x, const ReduceOptions& options = {}, const Arr
 KJIT_API Array argmin(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 KJIT_API Array argmax(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 
+KJIT_API Array var(const Array& x, const ReduceOptions& options = {}, double ddof = 0, const Array& out = Array());
+KJIT_API Array std(const Array& x, const ReduceOptions& options = {}, double ddof = 0, const Array& out = Array());
+KJIT_API Array any(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array all(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array count_nonzero(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array nansum(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array nanmin(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array nanmax(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+KJIT_API Array nanmean(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
+
 // The dtype each function gives for input dtype `t` (TypeError where it does not apply).
 KJIT_API DType sum_dtype(DType t);
 KJIT_API DType mean_dtype(DType t);
+KJIT_API DType var_dtype(DType t);
 
 }  // namespace kjit

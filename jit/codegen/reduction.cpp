@@ -98,11 +98,11 @@ std::uint64_t reduction_generations() noexcept { return g_generations.load(std::
 
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& c, const TypeBinding& binding) {
     g_generations.fetch_add(1, std::memory_order_relaxed);
-    if (!c.complete || !c.reduce_type)
+    if (!c.complete || (!c.reduce_type && !c.reduce_struct))
         throw TypeError("reduction '" + spec.name + "': every type placeholder needs a type to generate code");
     const std::string& name = spec.name;
-    const DType R = *c.reduce_type;
-    const std::string r = cuda_type(R);
+    const ReduceValueLayout value = reduce_value_layout(c);
+    const std::string r = c.reduce_struct ? c.reduce_struct->c_name : cuda_type(*c.reduce_type);
     GeneratedReduction m;
 
     std::vector<int> inputs, outputs;
@@ -125,7 +125,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     auto is_array_input = [&](int k) { return !c.params[k].is_output && !c.params[k].raw && !scalar[k]; };
 
     std::vector<bool> used(DType::count, false);
-    used[R.id()] = true;
+    for (const ReduceValueField& f : value.fields) used[f.type.id()] = true;
     for (const ReductionPiece* p : {&c.map, &c.reduce, &c.identity, &c.post})
         for (std::size_t k = 0; k < used.size(); ++k)
             if (p->kernel.dtype_used[k]) used[k] = true;
@@ -147,7 +147,13 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     s << "//   reduce:   " << one_line(spec.reduce_expr) << "\n";
     s << "//   post:     " << one_line(spec.post_map_expr) << "\n";
     s << "//   identity: " << (c.has_identity ? one_line(spec.identity) : std::string("(none)")) << "\n";
-    s << "//   reduce type: " << R.name() << "\n";
+    if (c.reduce_struct) {
+        s << "//   reduce type: struct " << r << " {";
+        for (const ReduceValueField& f : value.fields) s << " " << f.type.name() << " " << f.name << ";";
+        s << " }\n";
+    } else {
+        s << "//   reduce type: " << c.reduce_type->name() << "\n";
+    }
     if (!binding.empty()) {
         std::vector<std::string> b;
         for (const auto& [ph, t] : binding) b.push_back(ph + "=" + std::string(t.name()));
@@ -164,6 +170,17 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     s << template_text("elementwise.cuh") << "\n";
     s << template_text("reduction.cuh") << "\n";
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
+    if (c.reduce_struct) {
+        // The running value; its bytes must be laid out as the launcher sizes them (scratch
+        // memory) and as the host back end keeps them.
+        if (!c.reduce_struct->decl.from_preamble) {
+            s << "struct " << r << " {\n";
+            for (const ReduceValueField& f : value.fields) s << "    " << cuda_type(f.type) << " " << f.name << ";\n";
+            s << "};\n";
+        }
+        s << "static_assert(sizeof(" << r << ") == " << value.size << ", \"kjit: struct " << r
+          << " must have its fields' C layout (no alignas, no other members)\");\n\n";
+    }
 
     // The user's pieces as device functions.
     auto param_type = [&](int k) { return cuda_type(*c.param_types[k]); };

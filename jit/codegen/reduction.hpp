@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "jit/codegen/entry_points.hpp"
+#include "jit/frontend/struct_decl.hpp"
 #include "jit/frontend/type_checker.hpp"
 
 namespace kjit::jit::codegen {
@@ -28,14 +29,59 @@ struct ReductionPiece {
     frontend::CheckedKernel kernel;
 };
 
+// A struct running value (jit/frontend/struct_decl.hpp). Its pieces read field f of `a` as the
+// parameter "a.f" and assign field f of the result as "_kjit_r.f" (jit/kernels/reduction/struct_value.hpp).
+struct ReduceStruct {
+    frontend::StructDecl decl;
+    std::string c_name;                       // the name the module gives it (the declared one, or NAME_value)
+    std::vector<std::optional<DType>> types;  // per field; nothing: an unbound placeholder
+};
+
+// The most bytes a struct running value may have: each thread keeps a few in registers, and the
+// host back end keeps lanes of them on its stack.
+inline constexpr std::size_t kMaxReduceValueBytes = 64;
+
 struct CheckedReduction {
     std::vector<frontend::Param> params;                      // the user's inputs, then outputs
     std::vector<std::optional<DType>> param_types;  // nothing: an unbound placeholder
-    std::optional<DType> reduce_type;               // nothing: depends on an unbound placeholder
+    std::optional<DType> reduce_type;               // a dtype; nothing: a struct, or an unbound placeholder
+    std::optional<ReduceStruct> reduce_struct;      // set when the running value is a struct
     bool has_identity = false;
     bool complete = false;                          // every type is known
     ReductionPiece map, reduce, identity, post;     // identity: empty when there is none
 };
+
+// Where each field of a running value lies in its bytes: C's layout (every dtype aligned to its
+// size), which the generated CUDA asserts. A dtype is one field named "" at offset 0.
+struct ReduceValueField {
+    std::string name;
+    DType type;
+    std::size_t offset = 0;
+};
+struct ReduceValueLayout {
+    std::vector<ReduceValueField> fields;
+    std::size_t size = 0;
+};
+// `c` must be complete.
+inline ReduceValueLayout reduce_value_layout(const CheckedReduction& c) {
+    ReduceValueLayout l;
+    if (!c.reduce_struct) {
+        l.fields.push_back({"", *c.reduce_type, 0});
+        l.size = c.reduce_type->itemsize();
+        return l;
+    }
+    std::size_t align = 1;
+    for (std::size_t k = 0; k < c.reduce_struct->decl.fields.size(); ++k) {
+        const DType t = *c.reduce_struct->types[k];
+        const std::size_t a = t.itemsize();
+        l.size = (l.size + a - 1) / a * a;
+        l.fields.push_back({c.reduce_struct->decl.fields[k].name, t, l.size});
+        l.size += a;
+        align = a > align ? a : align;
+    }
+    l.size = (l.size + align - 1) / align * align;
+    return l;
+}
 
 struct ReductionModuleSpec {
     std::string name;  // a C identifier: it prefixes every symbol

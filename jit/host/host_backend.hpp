@@ -21,7 +21,7 @@
 
 namespace kjit::jit::host {
 
-constexpr int kHostBackendVersion = 2;
+constexpr int kHostBackendVersion = 3;
 
 // Compiled code for one chunk [begin, end) of the iteration space (elements in the order of the
 // simplified layout). `args` is the kernel's argument struct, laid out by detail::args_layout

@@ -38,16 +38,19 @@ ReductionCode compile_reduction_on_host(const ReductionKernel& kernel, const Bou
     request.storage = bound.storage;
     request.args = args;
     has_identity = checked.has_identity;
-    value_size = checked.reduce_type->itemsize();
+    value_size = codegen::reduce_value_layout(checked).size;
     return backend.compile_reduction(request);
 }
 
 namespace {
 
-constexpr int kMaxValue = 16;  // the widest reduce type (complex128)
+// The widest running value: a struct's (a dtype has at most 16 bytes, complex128).
+constexpr std::size_t kMaxValue = codegen::kMaxReduceValueBytes;
 // Neighbouring outputs folded together when reducing outer axes (FoldColumnsFn): their lanes,
-// 8 * 256 values of at most 16 bytes, stay in the L1 cache while rows of the inputs stream past.
+// 8 * 256 values of at most 16 bytes (fewer outputs for wider struct values), stay in the L1
+// cache while rows of the inputs stream past.
 constexpr std::int64_t kColumnWidth = 256;
+constexpr std::size_t kColumnLaneBytes = kReduceLanes * kColumnWidth * 16;
 
 // One partial result: a value of the reduce type and whether it holds one.
 struct Partial {
@@ -78,7 +81,7 @@ public:
     // The partial results of outputs o0 .. o0 + width - 1 (neighbours in the innermost kept
     // dimension) over elements [begin, end) of their rows: exactly what chunk() gives each.
     void column_block(std::int64_t o0, std::int64_t width, std::int64_t begin, std::int64_t end, Partial* out) const {
-        alignas(16) unsigned char acc[kReduceLanes * kColumnWidth * kMaxValue];
+        alignas(16) unsigned char acc[kColumnLaneBytes];
         unsigned char ok[kReduceLanes * kColumnWidth] = {};
         const std::int64_t lanes = kReduceLanes * width;
         if (r_.code->identity != nullptr) {
@@ -212,11 +215,13 @@ public:
             // Blocks of neighbouring outputs, each chunk of their rows in parallel; then below each
             // output's chunks in order.
             partials.resize(static_cast<std::size_t>(outputs * chunks));
-            const std::int64_t per_row = (extent_ + kColumnWidth - 1) / kColumnWidth;
+            const std::int64_t column_width =
+                std::min<std::int64_t>(kColumnWidth, static_cast<std::int64_t>(kColumnLaneBytes / (kReduceLanes * v_)));
+            const std::int64_t per_row = (extent_ + column_width - 1) / column_width;
             parallel_chunks(outputs / extent_ * per_row * chunks, [&](std::int64_t item) {
                 const std::int64_t block = item / chunks, k = item % chunks;
-                const std::int64_t start = block % per_row * kColumnWidth;
-                const std::int64_t o0 = block / per_row * extent_ + start, width = std::min(kColumnWidth, extent_ - start);
+                const std::int64_t start = block % per_row * column_width;
+                const std::int64_t o0 = block / per_row * extent_ + start, width = std::min(column_width, extent_ - start);
                 Partial found[kColumnWidth];
                 column_block(o0, width, k * kChunkElements, std::min(n, (k + 1) * kChunkElements), found);
                 for (std::int64_t w = 0; w < width; ++w) partials[static_cast<std::size_t>((o0 + w) * chunks + k)] = found[w];

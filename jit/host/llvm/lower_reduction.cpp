@@ -14,15 +14,30 @@ namespace {
 
 using ::llvm::Value;
 
-// A piece whose body assigns `_kjit_r` (map, reduce, identity): its lowering and the slot of the result.
+// A running value: one Val per field of the reduce type (a dtype is one field).
+using Running = std::vector<Val>;
+
+// A piece whose body assigns `_kjit_r` (map, reduce, identity; a struct's fields as _kjit_r.f):
+// its lowering and the slots of the result.
 struct ExpressionPiece {
     BodyLowering body;
-    Value* result;
-    ExpressionPiece(::llvm::IRBuilder<>& b, ::llvm::Module& m, const codegen::ReductionPiece& piece, ::llvm::BasicBlock* entry, DType r)
-        : body(b, m, piece.kernel, entry) {
+    std::vector<Value*> result;
+    const codegen::ReduceValueLayout& layout;
+    ExpressionPiece(::llvm::IRBuilder<>& b, ::llvm::Module& m, const codegen::ReductionPiece& piece, ::llvm::BasicBlock* entry,
+                    const codegen::ReduceValueLayout& l)
+        : body(b, m, piece.kernel, entry), layout(l) {
         body.make_locals();
-        result = body.slot(r);
-        body.param_slots[piece.kernel.params.size() - 1] = result;  // _kjit_r is the piece's last parameter
+        // The result's fields are the piece's last parameters.
+        const std::size_t first = piece.kernel.params.size() - l.fields.size();
+        for (std::size_t f = 0; f < l.fields.size(); ++f) {
+            result.push_back(body.slot(l.fields[f].type));
+            body.param_slots[first + f] = result.back();
+        }
+    }
+    Running value() {
+        Running v;
+        for (std::size_t f = 0; f < layout.fields.size(); ++f) v.push_back(body.load(result[f], layout.fields[f].type));
+        return v;
     }
 };
 
@@ -38,6 +53,12 @@ struct ExpressionPiece {
 Val select(::llvm::IRBuilder<>& b, Value* condition, const Val& yes, const Val& no) {
     Val v{b.CreateSelect(condition, yes.v, no.v), nullptr, yes.type};
     if (yes.im != nullptr) v.im = b.CreateSelect(condition, yes.im, no.im);
+    return v;
+}
+
+Running select(::llvm::IRBuilder<>& b, Value* condition, const Running& yes, const Running& no) {
+    Running v;
+    for (std::size_t f = 0; f < yes.size(); ++f) v.push_back(select(b, condition, yes[f], no[f]));
     return v;
 }
 
@@ -60,7 +81,8 @@ void counted(::llvm::IRBuilder<>& b, ::llvm::Function* fn, Value* from, Value* t
 
 class ReductionLowering {
 public:
-    ReductionLowering(::llvm::Module& m, const ReductionRequest& r) : m_(m), r_(r), c_(*r.reduction), b_(m.getContext()), rt_(*c_.reduce_type) {}
+    ReductionLowering(::llvm::Module& m, const ReductionRequest& r)
+        : m_(m), r_(r), c_(*r.reduction), b_(m.getContext()), rt_(codegen::reduce_value_layout(c_)) {}
 
     void fold(const std::string& symbol);
     void fold_columns(const std::string& symbol);
@@ -85,30 +107,42 @@ private:
     // `in_step`, each array input's column step too, into `steps`.
     std::vector<Operand> bind_inputs(ExpressionPiece& map, Value* args, Value* in_off, Value* in_stride,
                                      Value* in_step = nullptr, std::vector<Value*>* steps = nullptr);
+    // A running value in memory (a lane, a partial result): its fields at their offsets.
+    Running load(BodyLowering& body, Value* at) {
+        Running v;
+        for (const codegen::ReduceValueField& f : rt_.fields) v.push_back(body.load(field(at, f.offset), f.type));
+        return v;
+    }
+    void store(BodyLowering& body, Value* at, const Running& v) {
+        for (std::size_t f = 0; f < rt_.fields.size(); ++f) body.store(field(at, rt_.fields[f].offset), v[f]);
+    }
     // reduce(a, b) lowered at the builder's position.
-    Val reduce(ExpressionPiece& red, const Val& a, const Val& x) {
-        red.body.param_values[0] = a;
-        red.body.param_values[1] = x;
+    Running reduce(ExpressionPiece& red, const Running& a, const Running& x) {
+        const std::size_t k = rt_.fields.size();
+        for (std::size_t f = 0; f < k; ++f) {
+            red.body.param_values[f] = a[f];
+            red.body.param_values[k + f] = x[f];
+        }
         red.body.statements(c_.reduce.body);
-        return red.body.load(red.result, rt_);
+        return red.value();
     }
     // The lane at (value, ok) takes x: reduce(lane, x), or x when the lane holds nothing yet.
-    void take(ExpressionPiece& red, Value* value, Value* ok, const Val& x) {
-        const Val current = red.body.load(value, rt_);
-        Val next = reduce(red, current, x);
+    void take(ExpressionPiece& red, Value* value, Value* ok, const Running& x) {
+        const Running current = load(red.body, value);
+        Running next = reduce(red, current, x);
         if (!c_.has_identity) {
             Value* has = b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), ok), b_.getInt8(0));
             next = select(b_, has, next, x);
             b_.CreateStore(b_.getInt8(1), ok);
         }
-        red.body.store(value, next);
+        store(red.body, value, next);
     }
 
     ::llvm::Module& m_;
     const ReductionRequest& r_;
     const codegen::CheckedReduction& c_;
     ::llvm::IRBuilder<> b_;
-    DType rt_;
+    const codegen::ReduceValueLayout rt_;
 };
 
 std::vector<ReductionLowering::Operand> ReductionLowering::bind_inputs(ExpressionPiece& map, Value* args, Value* in_off,
@@ -118,7 +152,7 @@ std::vector<ReductionLowering::Operand> ReductionLowering::bind_inputs(Expressio
     ::llvm::Type* i64 = b_.getInt64Ty();
     std::vector<Operand> operands;
     const CheckedKernel& mk = c_.map.kernel;
-    for (std::size_t p = 0; p + 1 < mk.params.size(); ++p) {
+    for (std::size_t p = 0; p + rt_.fields.size() < mk.params.size(); ++p) {
         const DType t = *mk.param_types[p];
         const std::size_t at = r_.args.slots[p].offset;
         if (mk.params[p].raw) {
@@ -157,7 +191,7 @@ void ReductionLowering::fold(const std::string& symbol) {
     const std::vector<Operand> operands = bind_inputs(map, args, in_off, in_stride);
     const CheckedKernel& mk = c_.map.kernel;
     map.body.size_n = n;
-    const std::size_t size = rt_.itemsize();
+    const std::size_t size = rt_.size;
 
     // One element into the lane at (value, ok); `address(o)` is operand o's element.
     auto element = [&](Value* e, Value* value, Value* lane_ok, const std::function<Value*(const Operand&)>& address) {
@@ -165,15 +199,17 @@ void ReductionLowering::fold(const std::string& symbol) {
         for (const Operand& o : operands)
             map.body.param_values[o.param] = map.body.convert(map.body.load(address(o), o.stored), *mk.param_types[o.param]);
         map.body.statements(c_.map.body);
-        take(red, value, lane_ok, map.body.load(map.result, rt_));
+        take(red, value, lane_ok, map.value());
     };
 
-    // The lanes in slots of this function while the main loop runs (so they live in registers).
+    // The lanes in slots of this function while the main loop runs (so they live in registers):
+    // each lane's fields at their offsets in a slot of the value's bytes.
     std::vector<Value*> lane_value, lane_ok;
     for (int l = 0; l < kReduceLanes; ++l) {
-        lane_value.push_back(map.body.slot(rt_));
+        lane_value.push_back(c_.reduce_struct ? map.body.slot(DType::uint64, static_cast<int>((size + 7) / 8))
+                                              : map.body.slot(rt_.fields.front().type));
         lane_ok.push_back(map.body.slot(DType::uint8));
-        map.body.store(lane_value.back(), map.body.load(field(acc, l * size), rt_));
+        store(map.body, lane_value.back(), load(map.body, field(acc, l * size)));
         b_.CreateStore(b_.CreateLoad(b_.getInt8Ty(), field(ok, static_cast<std::size_t>(l))), lane_ok.back());
     }
     Value* rounds = b_.CreateUDiv(count, b_.getInt64(kReduceLanes));
@@ -199,7 +235,7 @@ void ReductionLowering::fold(const std::string& symbol) {
     }
     b_.SetInsertPoint(joined);
     for (int l = 0; l < kReduceLanes; ++l) {
-        map.body.store(field(acc, l * size), map.body.load(lane_value[static_cast<std::size_t>(l)], rt_));
+        store(map.body, field(acc, l * size), load(map.body, lane_value[static_cast<std::size_t>(l)]));
         b_.CreateStore(b_.CreateLoad(b_.getInt8Ty(), lane_ok[static_cast<std::size_t>(l)]), field(ok, static_cast<std::size_t>(l)));
     }
     // The last count % lanes elements, element e into lane e - tail_start, in memory.
@@ -236,7 +272,7 @@ void ReductionLowering::fold_columns(const std::string& symbol) {
     const std::vector<Operand> operands = bind_inputs(map, args, in_off, in_stride, in_step, &step);
     const CheckedKernel& mk = c_.map.kernel;
     map.body.size_n = n;
-    const auto size = static_cast<std::int64_t>(rt_.itemsize());
+    const auto size = static_cast<std::int64_t>(rt_.size);
     // Element e of every output w: its lane is e % lanes, at acc[(lane * width + w)] (so that the
     // loop over w walks both the lanes and, with unit steps, the inputs contiguously: it vectorises).
     Value* unit = b_.getTrue();
@@ -262,7 +298,7 @@ void ReductionLowering::fold_columns(const std::string& symbol) {
                 }
                 map.body.statements(c_.map.body);
                 take(red, b_.CreateGEP(b_.getInt8Ty(), acc, b_.CreateMul(slot, b_.getInt64(size))),
-                     b_.CreateGEP(b_.getInt8Ty(), ok, slot), map.body.load(map.result, rt_));
+                     b_.CreateGEP(b_.getInt8Ty(), ok, slot), map.value());
             });
         });
         b_.CreateBr(done);
@@ -279,7 +315,7 @@ void ReductionLowering::combine(const std::string& symbol) {
     ExpressionPiece red(b_, m_, c_.reduce, entry, rt_);
     Value* a = fn->getArg(0);
     Value* a_ok = fn->getArg(1);
-    const Val x = red.body.load(fn->getArg(2), rt_);
+    const Running x = load(red.body, fn->getArg(2));
     if (c_.has_identity) {
         take(red, a, a_ok, x);
     } else {
@@ -302,7 +338,7 @@ void ReductionLowering::identity(const std::string& symbol) {
     b_.SetInsertPoint(entry);
     ExpressionPiece id(b_, m_, c_.identity, entry, rt_);
     id.body.statements(c_.identity.body);
-    id.body.store(fn->getArg(0), id.body.load(id.result, rt_));
+    store(id.body, fn->getArg(0), id.value());
     b_.CreateRetVoid();
 }
 
@@ -317,16 +353,19 @@ void ReductionLowering::post(const std::string& symbol) {
     const CheckedKernel& pk = c_.post.kernel;
     BodyLowering body(b_, m_, pk, entry);
     body.make_locals();
-    body.param_values[0] = body.load(fn->getArg(2), rt_);
+    // Post's parameters: a (a struct: its fields), then the outputs, which are the kernel's
+    // parameters from the first output on.
+    const std::size_t k = rt_.fields.size();
+    const Running a = load(body, fn->getArg(2));
+    for (std::size_t f = 0; f < k; ++f) body.param_values[f] = a[f];
     body.index_i = fn->getArg(3);
     body.size_n = fn->getArg(4);
-    // Post's parameters: a, then the outputs, which are the kernel's parameters from the first output on.
-    const std::size_t first_output = c_.params.size() - (pk.params.size() - 1);
+    const std::size_t first_output = c_.params.size() - (pk.params.size() - k);
     std::vector<Value*> address(pk.params.size(), nullptr);
-    for (std::size_t q = 1; q < pk.params.size(); ++q) {
+    for (std::size_t q = k; q < pk.params.size(); ++q) {
         const DType t = *pk.param_types[q];
-        Value* offset = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, out_off, q - 1));
-        address[q] = element_at(b_.CreateLoad(ptr, field(args, r_.args.slots[first_output + q - 1].offset)), offset, t);
+        Value* offset = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, out_off, q - k));
+        address[q] = element_at(b_.CreateLoad(ptr, field(args, r_.args.slots[first_output + q - k].offset)), offset, t);
         body.param_slots[q] = body.slot(t);
         // The old value, as the GPU's post reads it through its reference when the body does.
         body.store(body.param_slots[q], body.load(address[q], t));
@@ -334,7 +373,7 @@ void ReductionLowering::post(const std::string& symbol) {
     body.statements(c_.post.body);
     if (b_.GetInsertBlock()->getTerminator() != nullptr)  // only after a stray break: unreachable
         b_.SetInsertPoint(::llvm::BasicBlock::Create(m_.getContext(), "dead", fn));
-    for (std::size_t q = 1; q < pk.params.size(); ++q) body.store(address[q], body.load(body.param_slots[q], *pk.param_types[q]));
+    for (std::size_t q = k; q < pk.params.size(); ++q) body.store(address[q], body.load(body.param_slots[q], *pk.param_types[q]));
     b_.CreateRetVoid();
 }
 

@@ -20,4 +20,9 @@ const ReductionKernel& builtin_reduction(std::string_view op, DType t);
 ReductionKernel builtin_reduction_of(std::string_view op, DType t, const std::string& in_params, const std::string& map,
                                      const std::string& name);
 
+// The kernel behind kjit::var, std, any, all, count_nonzero, nansum, nanmin, nanmax or nanmean
+// (`op`, jit/kernels/ops/numpy_reductions.cpp) for input dtype `t`; var and std for `ddof`.
+// Throws kjit::Error for an unknown op.
+const ReductionKernel& numpy_reduction(std::string_view op, DType t, double ddof = 0);
+
 }  // namespace kjit::jit::kernels

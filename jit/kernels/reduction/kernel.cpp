@@ -14,6 +14,7 @@
 #include "jit/kernels/reduction/calls.hpp"
 #include "jit/codegen/reduction.hpp"
 #include "jit/kernels/reduction/note.hpp"
+#include "jit/kernels/reduction/struct_value.hpp"
 #include "jit/frontend/type_checker.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/device_attributes.hpp"
@@ -40,18 +41,24 @@ std::string trim(const std::string& text) {
 }
 
 
-// The reduce type as written: a dtype, a placeholder, or nothing (the map expression's type).
+// The reduce type as written: a dtype, a placeholder, a struct, or nothing (the map expression's type).
 struct ReduceTypeSpec {
     std::string text;         // trimmed
     std::optional<DType> dtype;
     std::string placeholder;  // "T" when it is one
+    std::optional<jit::frontend::StructDecl> struct_decl;  // a struct running value
 };
 
-ReduceTypeSpec parse_reduce_type(const std::string& raw) {
+// `preamble`: where a struct named by the reduce type is defined, as CuPy allows.
+ReduceTypeSpec parse_reduce_type(const std::string& raw, const std::string& preamble) {
     ReduceTypeSpec r;
     r.text = trim(raw);
     if (r.text.empty()) return r;
     const jit::frontend::SourceText src{"reduce_type", raw};
+    if (jit::frontend::is_struct_decl(raw)) {
+        r.struct_decl = jit::frontend::parse_struct_decl(src);
+        return r;
+    }
     const std::size_t lead = raw.find(r.text);
     const jit::frontend::SourcePos pos{1, static_cast<int>(lead) + 1, static_cast<std::uint32_t>(lead)};
     if (jit::frontend::is_placeholder_name(r.text)) {
@@ -76,8 +83,13 @@ ReduceTypeSpec parse_reduce_type(const std::string& raw) {
         r.dtype = d;
         return r;
     }
+    if (auto decl = jit::frontend::find_preamble_struct(preamble, r.text)) {
+        r.struct_decl = std::move(decl);
+        return r;
+    }
     jit::frontend::fail_parse(src, pos, "unknown reduce type '" + r.text + "'",
-                    "a dtype (float32, float64, int64...), a C type name or a placeholder (one upper-case letter)");
+                    "a dtype (float32, float64, int64...), a C type name, a placeholder (one upper-case letter), a struct "
+                    "('struct { float64 n; float64 mean; }') or the name of a struct the preamble defines");
 }
 
 // The reduce type CuPy takes when none is given: the first output's, as that output declares it.
@@ -106,6 +118,27 @@ jit::frontend::Param reduce_param(const std::string& name, const ReduceTypeSpec&
         if (resolved) p.type.spelling = std::string(resolved->name());
     }
     return p;
+}
+
+// The synthetic parameters of a struct value (a, b, _kjit_r): one per field, "a.f".
+std::vector<jit::frontend::Param> struct_params(const std::string& value, const jit::codegen::ReduceStruct& rs, bool output) {
+    std::vector<jit::frontend::Param> ps;
+    for (std::size_t k = 0; k < rs.decl.fields.size(); ++k) {
+        const jit::frontend::StructField& f = rs.decl.fields[k];
+        jit::frontend::Param p;
+        p.name = value + "." + f.name;
+        p.pos = f.pos;
+        p.is_output = output;
+        if (!f.placeholder.empty()) {
+            p.type.spelling = f.placeholder;
+            p.is_placeholder = true;
+        } else {
+            p.dtype = f.dtype;
+            p.type.spelling = std::string(f.dtype->name());
+        }
+        ps.push_back(std::move(p));
+    }
+    return ps;
 }
 
 // Rejects names users may not write in a piece: kjit's own (starting with '_'), and `i` / `n`
@@ -202,11 +235,11 @@ private:
     bool allow_index_;
 };
 
-// `_kjit_r = <expression>;` as a body, the assignment placed at the expression.
-jit::frontend::Body assigning_body(jit::frontend::ExprPtr e) {
+// `_kjit_r = <expression>;` (or another target) as a body, the assignment placed at the expression.
+jit::frontend::Body assigning_body(jit::frontend::ExprPtr e, const std::string& target_name = jit::codegen::kReductionResult) {
     const jit::frontend::SourcePos pos = e->pos;
     auto target = std::make_unique<jit::frontend::NameExpr>(pos);
-    target->name = jit::codegen::kReductionResult;
+    target->name = target_name;
     auto assign = std::make_unique<jit::frontend::AssignExpr>(pos, jit::frontend::AssignOp::assign, std::move(target), std::move(e));
     jit::frontend::Body body;
     body.statements.push_back(std::make_unique<jit::frontend::ExprStmt>(pos, std::move(assign)));
@@ -237,19 +270,26 @@ jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBindi
 
     // CuPy's rule: without a reduce type, the partial results have the type of the first
     // output (an int8 input summed into an int64 output adds in int64).
-    ReduceTypeSpec rt = parse_reduce_type(k.options().reduce_type);
+    ReduceTypeSpec rt = parse_reduce_type(k.options().reduce_type, k.options().preamble);
     if (rt.text.empty()) rt = output_reduce_type(c.params);
     std::set<std::string> param_placeholders;
     for (const jit::frontend::Param& p : c.params)
         if (p.is_placeholder) param_placeholders.insert(p.type.spelling);
+    // The placeholders of the reduce type (its own, or its fields').
+    std::vector<std::string> rt_placeholders;
+    if (!rt.placeholder.empty()) rt_placeholders.push_back(rt.placeholder);
+    if (rt.struct_decl)
+        for (const jit::frontend::StructField& f : rt.struct_decl->fields)
+            if (!f.placeholder.empty()) rt_placeholders.push_back(f.placeholder);
     if (need_complete || !types.empty()) {
         TypeBinding for_params = types;
-        if (!rt.placeholder.empty() && !param_placeholders.count(rt.placeholder)) {
-            if (!types.count(rt.placeholder))
+        for (const std::string& ph : rt_placeholders) {
+            if (param_placeholders.count(ph)) continue;
+            if (!types.count(ph))
                 jit::frontend::fail_type(jit::frontend::SourceText{"reduce_type", k.options().reduce_type}, {},
-                               "no type given for placeholder '" + rt.placeholder + "' of the reduce type",
-                               "bind it, as in --types " + rt.placeholder + "=float32");
-            for_params.erase(rt.placeholder);
+                               "no type given for placeholder '" + ph + "' of the reduce type",
+                               "bind it, as in --types " + ph + "=float32");
+            for_params.erase(ph);
         }
         jit::frontend::check_binding(c.params, sources, for_params);
     }
@@ -265,6 +305,32 @@ jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBindi
 
     if (rt.dtype) c.reduce_type = rt.dtype;
     else if (auto it = types.find(rt.placeholder); it != types.end()) c.reduce_type = it->second;
+    if (rt.struct_decl) {
+        jit::codegen::ReduceStruct rs;
+        rs.decl = *rt.struct_decl;
+        rs.c_name = rs.decl.name.empty() ? k.name() + "_value" : rs.decl.name;
+        bool known = true;
+        for (const jit::frontend::StructField& f : rs.decl.fields) {
+            std::optional<DType> t = f.dtype;
+            if (auto it = types.find(f.placeholder); !f.placeholder.empty() && it != types.end()) t = it->second;
+            known = known && t.has_value();
+            rs.types.push_back(t);
+        }
+        c.reduce_struct = std::move(rs);
+        if (known) {
+            const std::size_t bytes = jit::codegen::reduce_value_layout(c).size;
+            if (bytes > jit::codegen::kMaxReduceValueBytes)
+                jit::frontend::fail_type(jit::frontend::SourceText{"reduce_type", k.options().reduce_type}, {},
+                                         "a struct running value of " + std::to_string(bytes) + " bytes: at most " +
+                                             std::to_string(jit::codegen::kMaxReduceValueBytes) + " are allowed",
+                                         "keep fewer or narrower fields");
+        }
+    }
+    // The parameters a value of the reduce type becomes in a piece: `a`, or a.f for each field f.
+    auto value_params = [&](const std::string& name, bool output) {
+        if (c.reduce_struct) return struct_params(name, *c.reduce_struct, output);
+        return std::vector<jit::frontend::Param>{reduce_param(name, rt, c.reduce_type, output)};
+    };
 
     const jit::frontend::SourceText map_src{"map", k.map_expr()};
     auto check_piece = [&](const jit::frontend::SourceText& src, jit::frontend::Body body, std::vector<jit::frontend::Param> params) {
@@ -275,31 +341,51 @@ jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBindi
         piece.kernel = jit::frontend::check_kernel(std::move(params), piece.body, s, types, preamble);
         return piece;
     };
-    auto expression_piece = [&](const jit::frontend::SourceText& src, bool allow_index, std::vector<jit::frontend::Param> params) {
-        jit::frontend::ExprPtr e = jit::frontend::parse_expression(src);
-        NameRules(src, allow_index).expr(e.get());
-        params.push_back(reduce_param(jit::codegen::kReductionResult, rt, c.reduce_type, true));
-        return check_piece(src, assigning_body(std::move(e)), std::move(params));
+    // values: the struct values the piece reads (a and b in reduce).
+    auto expression_piece = [&](const jit::frontend::SourceText& src, bool allow_index, std::vector<jit::frontend::Param> params,
+                                const std::vector<std::string>& values) {
+        for (jit::frontend::Param& p : value_params(jit::codegen::kReductionResult, true)) params.push_back(std::move(p));
+        if (!c.reduce_struct) {
+            jit::frontend::ExprPtr e = jit::frontend::parse_expression(src);
+            NameRules(src, allow_index).expr(e.get());
+            return check_piece(src, assigning_body(std::move(e)), std::move(params));
+        }
+        std::vector<jit::frontend::ExprPtr> fields = jit::kernels::parse_struct_value(
+            src, c.reduce_struct->decl, values, [&](const jit::frontend::Expr* e) { NameRules(src, allow_index).expr(e); });
+        jit::frontend::Body body;
+        for (std::size_t f = 0; f < fields.size(); ++f) {
+            jit::frontend::Body one = assigning_body(std::move(fields[f]), std::string(jit::codegen::kReductionResult) + "." +
+                                                                                c.reduce_struct->decl.fields[f].name);
+            body.statements.push_back(std::move(one.statements.front()));
+        }
+        return check_piece(src, std::move(body), std::move(params));
     };
 
-    c.map = expression_piece(map_src, true, inputs);
+    c.map = expression_piece(map_src, true, inputs, {});
     const jit::frontend::SourceText reduce_src{"reduce", k.reduce_expr()};
-    c.reduce = expression_piece(reduce_src, false,
-                                {reduce_param("a", rt, c.reduce_type, false), reduce_param("b", rt, c.reduce_type, false)});
+    std::vector<jit::frontend::Param> reduce_params = value_params("a", false);
+    for (jit::frontend::Param& p : value_params("b", false)) reduce_params.push_back(std::move(p));
+    c.reduce = expression_piece(reduce_src, false, std::move(reduce_params), {"a", "b"});
     const jit::frontend::SourceText identity_src{"identity", k.identity()};
     c.has_identity = !trim(k.identity()).empty();
-    if (c.has_identity) c.identity = expression_piece(identity_src, false, {});
+    if (c.has_identity) c.identity = expression_piece(identity_src, false, {}, {});
 
     const jit::frontend::SourceText post_src{"post", k.post_map_expr()};
     if (trim(k.post_map_expr()).empty())
         jit::frontend::fail_parse(post_src, {}, "post_map_expr is empty", "assign the outputs from a, as in 'y = a'");
     jit::frontend::Body post_body = jit::frontend::parse_body(post_src);
     for (const jit::frontend::StmtPtr& st : post_body.statements) NameRules(post_src, true).stmt(st.get());
-    std::vector<jit::frontend::Param> post_params{reduce_param("a", rt, c.reduce_type, false)};
+    if (c.reduce_struct) jit::kernels::rewrite_field_reads(post_body, post_src, c.reduce_struct->decl, {"a"});
+    std::vector<jit::frontend::Param> post_params = value_params("a", false);
     for (const jit::frontend::Param& p : outputs) post_params.push_back(p);
     c.post = check_piece(post_src, std::move(post_body), std::move(post_params));
 
-    c.complete = c.reduce_type.has_value() && c.map.kernel.complete && c.reduce.kernel.complete && c.post.kernel.complete &&
+    bool value_known = c.reduce_type.has_value();
+    if (c.reduce_struct) {
+        value_known = true;
+        for (const std::optional<DType>& t : c.reduce_struct->types) value_known = value_known && t.has_value();
+    }
+    c.complete = value_known && c.map.kernel.complete && c.reduce.kernel.complete && c.post.kernel.complete &&
                  (!c.has_identity || c.identity.kernel.complete);
     for (const std::optional<DType>& t : c.param_types)
         if (!t) c.complete = false;
@@ -352,8 +438,8 @@ Prepared prepare(const ReductionKernel& k, const jit::kernels::CustomGenerator& 
     } else {
         const jit::codegen::CheckedReduction c = analyze(k, types, true);
         p.generated = jit::codegen::generate_reduction(module_spec(k, variant), c, types);
-        p.reduce_type = std::string(c.reduce_type->name());
-        p.reduce_itemsize = c.reduce_type->itemsize();
+        p.reduce_type = c.reduce_struct ? "struct " + c.reduce_struct->c_name : std::string(c.reduce_type->name());
+        p.reduce_itemsize = jit::codegen::reduce_value_layout(c).size;
         p.has_identity = c.has_identity;
         // The program may live in the kernel's table of calls: it keeps the definition only.
         p.program.spec_json = [k = jit::ReductionKernelAccess::definition(k), types, variant] { return spec_json(k, types, variant); };
@@ -438,8 +524,11 @@ std::vector<std::string> ReductionKernel::placeholders() const {
     std::set<std::string> names;
     for (const jit::frontend::Param& p : params)
         if (p.is_placeholder) names.insert(p.type.spelling);
-    const ReduceTypeSpec rt = parse_reduce_type(spec_->options.reduce_type);
+    const ReduceTypeSpec rt = parse_reduce_type(spec_->options.reduce_type, spec_->options.preamble);
     if (!rt.placeholder.empty()) names.insert(rt.placeholder);
+    if (rt.struct_decl)
+        for (const jit::frontend::StructField& f : rt.struct_decl->fields)
+            if (!f.placeholder.empty()) names.insert(f.placeholder);
     return {names.begin(), names.end()};
 }
 

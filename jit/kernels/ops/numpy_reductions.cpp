@@ -1,0 +1,182 @@
+// NumPy's reductions beyond sum, prod, min, max and mean (jit/kernels/ops/reductions.cpp): var and
+// std, any, all, count_nonzero, nansum, nanmin, nanmax and nanmean. Each is one ReductionKernel
+// per input dtype (and ddof), one pass over the data: var and nanmean keep a struct running value
+// (Welford's count, mean and squared deviations; a sum with its count).
+#include "kjit/reductions.hpp"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string_view>
+#include <tuple>
+
+#include "jit/kernels/ops/builtin_reductions.hpp"
+#include "kjit/error.hpp"
+
+namespace kjit {
+namespace {
+
+enum class Op { var, std_, any, all, count_nonzero, nansum, nanmin, nanmax, nanmean };
+constexpr const char* kNames[] = {"var", "std", "any", "all", "count_nonzero", "nansum", "nanmin", "nanmax", "nanmean"};
+
+std::string name_of(Op op) { return kNames[static_cast<int>(op)]; }
+
+// `v != 0` for a value of dtype t, as NumPy's truth: NaN is true; complex is true when either part is.
+std::string nonzero(DType t, const std::string& v) {
+    if (t.is_bool()) return v;
+    if (t.is_complex()) return "(real(" + v + ") != 0 || imag(" + v + ") != 0)";
+    return "(" + v + " != 0)";
+}
+
+// True when a value of dtype t is NaN (a complex one when either part is).
+std::string is_nan(DType t, const std::string& v) {
+    if (t.is_complex()) return "(real(" + v + ") != real(" + v + ") || imag(" + v + ") != imag(" + v + "))";
+    return "(" + v + " != " + v + ")";
+}
+
+// The dtype a float16 or bfloat16 sum runs in, as kjit::sum's.
+DType accumulation(DType t) { return t == DType::float16 || t == DType::bfloat16 ? DType::float32 : t; }
+
+
+std::string number(double v) {
+    std::ostringstream s;
+    s.precision(17);
+    s << v;
+    std::string text = s.str();
+    if (text.find_first_of(".en") == std::string::npos) text += ".0";
+    return text;
+}
+
+// Welford's running value, merged as Chan et al. do (no cancellation, unlike sum(x^2) - sum(x)^2).
+// Complex data keeps a complex mean and the sum of |x - mean|^2.
+ReductionKernel variance_kernel(DType t, double ddof, bool root) {
+    const bool complex = t.is_complex();
+    KernelOptions o;
+    o.reduce_type = std::string("struct { float64 n; ") + (complex ? "complex128" : "float64") + " mean; float64 m2; }";
+    const std::string norm_d = complex ? "(real(b.mean - a.mean) * real(b.mean - a.mean) + imag(b.mean - a.mean) * imag(b.mean - a.mean))"
+                                       : "(b.mean - a.mean) * (b.mean - a.mean)";
+    const std::string merge = "{a.n + b.n, a.n + b.n == 0 ? a.mean : a.mean + (b.mean - a.mean) * (b.n / (a.n + b.n)), "
+                              "a.n + b.n == 0 ? 0.0 : a.m2 + b.m2 + " + norm_d + " * (a.n * b.n / (a.n + b.n))}";
+    // NumPy divides by max(n - ddof, 0): NaN for no elements, infinity past the degrees of freedom.
+    const std::string value = "a.m2 / max(a.n - " + number(ddof) + ", 0.0)";
+    const std::string post = "y = " + (root ? "sqrt(" + value + ")" : value);
+    const std::string in = std::string(t.name()) + " x", out = std::string(var_dtype(t).name()) + " y";
+    const std::string x = t.is_bool() ? "(x ? 1.0 : 0.0)" : "x";
+    return ReductionKernel(in, out, "{1, " + x + ", 0}", merge, post, "{0, 0, 0}", std::string("kjit_") + (root ? "std" : "var"), o);
+}
+
+ReductionKernel make_kernel(Op op, DType t, double ddof) {
+    const std::string in = std::string(t.name()) + " x";
+    const std::string name = "kjit_" + name_of(op);
+    KernelOptions o;
+    switch (op) {
+        case Op::var:
+        case Op::std_: return variance_kernel(t, ddof, op == Op::std_);
+        case Op::any:
+            o.reduce_type = "bool";
+            return ReductionKernel(in, "bool y", nonzero(t, "x"), "a || b", "y = a", "false", name, o);
+        case Op::all:
+            o.reduce_type = "bool";
+            return ReductionKernel(in, "bool y", nonzero(t, "x"), "a && b", "y = a", "true", name, o);
+        case Op::count_nonzero:
+            o.reduce_type = "int64";
+            return ReductionKernel(in, "int64 y", nonzero(t, "x") + " ? 1 : 0", "a + b", "y = a", "0", name, o);
+        case Op::nansum: {
+            o.reduce_type = std::string(accumulation(t).name());
+            return ReductionKernel(in, std::string(sum_dtype(t).name()) + " y", is_nan(t, "x") + " ? 0 : x", "a + b", "y = a", "0", name, o);
+        }
+        case Op::nanmin:
+        case Op::nanmax: {
+            // NaN only where every value is NaN (NaN is the identity: any number replaces it).
+            const std::string cmp = op == Op::nanmin ? "<" : ">";
+            const std::string better = t.is_complex()
+                                           ? "(real(b) " + cmp + " real(a) || (real(b) == real(a) && imag(b) " + cmp + " imag(a)))"
+                                           : "b " + cmp + " a";
+            const std::string reduce = is_nan(t, "a") + " ? b : (" + is_nan(t, "b") + " ? a : (" + better + " ? b : a))";
+            const std::string nan = "(" + std::string(t.name()) + ")(0.0 / 0.0)";
+            return ReductionKernel(in, std::string(t.name()) + " y", "x", reduce, "y = a", nan, name, o);
+        }
+        case Op::nanmean: {
+            const DType acc = accumulation(t);
+            o.reduce_type = "struct { " + std::string(acc.name()) + " s; int64 c; }";
+            return ReductionKernel(in, std::string(mean_dtype(t).name()) + " y", "{" + is_nan(t, "x") + " ? 0 : x, " + is_nan(t, "x") + " ? 0 : 1}",
+                                   "{a.s + b.s, a.c + b.c}", "y = a.s / a.c", "{0, 0}", name, o);
+        }
+    }
+    throw Error("unreachable");
+}
+
+const ReductionKernel& kernel_for(Op op, DType t, double ddof = 0) {
+    static std::mutex mutex;
+    static std::map<std::tuple<int, int, double>, std::unique_ptr<ReductionKernel>> kernels;
+    std::lock_guard lock(mutex);
+    std::unique_ptr<ReductionKernel>& k = kernels[{static_cast<int>(op), t.id(), ddof}];
+    if (!k) k = std::make_unique<ReductionKernel>(make_kernel(op, t, ddof));
+    return *k;
+}
+
+Array run(const ReductionKernel& k, const Array& x, const ReduceOptions& options, const Array& out) {
+    if (out.valid()) {
+        k.launch({x, out}, options);
+        return out;
+    }
+    return k({x}, options);
+}
+
+Array reduce(Op op, const Array& x, const ReduceOptions& options, const Array& out, double ddof = 0) {
+    const std::string what = name_of(op);
+    if (!x.valid()) throw TypeError("kjit::" + what + ": x is an empty kjit::Array");
+    const DType t = x.dtype();
+    // Where NaN cannot occur, the nan* functions are their plain twins (NumPy's too).
+    const bool has_nan = t.is_floating() || t.is_complex();
+    switch (op) {
+        case Op::nansum:
+            if (!has_nan) return sum(x, options, out);
+            break;
+        case Op::nanmin:
+        case Op::nanmax:
+            if (!has_nan) return op == Op::nanmin ? min(x, options, out) : max(x, options, out);
+            jit::kernels::refuse_empty_reduction(what.c_str(), x.shape(), options);
+            break;
+        case Op::nanmean:
+            if (!has_nan) return mean(x, options, out);
+            break;
+        case Op::var:
+        case Op::std_:
+            if (!std::isfinite(ddof) || ddof < 0)
+                throw Error("kjit::" + what + ": ddof must be a finite number >= 0, not " + number(ddof));
+            break;
+        default: break;
+    }
+    return run(kernel_for(op, t, ddof), x, options, out);
+}
+
+}  // namespace
+
+const ReductionKernel& jit::kernels::numpy_reduction(std::string_view op, DType t, double ddof) {
+    for (int k = 0; k < static_cast<int>(std::size(kNames)); ++k)
+        if (op == kNames[k]) return kernel_for(static_cast<Op>(k), t, ddof);
+    throw Error("no NumPy reduction '" + std::string(op) + "'");
+}
+
+Array var(const Array& x, const ReduceOptions& options, double ddof, const Array& out) { return reduce(Op::var, x, options, out, ddof); }
+Array std(const Array& x, const ReduceOptions& options, double ddof, const Array& out) { return reduce(Op::std_, x, options, out, ddof); }
+Array any(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::any, x, options, out); }
+Array all(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::all, x, options, out); }
+Array count_nonzero(const Array& x, const ReduceOptions& options, const Array& out) {
+    return reduce(Op::count_nonzero, x, options, out);
+}
+Array nansum(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::nansum, x, options, out); }
+Array nanmin(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::nanmin, x, options, out); }
+Array nanmax(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::nanmax, x, options, out); }
+Array nanmean(const Array& x, const ReduceOptions& options, const Array& out) { return reduce(Op::nanmean, x, options, out); }
+
+DType var_dtype(DType t) {
+    if (t.is_bool() || t.is_integer()) return DType::float64;
+    if (t.is_complex()) return t.real_type();
+    return t;
+}
+
+}  // namespace kjit
