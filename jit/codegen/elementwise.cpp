@@ -181,6 +181,7 @@ GeneratedModule generate_elementwise(const ElementwiseModuleSpec& spec, const Ch
     if (dtype_used[DType::complex64] || dtype_used[DType::complex128]) s << template_text("complex.cuh") << "\n";
     if (spec.small_only) s << "#define KJIT_ELEMENTWISE_SMALL_ONLY\n";
     s << template_text("elementwise.cuh") << "\n";
+    if (kernel.uses_atomics) s << template_text("atomics.cuh") << "\n";
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
 
     // The operation as a function of one element of each parameter.

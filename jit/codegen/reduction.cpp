@@ -169,6 +169,11 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     if (used[DType::complex64] || used[DType::complex128]) s << template_text("complex.cuh") << "\n";
     s << template_text("elementwise.cuh") << "\n";
     s << template_text("reduction.cuh") << "\n";
+    for (const ReductionPiece* p : {&c.map, &c.reduce, &c.identity, &c.post})
+        if (p->kernel.uses_atomics) {
+            s << template_text("atomics.cuh") << "\n";
+            break;
+        }
     if (!spec.preamble.empty()) s << "// preamble\n" << spec.preamble << "\n\n";
     if (c.reduce_struct) {
         // The running value; its bytes must be laid out as the launcher sizes them (scratch

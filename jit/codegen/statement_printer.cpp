@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "jit/frontend/conversions.hpp"
+#include "jit/frontend/atomic_functions.hpp"
 #include "jit/frontend/math_functions.hpp"
 #include "jit/frontend/parser.hpp"
 #include "jit/codegen/templates.hpp"
@@ -323,6 +324,14 @@ private:
     }
 
     std::string call(const CallExpr& c) {
+        if (find_atomic_function(c.callee) != nullptr) {
+            // kjit::atomic_add(&element, value) & co. (templates/atomics.cuh), values converted to
+            // the element's type.
+            const DType t = *c.type;
+            std::string args = "&" + expr(*c.args[0], kPostfix);
+            for (std::size_t k = 1; k < c.args.size(); ++k) args += ", " + expr_as(*c.args[k], t, kAssign);
+            return "kjit::" + c.callee + "(" + args + ")";
+        }
         const MathFunction* f = find_math_function(c.callee);
         std::string args;
         if (f == nullptr) {  // a preamble function: called as written

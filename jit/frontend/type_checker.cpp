@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "jit/frontend/atomic_functions.hpp"
 #include "jit/frontend/conversions.hpp"
 #include "jit/frontend/lexer.hpp"
 #include "jit/frontend/math_functions.hpp"
@@ -554,7 +555,39 @@ private:
         e.type = to;
     }
 
+    // atomic_add(t[k], v) & co.: the element must be one the kernel may write, of a raw parameter.
+    void check_atomic(CallExpr& e, const AtomicFunction& f) {
+        if (static_cast<int>(e.args.size()) != f.arity)
+            fail(e.callee_pos, std::string(f.name) + "() takes " + std::to_string(f.arity) + " arguments, not " +
+                                   std::to_string(e.args.size()),
+                 f.op == AtomicOp::cas ? "atomic_cas(t[k], expected, desired)" : std::string(f.name) + "(t[k], value)");
+        Expr& target = *e.args[0];
+        const bool raw_element = target.kind == ExprKind::index &&
+                                 static_cast<IndexExpr&>(target).base->kind == ExprKind::name;
+        if (!raw_element)
+            fail(target.pos, std::string(f.name) + " updates an element of a raw output, as in " + std::string(f.name) + "(t[k], v)",
+                 "declare the array 'raw T t' in the output list (or '_non_const' among the inputs)");
+        check_expr(target, Use::read_write);
+        const auto& base = static_cast<const NameExpr&>(*static_cast<IndexExpr&>(target).base);
+        if (base.refers_to != NameKind::param)
+            fail(target.pos, std::string(f.name) + " updates an element of a raw output, not of local array '" + base.name + "'",
+                 "atomics are for memory other threads share");
+        const OptType t = target.type;
+        for (std::size_t k = 1; k < e.args.size(); ++k) {
+            check_expr(*e.args[k], Use::read);
+            check_assignable(e.args[k]->type, t, e.args[k]->pos, std::string(f.name) + "'s value");
+        }
+        if (known(t))
+            if (const std::string why = atomic_unsupported(f, *t); !why.empty()) fail(e.callee_pos, why);
+        out_.uses_atomics = true;
+        e.type = t;
+    }
+
     void check_call(CallExpr& e) {
+        if (const AtomicFunction* f = find_atomic_function(e.callee)) {
+            check_atomic(e, *f);
+            return;
+        }
         std::vector<DType> arg_types;
         bool all_known = true;
         for (ExprPtr& a : e.args) {

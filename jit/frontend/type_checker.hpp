@@ -59,6 +59,7 @@ struct CheckedKernel {
     std::vector<NamedConstant> constants;           // every constant the body names, in order of first use
     bool uses_i = false;
     bool uses_n = false;
+    bool uses_atomics = false;                      // atomic_add & co. (jit/frontend/atomic_functions.hpp)
     bool complete = false;                          // every type is known
     // Which dtypes appear anywhere (parameters, locals, casts, literals): the code generator
     // includes the half/bfloat16/complex support only when needed.

@@ -202,6 +202,15 @@ CASES = [
          (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 8, Goal("gbps_min", 4200),
          issue={"cupy": "4267", "torch": "3813"},
          doc="cupy: cupy.argmax(x). torch: torch.argmax(x)."),
+    Case("red_var_f32", "red", "var, float32 2^28, one pass", GBPS, "float32",
+         (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 4, Goal("gbps_min", 4200),
+         doc="issue 36. kjit: kjit::var(x) (Welford's running value in float64, one pass). "
+             "cupy: cupy.var(x). torch: torch.var(x, correction=0)."),
+    Case("red_argmax_value_f32", "red", "argmax with its value, float32 2^28", GBPS, "float32",
+         (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 8 + 4, Goal("gbps_min", 4200),
+         doc="issue 36. kjit: a ReductionKernel whose running value is struct { T v; int64 at; } "
+             "(one pass, both outputs). cupy: cupy.argmax(x) then x[i] (no one-pass form). "
+             "torch: torch.max(x, 0), values and indices together."),
     Case("red_groupby_f64", "red", f"min/max/mean per group, 12M float64, {GROUPS} sorted groups",
          MS, "float64", (12_000_000,), (12_000,), lambda s: 8 * _prod(s) + 3 * 8 * GROUPS,
          Goal("max", 0.25),

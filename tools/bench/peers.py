@@ -988,6 +988,46 @@ def torch_argmax(ctx):
         v.bw(lambda: torch.argmax(x))
 
 
+@peer("cupy", "red_var_f32")
+def cupy_var(ctx):
+    cp, b = ctx.m, ctx.b
+    x = b.randn(ctx.shape, "float32")
+    with ctx.variant("cupy.var(x)", True) as v:
+        v.check(lambda: ([b.scalar(cp.var(x))], [b.scalar(cp.var(x.astype(cp.float64)))]), 1e-5)
+        v.bw(lambda: cp.var(x))
+
+
+@peer("torch", "red_var_f32")
+def torch_var(ctx):
+    torch, b = ctx.m, ctx.b
+    x = b.randn(ctx.shape, "float32")
+    with ctx.variant("torch.var(x, correction=0)", True) as v:
+        v.check(lambda: ([b.scalar(torch.var(x, correction=0))], [b.scalar(torch.var(x.double(), correction=0))]), 1e-5)
+        v.bw(lambda: torch.var(x, correction=0))
+
+
+@peer("cupy", "red_argmax_value_f32")
+def cupy_argmax_value(ctx):
+    cp, b = ctx.m, ctx.b
+    x = b.randn(ctx.shape, "float32")
+
+    def both():
+        i = cp.argmax(x)
+        return x[i], i
+    with ctx.variant("i = cupy.argmax(x); x[i]", True) as v:
+        v.check(lambda: ([b.scalar(both()[0])], [b.scalar(x.max())]), 0.0)
+        v.bw(both)
+
+
+@peer("torch", "red_argmax_value_f32")
+def torch_argmax_value(ctx):
+    torch, b = ctx.m, ctx.b
+    x = b.randn(ctx.shape, "float32")
+    with ctx.variant("torch.max(x, 0)", True) as v:
+        v.check(lambda: ([b.scalar(torch.max(x, 0).values)], [b.scalar(x.max())]), 0.0)
+        v.bw(lambda: torch.max(x, 0))
+
+
 def _groupby_data(ctx):
     """Host data of the group-by case: sorted keys in [0, G), readings, offsets, references."""
     np = ctx.np

@@ -47,6 +47,26 @@ void add_reduction_cases(Cases& c) {
         return bandwidth_case("red_argmax_f32", DType::float32, n28, 4.0 * n28 + 8, [&] { kjit::argmax(x, o, y); }, s,
                               "kjit::argmax(x, {}, y), flattened");
     });
+    c.emplace_back("red_var_f32", [=](const Stream& s) {
+        const Array x = filled(DType::float32, {n28}, 0.5, s);
+        const Array y = Array::empty({}, DType::float32, Device::cuda(0), s);
+        ReduceOptions o;
+        o.stream = s;
+        return bandwidth_case("red_var_f32", DType::float32, n28, 4.0 * n28 + 4, [&] { kjit::var(x, o, 0, y); }, s,
+                              "kjit::var(x, {}, 0, y): Welford's running value, one pass");
+    });
+    c.emplace_back("red_argmax_value_f32", [=](const Stream& s) {
+        KernelOptions ko;
+        ko.reduce_type = "struct { T v; int64 at; }";
+        const ReductionKernel top("T x", "T best, int64 where", "{x, i}", "b.v > a.v || (b.v == a.v && b.at < a.at) ? b : a",
+                                  "best = a.v; where = a.at", "", "argmax_value", ko);
+        const Array x = filled(DType::float32, {n28}, 0.5, s);
+        const Array best = Array::empty({}, DType::float32, Device::cuda(0), s), at = Array::empty({}, DType::int64, Device::cuda(0), s);
+        ReduceOptions o;
+        o.stream = s;
+        return bandwidth_case("red_argmax_value_f32", DType::float32, n28, 4.0 * n28 + 12, [&] { top.launch({x, best, at}, o); }, s,
+                              "ReductionKernel with struct { T v; int64 at; }: value and index in one pass");
+    });
     c.emplace_back("red_groupby_f64", [](const Stream& s) {
         // 12M readings with a sorted integer day column of 800 days (equal runs of 15000: the
         // peers draw sorted uniform integers, runs of ~15000), reduced to min, max and mean per day.

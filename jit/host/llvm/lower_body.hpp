@@ -13,6 +13,7 @@
 #include <llvm/IR/Module.h>
 
 #include "jit/frontend/ast.hpp"
+#include "jit/frontend/atomic_functions.hpp"
 #include "jit/frontend/type_checker.hpp"
 
 namespace kjit::jit::host::llvm {
@@ -65,6 +66,7 @@ private:
     Val assign(const frontend::AssignExpr& a);
     Val conditional(const frontend::ConditionalExpr& c);
     Val call(const frontend::CallExpr& c);
+    Val atomic(const frontend::CallExpr& c, const frontend::AtomicFunction& f);
     Val constant(const frontend::NamedConstant& k);
     Val member(const frontend::MemberExpr& m, ::llvm::Value* index);  // x.size(), x.ndim, x.shape()[index], x.strides()[index]
     ::llvm::Value* raw_element(const frontend::IndexExpr& ix);        // the address of a raw parameter's element
