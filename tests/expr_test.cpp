@@ -258,6 +258,21 @@ TEST_CASE("a reduction of an expression is one kernel with the expression as its
     const auto at_max = std::max_element(xv.begin(), xv.end(), [&](float p, float q) { return std::abs(p - m) < std::abs(q - m); });
     CHECK(values_of<std::int64_t>(argmax(abs(x - m)))[0] == at_max - xv.begin());
     CHECK(values_of<std::int64_t>(argmin(x))[0] == std::min_element(xv.begin(), xv.end()) - xv.begin());
+    // NumPy's answers: the first of equal extremes, the first NaN; along one axis too.
+    const Array ties = host_array<float>({1, 3, 3, 0, 3, 2}, DType::float32);
+    CHECK(values_of<std::int64_t>(argmax(ties * 2.0f))[0] == 1);
+    CHECK(values_of<std::int64_t>(argmin(ties - 1.0f))[0] == 3);
+    const Array with_nan = host_array<float>({1, NAN, 5, NAN}, DType::float32);
+    CHECK(values_of<std::int64_t>(argmax(with_nan + 1.0f))[0] == 1);
+    CHECK(values_of<std::int64_t>(argmin(with_nan * 1.0f))[0] == 1);
+    const Array per_row = argmax(abs(x.reshape({100, 100}) - m), ReduceOptions{{}, std::vector<int>{1}});
+    const std::vector<std::int64_t> pr = values_of<std::int64_t>(per_row);
+    for (std::size_t i = 0; i < 100; i += 9) {
+        const auto row = xv.begin() + static_cast<std::ptrdiff_t>(i * 100);
+        const auto best = std::max_element(row, row + 100, [&](float p, float q) { return std::abs(p - m) < std::abs(q - m); });
+        CHECK(pr[i] == best - row);
+    }
+    CHECK_THROWS_WITH(argmax(x.reshape({100, 100}) * 1.0f, ReduceOptions{{}, std::vector<int>{0, 1}}), Contains("one axis or none"));
     // Along an axis, into a given output.
     const Array rows = host_empty(DType::float32, 100);
     sum(x.reshape({100, 100}) * 2.0f, ReduceOptions{{}, std::vector<int>{1}}, rows);

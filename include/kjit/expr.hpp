@@ -225,9 +225,8 @@ KJIT_API Array prod(const Expr& x, const ReduceOptions& options = {}, const Arra
 KJIT_API Array min(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
 KJIT_API Array max(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
 KJIT_API Array mean(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
-// argmin and argmax of an expression are two kernels for now: the expression into a temporary,
-// then kjit::argmin/argmax of it (their (value, index) partial results are not yet a type a
-// fused map can build; issue 36's struct running values will make them one kernel).
+// argmin and argmax of an expression: one kernel too, whose running value is a (value, index)
+// struct (kjit/reduction_kernel.hpp); kjit::argmin/argmax's answer, not for complex.
 KJIT_API Array argmin(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
 KJIT_API Array argmax(const Expr& x, const ReduceOptions& options = {}, const Array& out = Array());
 

@@ -196,12 +196,47 @@ Array prod(const Expr& x, const ReduceOptions& options, const Array& out) { retu
 Array min(const Expr& x, const ReduceOptions& options, const Array& out) { return reduce("min", x, options, out); }
 Array max(const Expr& x, const ReduceOptions& options, const Array& out) { return reduce("max", x, options, out); }
 Array mean(const Expr& x, const ReduceOptions& options, const Array& out) { return reduce("mean", x, options, out); }
-// The expression's values as an array: the array itself when it is one.
-static Array values_of(const Expr& x, const char* what, const CallOptions& options) {
+namespace {
+
+// argmin/argmax of an expression in one kernel: the running value is the (value, index) pair of
+// a struct, reduced in NumPy's order (the first NaN, else the first extreme value), which is
+// total, so the result does not depend on the grouping.
+Array arg_reduce(bool max, const Expr& x, const ReduceOptions& options, const Array& out) {
+    const char* what = max ? "argmax" : "argmin";
     checked(x, what);
-    return x.node()->kind == ExprNode::Kind::array ? x.node()->array : x.eval(options);
+    if (options.axis && options.axis->size() != 1)
+        throw ShapeError(std::string("kjit::") + what + " takes one axis or none (the flattened array), not " +
+                         std::to_string(options.axis->size()));
+    jit::kernels::refuse_empty_reduction(what, x.shape(), options);
+    const ExprNode* root = x.node().get();
+    const ExprNode* const roots[] = {root};
+    const FlatExpr flat(roots);
+    const DType t = root->dtype;
+    if (t.is_complex())
+        throw TypeError(std::string(what) + " of " + std::string(t.name()) +
+                        ": kjit does not order complex numbers here (NumPy compares real parts, then imaginary parts)");
+    const ReductionKernel& k = expr_reduction_kernels().get(flat.key(std::span<const DType>(&t, 1), salt_of(what)), [&] {
+        KernelOptions o;
+        o.reduce_type = "struct { " + std::string(t.name()) + " v; int64 at; }";
+        const std::string better = max ? "b.v > a.v" : "b.v < a.v", worse = max ? "a.v > b.v" : "a.v < b.v";
+        std::string reduce = "(" + better + " ? b : (" + worse + " ? a : (a.at <= b.at ? a : b)))";
+        if (t.is_floating())
+            reduce = "(a.v != a.v || b.v != b.v) ? ((a.v != a.v && b.v != b.v) ? (a.at <= b.at ? a : b) : (a.v != a.v ? a : b)) : " + reduce;
+        return ReductionKernel(flat.in_params(), "int64 y", "{" + flat.text(root, true) + ", i}", reduce, "y = a.at", "", kKernelName, o);
+    });
+    std::vector<Scalar> values;
+    std::vector<KernelArg> args = expr_arguments(flat, values);
+    if (out.valid()) {
+        args.emplace_back(out);
+        k.launch(args, options);
+        return out;
+    }
+    return k(args, options);
 }
-Array argmin(const Expr& x, const ReduceOptions& options, const Array& out) { return argmin(values_of(x, "argmin", options), options, out); }
-Array argmax(const Expr& x, const ReduceOptions& options, const Array& out) { return argmax(values_of(x, "argmax", options), options, out); }
+
+}  // namespace
+
+Array argmin(const Expr& x, const ReduceOptions& options, const Array& out) { return arg_reduce(false, x, options, out); }
+Array argmax(const Expr& x, const ReduceOptions& options, const Array& out) { return arg_reduce(true, x, options, out); }
 
 }  // namespace kjit

@@ -26,7 +26,7 @@ UNITS = {GBPS: "GB/s", TFLOPS: "TFLOP/s", US: "µs", MS: "ms"}
 IMPL_LABELS = {"kjit": "kjit", "cupy": "CuPy", "torch": "PyTorch", "cublas": "cuBLAS",
                "ceiling": "copy ceiling"}
 
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int64": 8}
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8}
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,11 @@ CASES = [
          doc="issue 36. kjit: a ReductionKernel whose running value is struct { T v; int64 at; } "
              "(one pass, both outputs). cupy: cupy.argmax(x) then x[i] (no one-pass form). "
              "torch: torch.max(x, 0), values and indices together."),
+    Case("red_histogram_i32", "red", "histogram, 2^28 int32 into 256 bins", GBPS, "int32",
+         (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 4 * 256, Goal("gbps_min", 3500),
+         doc="issue 36. kjit: ElementwiseKernel('int32 v', 'raw int32 bins', 'atomic_add(bins[v], 1)') "
+             "(global atomics). cupy: cupy.bincount(x, minlength=256). torch: torch.bincount(x, minlength=256). "
+             "Values uniform in [0, 256)."),
     Case("red_groupby_f64", "red", f"min/max/mean per group, 12M float64, {GROUPS} sorted groups",
          MS, "float64", (12_000_000,), (12_000,), lambda s: 8 * _prod(s) + 3 * 8 * GROUPS,
          Goal("max", 0.25),

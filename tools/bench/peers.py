@@ -308,7 +308,7 @@ class TorchBackend:
 
     def dtype(self, name):
         return {"float16": self.m.float16, "bfloat16": self.m.bfloat16, "float32": self.m.float32,
-                "float64": self.m.float64, "int64": self.m.int64}[name]
+                "float64": self.m.float64, "int32": self.m.int32, "int64": self.m.int64}[name]
 
     def randn(self, shape, dtype):
         return self.m.randn(*shape, device=self.dev, dtype=self.dtype(dtype))
@@ -1026,6 +1026,25 @@ def torch_argmax_value(ctx):
     with ctx.variant("torch.max(x, 0)", True) as v:
         v.check(lambda: ([b.scalar(torch.max(x, 0).values)], [b.scalar(x.max())]), 0.0)
         v.bw(lambda: torch.max(x, 0))
+
+
+@peer("cupy", "red_histogram_i32")
+def cupy_histogram(ctx):
+    cp, b, np = ctx.m, ctx.b, ctx.np
+    x = cp.random.randint(0, 256, size=ctx.shape, dtype=np.int32)
+    with ctx.variant("cupy.bincount(x, minlength=256)", True) as v:
+        v.check(lambda: (cp.bincount(x, minlength=256).get(), np.bincount(x.get(), minlength=256)), 0.0)
+        v.bw(lambda: cp.bincount(x, minlength=256))
+
+
+@peer("torch", "red_histogram_i32")
+def torch_histogram(ctx):
+    torch, b = ctx.m, ctx.b
+    x = torch.randint(0, 256, ctx.shape, device=b.dev, dtype=torch.int32)
+    with ctx.variant("torch.bincount(x, minlength=256)", True) as v:
+        v.check(lambda: (torch.bincount(x, minlength=256).cpu().numpy(),
+                         ctx.np.bincount(x.cpu().numpy(), minlength=256)), 0.0)
+        v.bw(lambda: torch.bincount(x, minlength=256))
 
 
 def _groupby_data(ctx):

@@ -67,6 +67,17 @@ void add_reduction_cases(Cases& c) {
         return bandwidth_case("red_argmax_value_f32", DType::float32, n28, 4.0 * n28 + 12, [&] { top.launch({x, best, at}, o); }, s,
                               "ReductionKernel with struct { T v; int64 at; }: value and index in one pass");
     });
+    c.emplace_back("red_histogram_i32", [=](const Stream& s) {
+        const ElementwiseKernel make_values("", "int32 v", "v = (int)(((uint64)i * 2654435761ull) >> 7 & 255)", "bench_bin_values");
+        const ElementwiseKernel histogram("int32 v", "raw int32 bins", "atomic_add(bins[v], 1)", "histogram");
+        const Array v = Array::empty({n28}, DType::int32, Device::cuda(0), s);
+        make_values.launch({v}, {s, -1});
+        const Array bins = filled(DType::int32, {256}, 0, s);
+        CallOptions o;
+        o.stream = s;
+        return bandwidth_case("red_histogram_i32", DType::int32, n28, 4.0 * n28 + 4 * 256, [&] { histogram.launch({v, bins}, o); }, s,
+                              "ElementwiseKernel 'atomic_add(bins[v], 1)' into 256 int32 bins (global atomics)");
+    });
     c.emplace_back("red_groupby_f64", [](const Stream& s) {
         // 12M readings with a sorted integer day column of 800 days (equal runs of 15000: the
         // peers draw sorted uniform integers, runs of ~15000), reduced to min, max and mean per day.
