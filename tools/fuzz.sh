@@ -11,7 +11,7 @@ seconds=${2:-60}
 mkdir -p "$out/corpus"
 
 sources=(tests/fuzz/parser_fuzzer.cpp jit/frontend/source.cpp jit/frontend/lexer.cpp jit/frontend/parser.cpp
-         jit/frontend/parser_expressions.cpp jit/frontend/parser_statements.cpp jit/frontend/params.cpp
+         jit/frontend/parser_expressions.cpp jit/frontend/parser_statements.cpp jit/frontend/params.cpp jit/frontend/struct_decl.cpp
          runtime/dtype.cpp runtime/error.cpp runtime/detail/driver.cpp runtime/detail/dynamic_library.cpp
          runtime/detail/log.cpp)
 binary="$out/parser_fuzzer"

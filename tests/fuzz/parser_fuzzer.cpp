@@ -1,10 +1,12 @@
-// libFuzzer target for the front end: kernel bodies, single expressions and parameter lists.
+// libFuzzer target for the front end: kernel bodies, single expressions, parameter lists and
+// struct running values (a reduce type's declaration, a preamble's struct).
 // Any exception other than a kjit::Error, any crash, hang, leak or undefined behaviour is a bug.
 //
 // Build and run (Debian: clang-14 and libclang-rt-14-dev):
 //   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 //     -I. -Iinclude -I/usr/local/cuda/include tests/fuzz/parser_fuzzer.cpp \
-//     jit/frontend/source.cpp jit/frontend/lexer.cpp jit/frontend/parser.cpp jit/frontend/params.cpp runtime/dtype.cpp runtime/error.cpp \
+//     jit/frontend/source.cpp jit/frontend/lexer.cpp jit/frontend/parser.cpp jit/frontend/params.cpp jit/frontend/struct_decl.cpp \
+//     runtime/dtype.cpp runtime/error.cpp \
 //     runtime/detail/driver.cpp runtime/detail/dynamic_library.cpp runtime/detail/log.cpp -ldl \
 //     -o build-fuzz/parser_fuzzer
 //   build-fuzz/parser_fuzzer -max_total_time=60 -max_len=4096 -timeout=5
@@ -15,6 +17,7 @@
 
 #include "jit/frontend/params.hpp"
 #include "jit/frontend/parser.hpp"
+#include "jit/frontend/struct_decl.hpp"
 #include "kjit/error.hpp"
 #include "tests/params_as_text.hpp"
 
@@ -44,6 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // reject them with a position.
     run([&] { parse_body(SourceText{"op", input}); });
     run([&] { parse_expression(SourceText{"map", input}); });
+    run([&] { parse_struct_decl(SourceText{"reduce_type", input}); });
+    run([&] { find_preamble_struct(input, "welford"); });
     // Up to the first NUL: the "in" list; after it, up to the next NUL: the "out" list; the
     // rest: a body again, so that the fuzzer can grow all three at once.
     const std::size_t first = input.find('\0');
