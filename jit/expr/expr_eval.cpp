@@ -53,6 +53,18 @@ constexpr std::uint64_t salt_of(std::string_view op) {
     return h;
 }
 
+// Calls a reduction whose map is `flat`'s expression: into `out` when given.
+Array run_reduction(const ReductionKernel& k, const FlatExpr& flat, const ReduceOptions& options, const Array& out) {
+    std::vector<Scalar> values;
+    std::vector<KernelArg> args = expr_arguments(flat, values);
+    if (out.valid()) {
+        args.emplace_back(out);
+        k.launch(args, options);
+        return out;
+    }
+    return k(args, options);
+}
+
 Array reduce(const char* op, const Expr& x, const ReduceOptions& options, const Array& out) {
     checked(x, op);
     if (std::string_view(op) == "min" || std::string_view(op) == "max") jit::kernels::refuse_empty_reduction(op, x.shape(), options);
@@ -65,14 +77,7 @@ Array reduce(const char* op, const Expr& x, const ReduceOptions& options, const 
         // it once all the same).
         return jit::kernels::builtin_reduction_of(op, t, flat.in_params(), flat.text(root, true), kKernelName);
     });
-    std::vector<Scalar> values;
-    std::vector<KernelArg> args = expr_arguments(flat, values);
-    if (out.valid()) {
-        args.emplace_back(out);
-        k.launch(args, options);
-        return out;
-    }
-    return k(args, options);
+    return run_reduction(k, flat, options, out);
 }
 
 }  // namespace
@@ -224,14 +229,7 @@ Array arg_reduce(bool max, const Expr& x, const ReduceOptions& options, const Ar
             reduce = "(a.v != a.v || b.v != b.v) ? ((a.v != a.v && b.v != b.v) ? (a.at <= b.at ? a : b) : (a.v != a.v ? a : b)) : " + reduce;
         return ReductionKernel(flat.in_params(), "int64 y", "{" + flat.text(root, true) + ", i}", reduce, "y = a.at", "", kKernelName, o);
     });
-    std::vector<Scalar> values;
-    std::vector<KernelArg> args = expr_arguments(flat, values);
-    if (out.valid()) {
-        args.emplace_back(out);
-        k.launch(args, options);
-        return out;
-    }
-    return k(args, options);
+    return run_reduction(k, flat, options, out);
 }
 
 }  // namespace
