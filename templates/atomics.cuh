@@ -34,6 +34,53 @@ __device__ __forceinline__ unsigned atomic_max(unsigned* p, unsigned v) { return
 __device__ __forceinline__ long long atomic_max(long long* p, long long v) { return atomicMax(p, v); }
 __device__ __forceinline__ kjit_u64 atomic_max(kjit_u64* p, kjit_u64 v) { return atomicMax(p, v); }
 
+// Floats: fmin/fmax through compare-and-swap on the bits (the GPU has no float atomic min); a
+// NaN never replaces a number, a number replaces a NaN; returns the old value.
+__device__ __forceinline__ float atomic_min(float* p, float v) {
+    int* bits = reinterpret_cast<int*>(p);
+    int old = *bits;
+    for (;;) {
+        const int next = __float_as_int(fminf(__int_as_float(old), v));
+        if (next == old) return __int_as_float(old);
+        const int seen = atomicCAS(bits, old, next);
+        if (seen == old) return __int_as_float(old);
+        old = seen;
+    }
+}
+__device__ __forceinline__ float atomic_max(float* p, float v) {
+    int* bits = reinterpret_cast<int*>(p);
+    int old = *bits;
+    for (;;) {
+        const int next = __float_as_int(fmaxf(__int_as_float(old), v));
+        if (next == old) return __int_as_float(old);
+        const int seen = atomicCAS(bits, old, next);
+        if (seen == old) return __int_as_float(old);
+        old = seen;
+    }
+}
+__device__ __forceinline__ double atomic_min(double* p, double v) {
+    kjit_u64* bits = reinterpret_cast<kjit_u64*>(p);
+    kjit_u64 old = *bits;
+    for (;;) {
+        const kjit_u64 next = static_cast<kjit_u64>(__double_as_longlong(fmin(__longlong_as_double(static_cast<long long>(old)), v)));
+        if (next == old) return __longlong_as_double(static_cast<long long>(old));
+        const kjit_u64 seen = atomicCAS(bits, old, next);
+        if (seen == old) return __longlong_as_double(static_cast<long long>(old));
+        old = seen;
+    }
+}
+__device__ __forceinline__ double atomic_max(double* p, double v) {
+    kjit_u64* bits = reinterpret_cast<kjit_u64*>(p);
+    kjit_u64 old = *bits;
+    for (;;) {
+        const kjit_u64 next = static_cast<kjit_u64>(__double_as_longlong(fmax(__longlong_as_double(static_cast<long long>(old)), v)));
+        if (next == old) return __longlong_as_double(static_cast<long long>(old));
+        const kjit_u64 seen = atomicCAS(bits, old, next);
+        if (seen == old) return __longlong_as_double(static_cast<long long>(old));
+        old = seen;
+    }
+}
+
 __device__ __forceinline__ int atomic_exch(int* p, int v) { return atomicExch(p, v); }
 __device__ __forceinline__ unsigned atomic_exch(unsigned* p, unsigned v) { return atomicExch(p, v); }
 __device__ __forceinline__ long long atomic_exch(long long* p, long long v) {

@@ -2,6 +2,7 @@
 // one bin, scatter-add, -min and -max, exchange and compare-and-swap, on both back ends against
 // counts made here; the dtypes each atomic takes, and the errors for the rest.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -82,20 +83,20 @@ void scatter_on(Device device) {
             }
         }
     }
-    SECTION("min and max of 32- and 64-bit integers") {
-        for (const DType t : {DType::int32, DType::int64, DType::uint32, DType::uint64}) {
+    SECTION("min and max of 32- and 64-bit integers, float32 and float64") {
+        for (const DType t : {DType::int32, DType::int64, DType::uint32, DType::uint64, DType::float32, DType::float64}) {
             INFO(t.name());
             const std::string T(t.name());
             const ElementwiseKernel lo_hi("int64 k, " + T + " x", "raw " + T + " lo, raw " + T + " hi",
                                           "atomic_min(lo[k], x); atomic_max(hi[k], x)", "scatter_min_max_" + T);
             std::vector<double> x(static_cast<std::size_t>(n));
-            for (std::int64_t e = 0; e < n; ++e) x[static_cast<std::size_t>(e)] = drawn[static_cast<std::size_t>(e)] + (t.is_signed() ? 0 : 1000);
+            for (std::int64_t e = 0; e < n; ++e) x[static_cast<std::size_t>(e)] = drawn[static_cast<std::size_t>(e)] + (t.kind() == DTypeKind::unsigned_int ? 1000 : 0) + (t.is_floating() ? 0.375 : 0);
             const Array lo = as(on(device, std::vector<double>(static_cast<std::size_t>(groups), 5000), DType::float64), t);
-            const Array hi = as(on(device, std::vector<double>(static_cast<std::size_t>(groups), t.is_signed() ? -5000 : 0), DType::float64), t);
+            const Array hi = as(on(device, std::vector<double>(static_cast<std::size_t>(groups), t.kind() == DTypeKind::unsigned_int ? 0 : -5000), DType::float64), t);
             lo_hi({k, as(on(device, x, DType::float64), t), lo, hi});
             const std::vector<double> got_lo = read<double>(device, as(lo, DType::float64)), got_hi = read<double>(device, as(hi, DType::float64));
             for (std::int64_t g = 0; g < groups; ++g) {
-                double want_lo = 5000, want_hi = t.is_signed() ? -5000 : 0;
+                double want_lo = 5000, want_hi = t.kind() == DTypeKind::unsigned_int ? 0 : -5000;
                 for (std::int64_t e = 0; e < n; ++e)
                     if (key[static_cast<std::size_t>(e)] == g) {
                         want_lo = std::min(want_lo, x[static_cast<std::size_t>(e)]);
@@ -105,6 +106,23 @@ void scatter_on(Device device) {
                 CHECK(got_lo[static_cast<std::size_t>(g)] == want_lo);
                 CHECK(got_hi[static_cast<std::size_t>(g)] == want_hi);
             }
+        }
+    }
+    SECTION("float min and max are fmin and fmax: a NaN never wins") {
+        const ElementwiseKernel lo("int64 k, T x", "raw T t, T old", "old = atomic_min(t[k], x)", "nan_min");
+        for (const DType t : {DType::float32, DType::float64}) {
+            INFO(t.name());
+            const Array held = as(on(device, std::vector<double>{std::nan(""), 3.0, -1.0}, DType::float64), t);
+            const Array old = as(on(device, std::vector<double>{0, 0, 0}, DType::float64), t);
+            lo({as(on(device, std::vector<double>{0, 1, 2}, DType::float64), DType::int64),
+                as(on(device, std::vector<double>{2.0, std::nan(""), -4.0}, DType::float64), t), held, old});
+            const std::vector<double> h = read<double>(device, as(held, DType::float64)), o = read<double>(device, as(old, DType::float64));
+            CHECK(h[0] == 2.0);
+            CHECK(h[1] == 3.0);
+            CHECK(h[2] == -4.0);
+            CHECK(std::isnan(o[0]));
+            CHECK(o[1] == 3.0);
+            CHECK(o[2] == -1.0);
         }
     }
     SECTION("compare-and-swap: one owner per key, the first to claim it") {
@@ -167,6 +185,9 @@ TEST_CASE("atomics compile with NVRTC for every dtype they take", "[atomics][nvr
         CHECK_THAT(integers.source({{"T", t}}), Contains("kjit::atomic_cas(&t[k], x, x)"));
         CHECK_FALSE(integers.compile({{"T", t}}, "sm_90").cubin.empty());
     }
+    const ElementwiseKernel float_min_max("int64 k, T x", "raw T t, T old", "old = atomic_min(t[k], x) + atomic_max(t[k], x)",
+                                          "atomic_float_min_max");
+    for (const DType t : {DType::float32, DType::float64}) CHECK_FALSE(float_min_max.compile({{"T", t}}, "sm_90").cubin.empty());
     // Kernels without atomics do not carry them.
     CHECK_THAT(ElementwiseKernel("T x", "T y", "y = x", "plain").source({{"T", DType::float32}}),
                !Contains("KJIT_ATOMICS_CUH"));
@@ -180,8 +201,9 @@ TEST_CASE("atomics: errors say what and where", "[atomics]") {
     CHECK_THAT(error("int64 k, raw T t", "T y", "y = atomic_add(t[k], 1)"), Contains("cannot assign to an element of input parameter 't'"));
     CHECK(error("int64 k, raw _non_const T t", "T y", "y = atomic_add(t[k], 1)") == "no error");
     CHECK_THAT(error("T x", "T y", "atomic_add(y, x)"), Contains("atomic_add updates an element of a raw output"));
-    CHECK_THAT(error("int64 k, T x", "raw T t", "atomic_min(t[k], x)"),
-               Contains("atomic_min on float32: the GPU has atomic min and max for 32- and 64-bit integers only"));
+    CHECK(error("int64 k, T x", "raw T t", "atomic_min(t[k], x)") == "no error");
+    CHECK_THAT(error("int64 k, T x", "raw T t", "atomic_max(t[k], x)", DType::float16),
+               Contains("atomic_max on float16: atomic min and max take 32- and 64-bit integers, float32 and float64"));
     CHECK_THAT(error("int64 k, T x", "raw T t", "atomic_add(t[k], x)", DType::int8), Contains("atomic_add on int8"));
     CHECK_THAT(error("int64 k, T x", "raw T t", "atomic_add(t[k], x)", DType::complex64), Contains("atomic_add on complex64"));
     CHECK_THAT(error("int64 k, T x", "raw T t", "atomic_cas(t[k], x)", DType::int32),

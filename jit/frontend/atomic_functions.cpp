@@ -29,9 +29,8 @@ std::string atomic_unsupported(const AtomicFunction& f, DType t) {
                           "float64 only; widen the raw output (int32 counts, float32 sums)";
         case AtomicOp::min:
         case AtomicOp::max:
-            if (word_integer(t)) return {};
-            return what + ": the GPU has atomic min and max for 32- and 64-bit integers only" +
-                   (t.is_floating() ? std::string("; for floats, reduce instead, or keep an integer key") : std::string());
+            if (word_integer(t) || t == DType::float32 || t == DType::float64) return {};
+            return what + ": atomic min and max take 32- and 64-bit integers, float32 and float64";
         case AtomicOp::exch:
             if (word_integer(t) || t == DType::float32 || t == DType::float64) return {};
             return what + ": the GPU exchanges 32- and 64-bit integers, float32 and float64 atomically";

@@ -1,8 +1,10 @@
 // Checked atomics (issue 36): atomic_add(t[k], v), atomic_min, atomic_max, atomic_exch and
 // atomic_cas(t[k], expected, v) on an element of a raw parameter the kernel may write (a raw
 // output, or a `_non_const` raw input), for the dtypes the hardware updates atomically. Each
-// returns the element's old value, as CUDA's atomicAdd & co. do. The host back end runs them as
-// LLVM atomic instructions, so histograms and scatters give the GPU's integer results there too.
+// returns the element's old value, as CUDA's atomicAdd & co. do. atomic_min and atomic_max of
+// float32 and float64 are fmin and fmax (a NaN never replaces a number, a number replaces a NaN),
+// a compare-and-swap loop on the GPU, which has no float atomic min. The host back end runs them
+// as LLVM atomic instructions, so histograms and scatters give the GPU's results there too.
 #pragma once
 
 #include <string>

@@ -662,8 +662,11 @@ Val BodyLowering::atomic(const CallExpr& c, const AtomicFunction& f) {
         }
         case AtomicOp::min:
         case AtomicOp::max: {
+            // Floats: LLVM's fmin/fmax are minnum/maxnum, the GPU's fminf/fmaxf (NaN loses).
             const bool is_signed = t.is_signed();
-            const Rmw op = f.op == AtomicOp::min ? (is_signed ? Rmw::Min : Rmw::UMin) : (is_signed ? Rmw::Max : Rmw::UMax);
+            const Rmw op = t.is_floating() ? (f.op == AtomicOp::min ? Rmw::FMin : Rmw::FMax)
+                           : f.op == AtomicOp::min ? (is_signed ? Rmw::Min : Rmw::UMin)
+                                                   : (is_signed ? Rmw::Max : Rmw::UMax);
             return {b_.CreateAtomicRMW(op, lv.ptr, v[0].v, align, order), nullptr, t};
         }
         case AtomicOp::exch: return {b_.CreateAtomicRMW(Rmw::Xchg, lv.ptr, v[0].v, align, order), nullptr, t};
