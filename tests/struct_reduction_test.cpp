@@ -170,9 +170,14 @@ TEST_CASE("struct running values: the generated CUDA declares the struct and ass
 }
 
 TEST_CASE("struct running values compile with NVRTC for every strategy", "[reduction][struct][nvrtc]") {
-    const Binary var = variance_kernel().compile({{"T", DType::float32}}, "sm_90");
+    const jit::kernels::ReductionBinary compiled = jit::kernels::compile_reduction(variance_kernel(), {{"T", DType::float32}}, {}, "sm_90");
+    const Binary& var = compiled.binary;
     CHECK_FALSE(var.cubin.empty());
     CHECK(var.entry_points.size() == 17);
+    // What the launcher sizes scratch memory by: the struct's bytes (the module asserts them).
+    CHECK(compiled.reduce_type == "struct welford");
+    CHECK(compiled.reduce_itemsize == 24);
+    CHECK(compiled.has_identity);
     for (const DType t : {DType::float16, DType::int8, DType::complex64, DType::float64}) {
         INFO(t.name());
         if (t.is_complex()) {
