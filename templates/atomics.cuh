@@ -36,50 +36,32 @@ __device__ __forceinline__ kjit_u64 atomic_max(kjit_u64* p, kjit_u64 v) { return
 
 // Floats: fmin/fmax through compare-and-swap on the bits (the GPU has no float atomic min); a
 // NaN never replaces a number, a number replaces a NaN; returns the old value.
-__device__ __forceinline__ float atomic_min(float* p, float v) {
-    int* bits = reinterpret_cast<int*>(p);
-    int old = *bits;
+struct FloatBits32 {
+    typedef int bits;
+    static __device__ __forceinline__ float value(int b) { return __int_as_float(b); }
+    static __device__ __forceinline__ int of(float v) { return __float_as_int(v); }
+};
+struct FloatBits64 {
+    typedef kjit_u64 bits;
+    static __device__ __forceinline__ double value(kjit_u64 b) { return __longlong_as_double(static_cast<long long>(b)); }
+    static __device__ __forceinline__ kjit_u64 of(double v) { return static_cast<kjit_u64>(__double_as_longlong(v)); }
+};
+template <class B, bool Min, class T>
+__device__ __forceinline__ T atomic_float_extreme(T* p, T v) {
+    typename B::bits* bits = reinterpret_cast<typename B::bits*>(p);
+    typename B::bits old = *bits;
     for (;;) {
-        const int next = __float_as_int(fminf(__int_as_float(old), v));
-        if (next == old) return __int_as_float(old);
-        const int seen = atomicCAS(bits, old, next);
-        if (seen == old) return __int_as_float(old);
+        const typename B::bits next = B::of(Min ? fmin(B::value(old), v) : fmax(B::value(old), v));
+        if (next == old) return B::value(old);
+        const typename B::bits seen = atomicCAS(bits, old, next);
+        if (seen == old) return B::value(old);
         old = seen;
     }
 }
-__device__ __forceinline__ float atomic_max(float* p, float v) {
-    int* bits = reinterpret_cast<int*>(p);
-    int old = *bits;
-    for (;;) {
-        const int next = __float_as_int(fmaxf(__int_as_float(old), v));
-        if (next == old) return __int_as_float(old);
-        const int seen = atomicCAS(bits, old, next);
-        if (seen == old) return __int_as_float(old);
-        old = seen;
-    }
-}
-__device__ __forceinline__ double atomic_min(double* p, double v) {
-    kjit_u64* bits = reinterpret_cast<kjit_u64*>(p);
-    kjit_u64 old = *bits;
-    for (;;) {
-        const kjit_u64 next = static_cast<kjit_u64>(__double_as_longlong(fmin(__longlong_as_double(static_cast<long long>(old)), v)));
-        if (next == old) return __longlong_as_double(static_cast<long long>(old));
-        const kjit_u64 seen = atomicCAS(bits, old, next);
-        if (seen == old) return __longlong_as_double(static_cast<long long>(old));
-        old = seen;
-    }
-}
-__device__ __forceinline__ double atomic_max(double* p, double v) {
-    kjit_u64* bits = reinterpret_cast<kjit_u64*>(p);
-    kjit_u64 old = *bits;
-    for (;;) {
-        const kjit_u64 next = static_cast<kjit_u64>(__double_as_longlong(fmax(__longlong_as_double(static_cast<long long>(old)), v)));
-        if (next == old) return __longlong_as_double(static_cast<long long>(old));
-        const kjit_u64 seen = atomicCAS(bits, old, next);
-        if (seen == old) return __longlong_as_double(static_cast<long long>(old));
-        old = seen;
-    }
-}
+__device__ __forceinline__ float atomic_min(float* p, float v) { return atomic_float_extreme<FloatBits32, true>(p, v); }
+__device__ __forceinline__ float atomic_max(float* p, float v) { return atomic_float_extreme<FloatBits32, false>(p, v); }
+__device__ __forceinline__ double atomic_min(double* p, double v) { return atomic_float_extreme<FloatBits64, true>(p, v); }
+__device__ __forceinline__ double atomic_max(double* p, double v) { return atomic_float_extreme<FloatBits64, false>(p, v); }
 
 __device__ __forceinline__ int atomic_exch(int* p, int v) { return atomicExch(p, v); }
 __device__ __forceinline__ unsigned atomic_exch(unsigned* p, unsigned v) { return atomicExch(p, v); }
