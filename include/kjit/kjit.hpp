@@ -24,5 +24,6 @@
 #include "kjit/reductions.hpp"
 #include "kjit/segmented.hpp"
 #include "kjit/scalar.hpp"
+#include "kjit/scan_kernel.hpp"
 #include "kjit/stream.hpp"
 #include "kjit/version.hpp"

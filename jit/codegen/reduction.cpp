@@ -90,6 +90,34 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
     }
 }
 
+void print_scan_entry_points(const std::string& name, const std::string& args_type, const std::string& ops_type, int in_slots,
+                             GeneratedReduction& m, std::ostream& s) {
+    const std::string layout = "const kjit::ReduceLayout<" + std::to_string(in_slots) + ", " + std::to_string(m.outputs) + "> layout";
+    const std::string head = "extern \"C\" __global__ void __launch_bounds__(kjit::scan_threads) ";
+    struct Entry {
+        std::string* symbol;
+        const char* entry;
+        const char* index;
+        const char* suffix;
+        const char* segmented;
+    };
+    const Entry entries[] = {
+        {&m.scan32, "scan", "int", "32", "false"},
+        {&m.scan64, "scan", "long long", "64", "false"},
+        {&m.scan_segments32, "scan_segments", "int", "32", "true"},
+        {&m.scan_segments64, "scan_segments", "long long", "64", "true"},
+    };
+    for (const Entry& e : entries) {
+        *e.symbol = name + "_" + e.entry + e.suffix;
+        const std::string line = head + *e.symbol + "(const " + args_type + " args, " + layout +
+                                 ", void* workspace, const long long* offsets, const long long n_offsets, const int exclusive) { "
+                                 "kjit::scan_tile<" + ops_type + ", " + e.index + ", " + e.segmented +
+                                 ">(args, layout, workspace, offsets, n_offsets, exclusive != 0); }\n";
+        s << line;
+        m.entry_lines.emplace_back(*e.symbol, line);
+    }
+}
+
 namespace {
 std::atomic<std::uint64_t> g_generations{0};
 }  // namespace
@@ -169,6 +197,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     if (used[DType::complex64] || used[DType::complex128]) s << template_text("complex.cuh") << "\n";
     s << template_text("elementwise.cuh") << "\n";
     s << template_text("reduction.cuh") << "\n";
+    if (spec.scan) s << template_text("scan.cuh") << "\n";
     for (const ReductionPiece* p : {&c.map, &c.reduce, &c.identity, &c.post})
         if (p->kernel.uses_atomics) {
             s << template_text("atomics.cuh") << "\n";
@@ -316,7 +345,8 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     }
     s << "};\n\n";
 
-    print_reduction_entry_points(name, args_type, ops_type, in_slots, m, s);
+    if (spec.scan) print_scan_entry_points(name, args_type, ops_type, in_slots, m, s);
+    else print_reduction_entry_points(name, args_type, ops_type, in_slots, m, s);
     m.source = number_line_directives(s.str());
     return m;
 }

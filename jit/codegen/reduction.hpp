@@ -93,6 +93,9 @@ struct ReductionModuleSpec {
     // (converted as loaded). Empty: every input an array of its own type.
     std::vector<bool> scalar;
     std::vector<std::optional<DType>> storage;
+    // A scan module (templates/scan.cuh's entry points) instead of a reduction's: map reads the one
+    // array input, post writes the one output (jit/kernels/scan/).
+    bool scan = false;
 };
 
 struct GeneratedReduction {
@@ -102,6 +105,8 @@ struct GeneratedReduction {
     std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
     std::string segments_warp32, segments_warp64, segments_block32, segments_block64;
     std::string small32;  // no 64-bit variant: it reduces a few thousand elements
+    // A scan module's instead (templates/scan.cuh): the others are then empty.
+    std::string scan32, scan64, scan_segments32, scan_segments64;
     int array_inputs = 0;  // inputs passed as arrays (not raw, not scalars): ReduceLayout's `inputs` is max(1, this)
     int outputs = 0;
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)
@@ -115,6 +120,10 @@ struct GeneratedReduction {
 // `ops_type` (templates/reduction.cuh's K), filling their names in `m` (m.outputs must be set).
 void print_reduction_entry_points(const std::string& name, const std::string& args_type, const std::string& ops_type, int in_slots,
                                   GeneratedReduction& m, std::ostream& s);
+
+// The same for a scan module's entry points (templates/scan.cuh).
+void print_scan_entry_points(const std::string& name, const std::string& args_type, const std::string& ops_type, int in_slots,
+                             GeneratedReduction& m, std::ostream& s);
 
 // `checked` must be complete.
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& checked,

@@ -11,6 +11,7 @@
 #include "jit/kernels/elementwise/manifest.hpp"
 #include "jit/kernels/reduction/manifest.hpp"
 #include "jit/kernels/reduction/calls.hpp"
+#include "jit/kernels/scan/scans.hpp"
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/raw_kernel.hpp"
@@ -122,6 +123,28 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
                                             load_compiled(compile_reduction_group(k, (*bindings)[i], {}, arch, g, wide), load_on);
                                         }});
                     });
+            return;
+        }
+        if (is_scan_manifest_entry(e)) {
+            ManifestScan read = scan_from_manifest_entry(e);
+            if (read.bindings.empty()) read.bindings.emplace_back();
+            const auto m = std::make_shared<const ManifestScan>(std::move(read));
+            for (std::size_t i = 0; i < m->bindings.size(); ++i) {
+                const TypeBinding& b = m->bindings[i];
+                try {
+                    m->kernel.check(b);
+                } catch (const std::exception& ex) {
+                    failures.push_back(detail::printable(name + " (scan, " + format_type_binding(b) + "):\n" + ex.what(), true));
+                    continue;
+                }
+                const ModuleVariant variant = m->variant();
+                for (const std::string& arch : archs)
+                    for (std::size_t g = 0; g < static_cast<std::size_t>(kScanGroups); ++g)
+                        jobs.push_back({name + " (scan, " + format_type_binding(b) + ", " + scan_group_label(g) + ") for " + arch,
+                                        [m, i, variant, arch, g, load_on] {
+                                            load_compiled(compile_scan_group(m->kernel, m->bindings[i], variant, arch, g), load_on);
+                                        }});
+            }
             return;
         }
         if (is_reduction_manifest_entry(e)) {

@@ -216,6 +216,10 @@ CASES = [
          doc="issue 36. kjit: ElementwiseKernel('int32 v', 'raw int32 bins', 'atomic_add(bins[v], 1)') "
              "(global atomics). cupy: cupy.bincount(x, minlength=256). torch: torch.bincount(x, minlength=256). "
              "Values uniform in [0, 256)."),
+    Case("red_cumsum_f32", "red", "cumsum, float32 2^28", GBPS, "float32",
+         (N28,), (1 << 16,), _unary(4), Goal("copy_frac", 0.85),
+         doc="issue 36. kjit: kjit::cumsum(x, {}, y) (a ScanKernel: decoupled look-back, one pass). "
+             "cupy: cupy.cumsum(x, out=y). torch: torch.cumsum(x, 0, out=y). Bytes: x read and y written once."),
     Case("red_groupby_f64", "red", f"min/max/mean per group, 12M float64, {GROUPS} sorted groups",
          MS, "float64", (12_000_000,), (12_000,), lambda s: 8 * _prod(s) + 3 * 8 * GROUPS,
          Goal("max", 0.25),

@@ -1047,6 +1047,27 @@ def torch_histogram(ctx):
         v.bw(lambda: torch.bincount(x, minlength=256))
 
 
+@peer("cupy", "red_cumsum_f32")
+def cupy_cumsum(ctx):
+    cp, b = ctx.m, ctx.b
+    x = b.randn(ctx.shape, "float32")
+    y = cp.empty_like(x)
+    with ctx.variant("cupy.cumsum(x, out=y)", True) as v:
+        v.check(lambda: (cp.cumsum(x, out=y)[::4099].get(), cp.cumsum(x.astype(cp.float64))[::4099].get()), 1e-3)
+        v.bw(lambda: cp.cumsum(x, out=y))
+
+
+@peer("torch", "red_cumsum_f32")
+def torch_cumsum(ctx):
+    torch, b = ctx.m, ctx.b
+    x = b.randn(ctx.shape, "float32")
+    y = torch.empty_like(x)
+    with ctx.variant("torch.cumsum(x, 0, out=y)", True) as v:
+        v.check(lambda: (torch.cumsum(x, 0, out=y)[::4099].cpu().numpy(),
+                         torch.cumsum(x.double(), 0)[::4099].cpu().numpy()), 1e-3)
+        v.bw(lambda: torch.cumsum(x, 0, out=y))
+
+
 def _groupby_data(ctx):
     """Host data of the group-by case: sorted keys in [0, G), readings, offsets, references."""
     np = ctx.np

@@ -78,6 +78,14 @@ void add_reduction_cases(Cases& c) {
         return bandwidth_case("red_histogram_i32", DType::int32, n28, 4.0 * n28 + 4 * 256, [&] { histogram.launch({v, bins}, o); }, s,
                               "ElementwiseKernel 'atomic_add(bins[v], 1)' into 256 int32 bins (global atomics)");
     });
+    c.emplace_back("red_cumsum_f32", [=](const Stream& s) {
+        const Array x = filled(DType::float32, {n28}, 0.5, s);
+        const Array y = Array::empty({n28}, DType::float32, Device::cuda(0), s);
+        ScanOptions o;
+        o.stream = s;
+        return bandwidth_case("red_cumsum_f32", DType::float32, n28, 8.0 * n28, [&] { kjit::cumsum(x, o, y); }, s,
+                              "kjit::cumsum(x, {}, y): a ScanKernel, decoupled look-back in one pass");
+    });
     c.emplace_back("red_groupby_f64", [](const Stream& s) {
         // 12M readings with a sorted integer day column of 800 days (equal runs of 15000: the
         // peers draw sorted uniform integers, runs of ~15000), reduced to min, max and mean per day.

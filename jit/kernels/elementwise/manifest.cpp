@@ -14,8 +14,9 @@ ManifestKernel kernel_from_manifest_entry(const nlohmann::json& e) {
     if (kind == "raw") throw CacheError("a raw CUDA entry (\"kind\": \"raw\") is not an elementwise kernel");
     if (kind == "reduction")
         throw CacheError("a reduction entry (\"kind\": \"reduction\") is not an elementwise kernel");
+    if (kind == "scan") throw CacheError("a scan entry (\"kind\": \"scan\") is not an elementwise kernel");
     if (kind != "elementwise")
-        throw CacheError("kind \"" + kind + "\" is not supported by this kjit (elementwise, reduction and raw)");
+        throw CacheError("kind \"" + kind + "\" is not supported by this kjit (elementwise, reduction, scan and raw)");
     KernelOptions options;
     options.preamble = manifest_text(e, "preamble", false);
     options.nvrtc_options = manifest_text_list(e, "options");

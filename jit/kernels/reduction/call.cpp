@@ -15,6 +15,7 @@
 #include "jit/kernels/elementwise/copy.hpp"
 #include "jit/kernels/call.hpp"
 #include "jit/kernels/reduction/calls.hpp"
+#include "jit/kernels/workspaces.hpp"
 #include "kjit/error.hpp"
 #include "runtime/detail/capture.hpp"
 #include "runtime/detail/check.hpp"
@@ -34,42 +35,6 @@ constexpr int kMaxInputs = detail::kMaxCallOperands;
 constexpr int kMaxOutputs = detail::kMaxCallOperands;
 // Resident blocks of kThreads per SM on the GPUs kjit targets (2048 threads per SM).
 constexpr std::int64_t kBlocksPerSm = 8;
-
-// Device scratch memory of this thread, per device, stream and use, kept between calls and grown
-// when a call needs more. Launches on one stream run in order, so they may share it; another
-// stream or thread gets its own. The `full` workspace starts zeroed: every launch leaves its
-// counter zero again.
-class Workspaces {
-public:
-    enum Use { full = 0, split = 1 };
-    void* get(int device, const Stream& stream, Use use, std::size_t bytes) {
-        Slot& s = slots_[{device, stream.handle(), use}];
-        if (!s.buffer || s.bytes < bytes) {
-            detail::refuse_kept_allocation_under_capture(detail::driver_on(device), stream.handle(),
-                                                         "this reduction (its workspace of " + std::to_string(bytes) + " bytes)");
-            const std::size_t size = std::max<std::size_t>(bytes, s.bytes * 2);
-            s.buffer = Buffer::allocate_device(size, stream);
-            s.bytes = size;
-            if (use == full)
-                KJIT_CU_CHECK(detail::driver_on(device).cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(s.buffer->data()), 0, 16,
-                                                                        stream.handle()));
-        }
-        s.buffer->record_stream(stream);
-        detail::note_scratch_used(*s.buffer);
-        return s.buffer->data();
-    }
-
-private:
-    struct Slot {
-        std::shared_ptr<Buffer> buffer;
-        std::size_t bytes = 0;
-    };
-    std::map<std::tuple<int, CUstream, int>, Slot> slots_;
-};
-Workspaces& workspaces() {
-    thread_local Workspaces w;
-    return w;
-}
 
 std::unique_ptr<ReductionPlan> make_plan(const ReductionKernel& kernel, const CallSite& site, std::span<const KernelArg> args,
                                          const Target& target) {
@@ -272,7 +237,7 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
 
     switch (rp.strategy) {
         case detail::ReduceStrategy::full: {
-            void* ws = workspaces().get(target.ordinal, target.stream, Workspaces::full,
+            void* ws = scratch_memory(target.ordinal, target.stream, Scratch::reduce_full,
                                         full_workspace_bytes(m.reduce_itemsize, m.has_identity, static_cast<std::size_t>(blocks)));
             void* params[] = {buffers.args, &l, &ws};
             return launch(target, m.entries(ReductionEntryGroup::full, !fits32).main, blocks, 1, threads, params);
@@ -299,7 +264,7 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
             return launch(target, m.entries(g, !fits32).main, blocks, 1, threads, params);
         }
         case detail::ReduceStrategy::columns_split: {
-            void* ws = workspaces().get(target.ordinal, target.stream, Workspaces::split,
+            void* ws = scratch_memory(target.ordinal, target.stream, Scratch::reduce_split,
                                         columns_split_workspace_bytes(m.reduce_itemsize, m.has_identity, static_cast<std::size_t>(chunks),
                                                                       static_cast<std::size_t>(kept_size)));
             const ReductionEntries split_entries = m.entries(ReductionEntryGroup::columns_split, !fits32);

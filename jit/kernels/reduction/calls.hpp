@@ -149,6 +149,18 @@ struct ReductionKernelAccess {
 
 namespace kjit::jit::kernels {
 
+// A scan's module (jit/kernels/scan/): `kernel`, a reduction whose map reads the scan's input and
+// whose post writes its output, generated with templates/scan.cuh's entry points instead of the
+// reduction strategies. `spec_json` gives the manifest entry the cache records (the scan's own).
+struct ScanProgram {
+    codegen::GeneratedReduction generated;
+    compile::CachedProgram program;
+    std::string value_type;        // the bound scan type ("float32")
+    std::size_t value_itemsize = 0;
+};
+ScanProgram scan_program(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                         std::function<std::string()> spec_json);
+
 // The kernel's pieces checked for a complete binding (what code generation starts from); the host
 // back end lowers them (jit/host/host_reduction.cpp).
 codegen::CheckedReduction check_reduction(const ReductionKernel& kernel, const TypeBinding& types);

@@ -394,9 +394,11 @@ jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBindi
     return c;
 }
 
-jit::codegen::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::kernels::ModuleVariant& variant = {}) {
+jit::codegen::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::kernels::ModuleVariant& variant = {},
+                                              bool scan = false) {
     return jit::codegen::ReductionModuleSpec{k.name(),          k.in_params(), k.out_params(),      k.map_expr(),   k.reduce_expr(),
-                                    k.post_map_expr(), k.identity(),  k.options().preamble, variant.scalar, variant.storage};
+                                             k.post_map_expr(), k.identity(),  k.options().preamble, variant.scalar, variant.storage,
+                                             scan};
 }
 
 // The manifest entry for this kernel and one binding (DESIGN.md's format).
@@ -422,7 +424,7 @@ struct Prepared {
 };
 
 Prepared prepare(const ReductionKernel& k, const jit::kernels::CustomGenerator& custom, const TypeBinding& types,
-                 const jit::kernels::ModuleVariant& variant) {
+                 const jit::kernels::ModuleVariant& variant, bool scan = false) {
     Prepared p;
     if (custom) {
         for (const bool sc : variant.scalar)
@@ -437,7 +439,7 @@ Prepared prepare(const ReductionKernel& k, const jit::kernels::CustomGenerator& 
         p.program.spec_json = [s = std::move(c.spec_json)] { return s; };
     } else {
         const jit::codegen::CheckedReduction c = analyze(k, types, true);
-        p.generated = jit::codegen::generate_reduction(module_spec(k, variant), c, types);
+        p.generated = jit::codegen::generate_reduction(module_spec(k, variant, scan), c, types);
         p.reduce_type = c.reduce_struct ? "struct " + c.reduce_struct->c_name : std::string(c.reduce_type->name());
         p.reduce_itemsize = jit::codegen::reduce_value_layout(c).size;
         p.has_identity = c.has_identity;
@@ -572,6 +574,14 @@ jit::kernels::ReductionBinary jit::kernels::compile_reduction(const ReductionKer
     r.outputs = g.outputs;
     r.vector_width = g.vector_width;
     return r;
+}
+
+jit::kernels::ScanProgram jit::kernels::scan_program(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
+                                                     std::function<std::string()> spec_json) {
+    Prepared p = prepare(kernel, {}, types, variant, true);
+    p.program.spec_json = std::move(spec_json);
+    p.program.description = "scan '" + kernel.name() + "' (" + p.program.types + ")";
+    return {std::move(p.generated), std::move(p.program), p.reduce_type, p.reduce_itemsize};
 }
 
 jit::codegen::CheckedReduction jit::kernels::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {
