@@ -327,17 +327,19 @@ TEST_CASE("on the GPU: a copy to the host under capture is refused and the strea
     std::vector<float> host(100);
     CHECK_THROWS_WITH(Graph::capture(s, [&] { x.device.copy_to_host(host.data(), s); }),
                       Contains("copying a device array to the host waits for the GPU"));
-    // A first reduction on a new stream under capture would allocate its workspace: refused.
+    // A first reduction on a new stream under capture would allocate its workspace: refused. (A
+    // whole-array sum of more than kSmallReduceElements elements needs one; fewer take one block.)
+    const kjit::test::DeviceData big = kjit::test::random_device(DType::float32, {100000});
     const Stream other = Stream::create();
     const Array total = kjit::test::poisoned(DType::float32, kjit::Shape{}, other);
-    CHECK_THROWS_WITH(Graph::capture(other, [&] { kjit::sum(x.device, kjit::ReduceOptions{{other}}, total); }),
+    CHECK_THROWS_WITH(Graph::capture(other, [&] { kjit::sum(big.device, kjit::ReduceOptions{{other}}, total); }),
                       Contains("workspace") && Contains("before the capture"));
-    kjit::sum(x.device, kjit::ReduceOptions{{other}}, total);  // eager: works, and makes the workspace
-    const Graph g = Graph::capture(other, [&] { kjit::sum(x.device, kjit::ReduceOptions{{other}}, total); });
+    kjit::sum(big.device, kjit::ReduceOptions{{other}}, total);  // eager: works, and makes the workspace
+    const Graph g = Graph::capture(other, [&] { kjit::sum(big.device, kjit::ReduceOptions{{other}}, total); });
     g.launch(other);
     other.synchronize();
     double want = 0;
-    for (std::size_t k = 0; k < 100; ++k) want += kjit::test::element_value(x.host, DType::float32, k).real();
+    for (std::size_t k = 0; k < 100000; ++k) want += kjit::test::element_value(big.host, DType::float32, k).real();
     CHECK(kjit::test::mismatches(total, [&](std::size_t) { return want; }, 1e-5, 1e-5) == 0);
 }
 
