@@ -13,7 +13,8 @@
 //   scan_segments(...): the same for one row (kept_size 1) that restarts at every element whose
 //       index is in offsets[0 .. n_offsets) (sorted, repeats allowed: empty segments).
 // Launch contract:
-//   - blockDim.x == scan_threads; gridDim.x == kept_size * ceil(L / scan_tile<V>) (one tile each);
+//   - blockDim.x == scan_threads; gridDim.x == kept_size * ceil(L / (scan_threads * NAME_ops::scan_items))
+//     (one tile each);
 //   - workspace: scan_workspace_bytes(tiles) bytes (jit/kernels/scan/ computes the same), 16-byte
 //     aligned, its first 16 + 4 * tiles bytes zero at launch (the tile counter and the flags);
 //   - the 32-bit variants need every offset, L + scan_tile and gridDim.x below 2^31.
@@ -35,13 +36,6 @@
 namespace kjit {
 
 enum : int { scan_threads = 256 };
-
-// Items per thread: 64 bytes of values (16 floats, 8 doubles, 4 complex128) so that each thread
-// has many loads in flight.
-template <class V>
-struct scan_items {
-    enum : int { value = sizeof(V) <= 4 ? 16 : sizeof(V) <= 8 ? 8 : 4 };
-};
 
 // A scanned value with whether a segment starts within it (segmented scans only; otherwise the
 // flag is a constant false the compiler removes).
@@ -203,7 +197,9 @@ __device__ __forceinline__ void scan_tile(const Args& args, const ReduceLayout<K
                                           const long long* offsets, long long n_offsets, bool exclusive) {
     typedef typename K::value_type V;
     typedef ScanPair<V> P;
-    enum : int { T = scan_threads, ITEMS = scan_items<V>::value, TILE = T * ITEMS };
+    // Items per thread: K::scan_items, which the code generator chose (and the launcher sizes the
+    // grid by: jit/codegen/reduction.cpp's scan_items_for).
+    enum : int { T = scan_threads, ITEMS = K::scan_items, TILE = T * ITEMS };
     // The tile in shared memory, one padding slot per 32 so that reading a thread's consecutive
     // items does not conflict on banks.
     __shared__ __align__(16) unsigned char storage[(TILE + TILE / 32) * sizeof(V)];

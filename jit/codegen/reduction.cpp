@@ -3,6 +3,7 @@
 #include "jit/codegen/entry_points.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <sstream>
 
@@ -116,6 +117,15 @@ void print_scan_entry_points(const std::string& name, const std::string& args_ty
         s << line;
         m.entry_lines.emplace_back(*e.symbol, line);
     }
+}
+
+int scan_items_for(std::size_t itemsize) {
+    if (const char* e = std::getenv("KJIT_SCAN_ITEMS"); e != nullptr && *e != '\0') {
+        const int v = std::atoi(e);
+        if (v < 1 || v > 64) throw Error("KJIT_SCAN_ITEMS=" + std::string(e) + ": items per thread must be 1 to 64");
+        return v;
+    }
+    return itemsize <= 4 ? 16 : itemsize <= 8 ? 8 : 4;
 }
 
 namespace {
@@ -270,6 +280,7 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     s << "    typedef " << r << " value_type;\n";
     // Enumerators, not static constexpr members, which -default-device makes device variables
     // (templates/elementwise.cuh says what those cost a module's load).
+    if (spec.scan) s << "    enum : int { scan_items = " << scan_items_for(value.size) << " };\n";
     s << "    enum : bool { has_identity = " << (c.has_identity ? "true" : "false") << " };\n";
     s << "    enum : int { inputs = " << m.array_inputs << ", in_slots = " << in_slots << ", outputs = " << m.outputs
       << " };\n";
@@ -345,7 +356,11 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
     }
     s << "};\n\n";
 
-    if (spec.scan) print_scan_entry_points(name, args_type, ops_type, in_slots, m, s);
+    if (spec.scan) {
+        m.scan_items = scan_items_for(value.size);
+        s << "static_assert(" << ops_type << "::scan_items == " << m.scan_items << ", \"kjit: the launcher's items per thread\");\n";
+        print_scan_entry_points(name, args_type, ops_type, in_slots, m, s);
+    }
     else print_reduction_entry_points(name, args_type, ops_type, in_slots, m, s);
     m.source = number_line_directives(s.str());
     return m;

@@ -107,6 +107,7 @@ struct GeneratedReduction {
     std::string small32;  // no 64-bit variant: it reduces a few thousand elements
     // A scan module's instead (templates/scan.cuh): the others are then empty.
     std::string scan32, scan64, scan_segments32, scan_segments64;
+    int scan_items = 0;  // a scan module's items per thread (NAME_ops::scan_items)
     int array_inputs = 0;  // inputs passed as arrays (not raw, not scalars): ReduceLayout's `inputs` is max(1, this)
     int outputs = 0;
     int vector_width = 1;  // elements per vector load (NAME_ops::vector)
@@ -124,6 +125,11 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
 // The same for a scan module's entry points (templates/scan.cuh).
 void print_scan_entry_points(const std::string& name, const std::string& args_type, const std::string& ops_type, int in_slots,
                              GeneratedReduction& m, std::ostream& s);
+
+// Items per thread of a scan of values of `itemsize` bytes: 64 bytes of them (16 floats, 8
+// doubles), so that each thread has many loads in flight; $KJIT_SCAN_ITEMS (1 to 64) overrides it,
+// for tuning (it changes the source, so the cache keeps each choice apart).
+int scan_items_for(std::size_t itemsize);
 
 // `checked` must be complete.
 GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const CheckedReduction& checked,

@@ -157,6 +157,7 @@ struct ScanProgram {
     compile::CachedProgram program;
     std::string value_type;        // the bound scan type ("float32")
     std::size_t value_itemsize = 0;
+    int items = 0;                 // per thread (generated.scan_items)
 };
 ScanProgram scan_program(const ReductionKernel& kernel, const TypeBinding& types, const ModuleVariant& variant,
                          std::function<std::string()> spec_json);

@@ -581,7 +581,8 @@ jit::kernels::ScanProgram jit::kernels::scan_program(const ReductionKernel& kern
     Prepared p = prepare(kernel, {}, types, variant, true);
     p.program.spec_json = std::move(spec_json);
     p.program.description = "scan '" + kernel.name() + "' (" + p.program.types + ")";
-    return {std::move(p.generated), std::move(p.program), p.reduce_type, p.reduce_itemsize};
+    const int items = p.generated.scan_items;
+    return {std::move(p.generated), std::move(p.program), p.reduce_type, p.reduce_itemsize, items};
 }
 
 jit::codegen::CheckedReduction jit::kernels::check_reduction(const ReductionKernel& kernel, const TypeBinding& types) {

@@ -23,9 +23,8 @@ using namespace frontend;
 
 namespace {
 
-// templates/scan.cuh's scan_threads, scan_items<V>, scan_flags_bytes and scan_workspace_bytes.
+// templates/scan.cuh's scan_threads, scan_flags_bytes and scan_workspace_bytes.
 constexpr std::int64_t kScanThreads = 256;
-std::int64_t scan_tile(std::size_t itemsize) { return kScanThreads * (itemsize <= 4 ? 16 : itemsize <= 8 ? 8 : 4); }
 std::int64_t scan_flags_bytes(std::int64_t tiles) { return (16 + 4 * tiles + 15) / 16 * 16; }
 std::int64_t scan_workspace_bytes(std::int64_t tiles) { return scan_flags_bytes(tiles) + 64 * tiles; }
 
@@ -44,6 +43,7 @@ std::unique_ptr<ScanPlan> make_plan(const ScanKernel& kernel, const CallSite& si
     }
     ScanModuleSource m = scan_module_source(kernel, plan->bound.types, ModuleVariant{plan->bound.scalar, plan->bound.storage});
     plan->value_itemsize = m.program.value_itemsize;
+    plan->items = m.program.items;
     plan->loader = std::make_shared<LazyEntryPoints>(std::move(m.program.program), std::move(m.program.generated.entry_lines),
                                                      std::move(m.groups), target.ordinal);
     return plan;
@@ -95,7 +95,7 @@ ScanShape iteration(const Array& in, const Array& out, int axis) {
 
 void launch_on_gpu(const ScanPlan& plan, const Target& target, const ScanShape& s, LaunchBuffers& buffers, bool exclusive,
                    const Array* offsets) {
-    const std::int64_t rows = s.rows(), tile = scan_tile(plan.value_itemsize);
+    const std::int64_t rows = s.rows(), tile = kScanThreads * plan.items;
     const std::int64_t tiles = rows * ((s.length + tile - 1) / tile);
     if (tiles > INT_MAX)
         throw Error("scan: " + std::to_string(tiles) + " tiles of " + std::to_string(tile) + " elements are more than one launch takes");

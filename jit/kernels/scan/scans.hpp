@@ -51,6 +51,7 @@ struct ScanPlan {
     std::shared_ptr<LazyEntryPoints> loader;  // GPU plans
     host::ReductionCode host;                 // host plans
     std::size_t value_itemsize = 0;
+    int items = 0;  // per thread, on the GPU (the module's NAME_ops::scan_items)
     frontend::BoundCall bound;
     detail::ArgsLayout args;
 };
