@@ -248,14 +248,12 @@ __device__ __forceinline__ void scan_tile(const Args& args, const ReduceLayout<K
     }
     __syncthreads();
 
-    // Then blocked: thread t scans elements t * ITEMS .. t * ITEMS + ITEMS - 1 of the tile.
-    V items[ITEMS];
+    // Then blocked: thread t scans elements t * ITEMS .. t * ITEMS + ITEMS - 1 of the tile, read from
+    // shared memory (twice: here for its total, after the look-back for its outputs, rather than
+    // kept in registers across the look-back, which would cost occupancy).
     bool heads[ITEMS];
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        items[k] = tile_values[slot(tid * ITEMS + k)];
-        heads[k] = false;
-    }
+    for (int k = 0; k < ITEMS; ++k) heads[k] = false;
     if constexpr (Segmented) {
         const long long e0 = static_cast<long long>(start) + tid * ITEMS;
         long long at = scan_lower_bound(offsets, n_offsets, e0);
@@ -265,9 +263,9 @@ __device__ __forceinline__ void scan_tile(const Args& args, const ReduceLayout<K
             heads[k] = at < n_offsets && offsets[at] == e0 + k;
         }
     }
-    P thread_total{items[0], heads[0]};
+    P thread_total{tile_values[slot(tid * ITEMS)], heads[0]};
 #pragma unroll
-    for (int k = 1; k < ITEMS; ++k) thread_total = scan_op<K, Segmented>(thread_total, P{items[k], heads[k]});
+    for (int k = 1; k < ITEMS; ++k) thread_total = scan_op<K, Segmented>(thread_total, P{tile_values[slot(tid * ITEMS + k)], heads[k]});
 
     // The block's exclusive scan of the threads' totals: warps by shuffles, then the warps' totals.
     P inclusive = thread_total;
@@ -312,19 +310,16 @@ __device__ __forceinline__ void scan_tile(const Args& args, const ReduceLayout<K
     }
     __syncthreads();
 
-    // Each thread's items again, from its prefix: the tile's, its warp's, its lane's.
+    // Each thread's items again, from its prefix: the tile's, its warp's, its lane's; each thread
+    // rewrites its own slots only.
     P running = scan_op<K, Segmented>(scan_op<K, Segmented>(*tile_prefix, warp_totals[warp]), before);
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
-        const P next = scan_op<K, Segmented>(running, P{items[k], heads[k]});
-        V out = next.v;
-        if (exclusive) out = heads[k] ? K::identity() : running.v;
+        V& item = tile_values[slot(tid * ITEMS + k)];
+        const P next = scan_op<K, Segmented>(running, P{item, heads[k]});
+        item = exclusive ? (heads[k] ? K::identity() : running.v) : next.v;
         running = next;
-        items[k] = out;
     }
-    __syncthreads();  // every thread has read its items and the prefixes
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) tile_values[slot(tid * ITEMS + k)] = items[k];
     __syncthreads();
     // Store striped (coalesced).
 #pragma unroll
