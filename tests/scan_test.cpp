@@ -9,7 +9,12 @@
 #include <iomanip>
 
 #include "cupy_support.hpp"
+#include "cache/manifest.hpp"
+#include "jit/kernels/precompile.hpp"
+#include "jit/kernels/scan/scans.hpp"
+#include "kjit/cache.hpp"
 #include "kjit/scan_kernel.hpp"
+#include "runtime/detail/nvrtc.hpp"
 
 using namespace kjit;
 using namespace kjit::test;
@@ -248,4 +253,42 @@ TEST_CASE("host: scan calls refuse bad axes and shapes", "[scan][host]") {
     const std::vector<float> got = elements_of<float>(sum({x}, {.axis = 1})[0]);
     CHECK(got[3] == 4.0f);
     CHECK(got[11] == 4.0f);
+}
+
+TEST_CASE("recorded scans read back and precompile", "[scan][manifest][nvrtc]") {
+    const kjit::test::ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    const auto manifest = work.path() / "manifest.json";
+    KernelOptions options;
+    options.reduce_type = "float64";
+    const ScanKernel sum("T x", "T y", "a + b", "0", "sum_rec", options);
+    CacheSettings app;
+    app.dir = (work.path() / "app-cache").string();
+    app.record = manifest.string();
+    configure_cache(app);
+    sum.compile({{"T", DType::float32}}, "sm_90");
+    const nlohmann::json recorded = kjit::cache::read_manifest(manifest);
+    REQUIRE(recorded["kernels"].size() == 1);
+    CHECK(recorded["kernels"][0]["kind"] == "scan");
+    const jit::kernels::ManifestScan back = jit::kernels::scan_from_manifest_entry(recorded["kernels"][0]);
+    CHECK(back.kernel.scan_expr() == "a + b");
+    CHECK(back.kernel.identity() == "0");
+    CHECK(back.kernel.options().reduce_type == "float64");
+    REQUIRE(back.bindings.size() == 1);
+
+    // A build machine precompiles each entry point's program; a process without NVRTC finds them.
+    CacheSettings build;
+    build.dir = (work.path() / "shipped").string();
+    configure_cache(build);
+    const auto built = jit::kernels::precompile(recorded, {"sm_90"}, 2);
+    CHECK(built.failures.empty());
+    CHECK(built.jobs == jit::kernels::kScanGroups);
+    CHECK(built.compiled == built.jobs);
+    CacheSettings shipped;
+    shipped.dir = (work.path() / "empty-writable").string();
+    shipped.read_only = {(work.path() / "shipped").string()};
+    configure_cache(shipped);
+    const kjit::detail::ScopedNvrtcOverride no_nvrtc(nullptr);
+    for (std::size_t g = 0; g < static_cast<std::size_t>(jit::kernels::kScanGroups); ++g)
+        CHECK(jit::kernels::compile_scan_group(sum, {{"T", DType::float32}}, {}, "sm_90", g).compile_ms == 0);
 }
