@@ -17,6 +17,7 @@
 #include "kjit/matmul.hpp"
 #include "kjit/reduction_kernel.hpp"
 #include "kjit/raw_kernel.hpp"
+#include "kjit/scan_kernel.hpp"
 #include "kjit/reductions.hpp"
 #include "kjit/segmented.hpp"
 #include "runtime/detail/driver.hpp"
@@ -190,6 +191,31 @@ TEST_CASE("prepare loads every variant a call may pick, so calls under capture l
     CHECK(state.unsafe_calls_under_capture == 0);
     // Arguments a call would refuse are refused the same way.
     CHECK_THROWS_WITH(axpb.prepare({x}), Contains("takes 2 inputs"));
+}
+
+TEST_CASE("a prepared scan loads its four entry points, and its calls under capture load nothing", "[graph][scan][nvrtc]") {
+    const FakeGpuWithCache gpu;
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const kjit::ScanKernel running("T x", "T y", "a + b", "0", "graph_prepare_scan");
+    const Array x = Array::empty({100, 1000}, DType::float32, Device::cuda(0));
+    const Array y = Array::empty({100, 1000}, DType::float32, Device::cuda(0));
+    const Array flat = Array::empty({100000}, DType::float32, Device::cuda(0));
+    const Array offsets = Array::empty({3}, DType::int64, Device::cuda(0));
+    const Stream s = Stream::create(Device::cuda(0));
+    int loads = state.modules_loaded;
+    running.prepare({x, y});
+    CHECK(state.modules_loaded == loads + 4);  // scan and scan_segments, 32- and 64-bit
+    loads = state.modules_loaded;
+    const auto calls = [&] {
+        running.launch({x, y}, kjit::ScanOptions{{s}, 1, false});
+        running.launch({x, flat}, kjit::ScanOptions{{s}, std::nullopt, true});
+        running.scan_segments({x.reshape({100000}), flat}, offsets, kjit::ScanOptions{{s}});
+    };
+    calls();  // eager: the workspace is made here
+    CHECK(state.modules_loaded == loads);
+    const Graph g = Graph::capture(s, calls);
+    CHECK(state.modules_loaded == loads);
+    CHECK(state.unsafe_calls_under_capture == 0);
 }
 
 TEST_CASE("kjit::warm loads a manifest's kernels ahead, so that calls and a capture compile and load nothing",

@@ -85,6 +85,13 @@ public:
     void launch(std::initializer_list<KernelArg> args, const ScanOptions& options = {}) const {
         launch(std::span<const KernelArg>(args.begin(), args.size()), options);
     }
+    // As ReductionKernel::prepare: the plan of a call with arguments of these kinds and dtypes, and
+    // every entry point's module loaded, so that a later call (under stream capture, say) loads
+    // nothing. Its workspace is still made by its first call on a stream.
+    void prepare(std::span<const KernelArg> args, const ScanOptions& options = {}) const;
+    void prepare(std::initializer_list<KernelArg> args, const ScanOptions& options = {}) const {
+        prepare(std::span<const KernelArg>(args.begin(), args.size()), options);
+    }
     // A segmented scan of a 1-D input: the scan restarts at every element whose index is one of
     // `offsets` (a 1-D integer array on the input's device, sorted; repeats are empty segments;
     // CuPy-style segment offsets [0, ..., n] work as they are). The output has the input's shape.

@@ -139,6 +139,16 @@ void launch_on_gpu(const ScanPlan& plan, const Target& target, const ScanShape& 
 
 }  // namespace
 
+void prepare_scan(const ScanKernel& kernel, ScanCalls& calls, std::span<const KernelArg> args, const ScanOptions& options) {
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
+    const CallSite site{"scan", kernel.name(), sig};
+    if (sig.params.size() != 2 || sig.inputs != 1) (void)scan_as_reduction(kernel);
+    validate_arity(site, args.size(), true);
+    const Target target = locate(site, args, options.stream);
+    const ScanPlan& plan = plan_for(calls, target, args, 2, [&] { return make_plan(kernel, site, args, target); });
+    if (!target.host) plan.loader->load_all();
+}
+
 void call_scan(const ScanKernel& kernel, ScanCalls& calls, std::span<const KernelArg> args, const ScanOptions& options,
                std::vector<Array>* outputs, const Array* offsets) {
     const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });

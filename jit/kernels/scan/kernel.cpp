@@ -75,6 +75,10 @@ void ScanKernel::launch(std::span<const KernelArg> args, const ScanOptions& opti
     jit::kernels::call_scan(*this, *spec_->calls, args, options, nullptr);
 }
 
+void ScanKernel::prepare(std::span<const KernelArg> args, const ScanOptions& options) const {
+    jit::kernels::prepare_scan(*this, *spec_->calls, args, options);
+}
+
 Outputs ScanKernel::scan_segments(std::span<const KernelArg> args, const Array& offsets, const ScanOptions& options) const {
     std::vector<Array> outputs;
     jit::kernels::call_scan(*this, *spec_->calls, args, options, &outputs, &offsets);

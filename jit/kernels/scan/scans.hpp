@@ -57,6 +57,9 @@ struct ScanPlan {
 };
 using ScanCalls = CallMemo<ScanPlan>;
 
+// ScanKernel::prepare.
+void prepare_scan(const ScanKernel& kernel, ScanCalls& calls, std::span<const KernelArg> args, const ScanOptions& options);
+
 // ScanKernel's calls: `outputs` null for launch(); `offsets` non-null for scan_segments.
 void call_scan(const ScanKernel& kernel, ScanCalls& calls, std::span<const KernelArg> args, const ScanOptions& options,
                std::vector<Array>* outputs, const Array* offsets = nullptr);
