@@ -120,12 +120,14 @@ void print_scan_entry_points(const std::string& name, const std::string& args_ty
 }
 
 int scan_items_for(std::size_t itemsize) {
-    if (const char* e = std::getenv("KJIT_SCAN_ITEMS"); e != nullptr && *e != '\0') {
-        const int v = std::atoi(e);
-        if (v < 1 || v > 64) throw Error("KJIT_SCAN_ITEMS=" + std::string(e) + ": items per thread must be 1 to 64");
-        return v;
+    int bytes = 160;
+    if (const char* e = std::getenv("KJIT_SCAN_BYTES"); e != nullptr && *e != '\0') {
+        bytes = std::atoi(e);
+        if (bytes < 16 || bytes > 176)
+            throw Error("KJIT_SCAN_BYTES=" + std::string(e) + ": a scan thread's bytes of values must be 16 to 176 (its block's "
+                        "256 threads keep them in at most 48 KB of shared memory)");
     }
-    return itemsize <= 4 ? 16 : itemsize <= 8 ? 8 : 4;
+    return std::clamp(bytes / static_cast<int>(std::max<std::size_t>(1, itemsize)), 1, 40);
 }
 
 namespace {

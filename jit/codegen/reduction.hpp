@@ -126,9 +126,11 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
 void print_scan_entry_points(const std::string& name, const std::string& args_type, const std::string& ops_type, int in_slots,
                              GeneratedReduction& m, std::ostream& s);
 
-// Items per thread of a scan of values of `itemsize` bytes: 64 bytes of them (16 floats, 8
-// doubles), so that each thread has many loads in flight; $KJIT_SCAN_ITEMS (1 to 64) overrides it,
-// for tuning (it changes the source, so the cache keeps each choice apart).
+// Items per thread of a scan of values of `itemsize` bytes: 160 bytes of them (40 floats, 20
+// doubles; at most 40 items), so that a block's tile outlasts its look-back's latency (on an H100,
+// cumsum of 2^28 float32 went 1310, 1853, 2058, 2121 GB/s at 32, 64, 128, 160 bytes per thread,
+// docs/perf-log.md); $KJIT_SCAN_BYTES (16 to 176) overrides the 160 for tuning (it changes the
+// source, so the cache keeps each choice apart).
 int scan_items_for(std::size_t itemsize);
 
 // `checked` must be complete.
