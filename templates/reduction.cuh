@@ -138,9 +138,10 @@ __device__ __forceinline__ bool is_aligned(const T* p) {
     return reinterpret_cast<unsigned long long>(p) % alignof(Vec<T, N>) == 0;
 }
 
-// __shfl_down_sync for any trivially copyable type, 4 bytes at a time.
-template <class T>
-__device__ __forceinline__ T shfl_down(const T& v, int delta) {
+// A warp shuffle of any trivially copyable type, 4 bytes at a time: `shuffle` moves one word
+// (a lambda around __shfl_down_sync, __shfl_up_sync or __shfl_sync).
+template <class T, class Shuffle>
+__device__ __forceinline__ T shuffle_words(const T& v, Shuffle shuffle) {
     constexpr int W = (sizeof(T) + 3) / 4;
     unsigned int w[W];
 #pragma unroll
@@ -150,12 +151,18 @@ __device__ __forceinline__ T shfl_down(const T& v, int delta) {
 #pragma unroll
     for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) bytes[k] = from[k];
 #pragma unroll
-    for (int k = 0; k < W; ++k) w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
+    for (int k = 0; k < W; ++k) w[k] = shuffle(w[k]);
     T r;
     unsigned char* to = reinterpret_cast<unsigned char*>(&r);
 #pragma unroll
     for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) to[k] = bytes[k];
     return r;
+}
+
+// __shfl_down_sync for any trivially copyable type.
+template <class T>
+__device__ __forceinline__ T shfl_down(const T& v, int delta) {
+    return shuffle_words(v, [delta](unsigned int w) { return __shfl_down_sync(0xffffffffu, w, delta); });
 }
 __device__ __forceinline__ float shfl_down(const float& v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
 __device__ __forceinline__ double shfl_down(const double& v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }

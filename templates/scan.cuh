@@ -53,44 +53,15 @@ __device__ __forceinline__ ScanPair<typename K::value_type> scan_op(const ScanPa
     else return {K::reduce(a.v, b.v), false};
 }
 
-// __shfl_up_sync for any trivially copyable type, 4 bytes at a time.
+// __shfl_up_sync and __shfl_sync (from lane `src`) for any trivially copyable type
+// (reduction.cuh's shuffle_words).
 template <class T>
 __device__ __forceinline__ T shfl_up(const T& v, int delta) {
-    constexpr int W = (sizeof(T) + 3) / 4;
-    unsigned int w[W];
-#pragma unroll
-    for (int k = 0; k < W; ++k) w[k] = 0;
-    const unsigned char* from = reinterpret_cast<const unsigned char*>(&v);
-    unsigned char* bytes = reinterpret_cast<unsigned char*>(w);
-#pragma unroll
-    for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) bytes[k] = from[k];
-#pragma unroll
-    for (int k = 0; k < W; ++k) w[k] = __shfl_up_sync(0xffffffffu, w[k], delta);
-    T r;
-    unsigned char* to = reinterpret_cast<unsigned char*>(&r);
-#pragma unroll
-    for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) to[k] = bytes[k];
-    return r;
+    return shuffle_words(v, [delta](unsigned int w) { return __shfl_up_sync(0xffffffffu, w, delta); });
 }
-
-// __shfl_sync (from lane `src`) for any trivially copyable type.
 template <class T>
 __device__ __forceinline__ T shfl_from(const T& v, int src) {
-    constexpr int W = (sizeof(T) + 3) / 4;
-    unsigned int w[W];
-#pragma unroll
-    for (int k = 0; k < W; ++k) w[k] = 0;
-    const unsigned char* from = reinterpret_cast<const unsigned char*>(&v);
-    unsigned char* bytes = reinterpret_cast<unsigned char*>(w);
-#pragma unroll
-    for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) bytes[k] = from[k];
-#pragma unroll
-    for (int k = 0; k < W; ++k) w[k] = __shfl_sync(0xffffffffu, w[k], src);
-    T r;
-    unsigned char* to = reinterpret_cast<unsigned char*>(&r);
-#pragma unroll
-    for (int k = 0; k < static_cast<int>(sizeof(T)); ++k) to[k] = bytes[k];
-    return r;
+    return shuffle_words(v, [src](unsigned int w) { return __shfl_sync(0xffffffffu, w, src); });
 }
 
 template <class V>
