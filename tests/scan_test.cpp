@@ -249,6 +249,8 @@ TEST_CASE("host: scan calls refuse bad axes and shapes", "[scan][host]") {
                Contains("has shape (3, 4) but scanning (3, 4) flattened gives (12,)"));
     CHECK_THAT(error_of([&] { sum.scan_segments({x}, on(Device::cpu(), std::vector<std::int64_t>{0, 2}, DType::int64)); }),
                Contains("a segmented scan takes a 1-D input"));
+    CHECK_THAT(error_of([&] { cumsum(x, {}, Array::empty({12}, DType::int32, Device::cpu())); }),
+               Contains("kjit::cumsum: out has dtype int32 but a float32 input gives float32"));
     // A failed call leaves the kernel usable.
     const std::vector<float> got = elements_of<float>(sum({x}, {.axis = 1})[0]);
     CHECK(got[3] == 4.0f);

@@ -17,7 +17,8 @@ namespace {
 // in float16: the wider running value is the more accurate answer).
 class Cumulative {
 public:
-    Cumulative(const char* op, const char* identity, const char* name) : op_(op), identity_(identity), name_(name) {}
+    // `what`: "cumsum"; the kernels are named "kjit_cumsum_<dtype>".
+    Cumulative(const char* op, const char* identity, const char* what) : op_(op), identity_(identity), what_(what) {}
 
     const ScanKernel& kernel(DType out) {
         const std::size_t k = out.id();
@@ -25,17 +26,17 @@ public:
             KernelOptions o;
             if (out == DType::float16 || out == DType::bfloat16) o.reduce_type = "float32";
             kernels_[k] = std::make_unique<ScanKernel>("T x", std::string(out.name()) + " y", op_, identity_,
-                                                       std::string(name_) + "_" + std::string(out.name()), o);
+                                                       "kjit_" + std::string(what_) + "_" + std::string(out.name()), o);
         });
         return *kernels_[k];
     }
 
     Array operator()(const Array& x, const ScanOptions& options, const Array& out) {
-        if (!x.valid()) throw Error("kjit::" + std::string(name_ + 5) + ": the input is invalid (default-constructed)");
+        if (!x.valid()) throw Error("kjit::" + std::string(what_) + ": the input is invalid (default-constructed)");
         const DType t = sum_dtype(x.dtype());
         if (!out.valid()) return kernel(t)({x}, options)[0];
         if (!(out.dtype() == t))
-            throw TypeError("kjit::" + std::string(name_ + 5) + ": out has dtype " + std::string(out.dtype().name()) + " but a " +
+            throw TypeError("kjit::" + std::string(what_) + ": out has dtype " + std::string(out.dtype().name()) + " but a " +
                             std::string(x.dtype().name()) + " input gives " + std::string(t.name()));
         kernel(t).launch({x, out}, options);
         return out;
@@ -44,7 +45,7 @@ public:
 private:
     const char* op_;
     const char* identity_;
-    const char* name_;  // "kjit_cumsum": the user's name follows "kjit_"
+    const char* what_;
     std::array<std::once_flag, DType::count> once_;
     std::array<std::unique_ptr<ScanKernel>, DType::count> kernels_;
 };
@@ -52,12 +53,12 @@ private:
 }  // namespace
 
 Array cumsum(const Array& x, const ScanOptions& options, const Array& out) {
-    static Cumulative k("a + b", "0", "kjit_cumsum");
+    static Cumulative k("a + b", "0", "cumsum");
     return k(x, options, out);
 }
 
 Array cumprod(const Array& x, const ScanOptions& options, const Array& out) {
-    static Cumulative k("a * b", "1", "kjit_cumprod");
+    static Cumulative k("a * b", "1", "cumprod");
     return k(x, options, out);
 }
 
