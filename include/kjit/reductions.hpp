@@ -47,6 +47,13 @@ KJIT_API Array nanmax(const Array& x, const ReduceOptions& options = {}, const A
 KJIT_API Array nanmean(const Array& x, const ReduceOptions& options = {}, const Array& out = Array());
 
 // The dtype each function gives for input dtype `t` (TypeError where it does not apply).
+// Counts of the values 0 .. bins - 1 of an integer or bool array, as int64 of shape (bins,):
+// NumPy's bincount with a fixed length. Values outside [0, bins) are not counted, so nothing waits
+// for the GPU to learn the largest one. On the GPU each block counts in shared memory (up to 12288
+// bins; more count straight into the output) and adds its counts once. `out`, when given, is a
+// contiguous int64 array of that shape on x's device.
+KJIT_API Array bincount(const Array& x, std::int64_t bins, const CallOptions& options = {}, const Array& out = Array());
+
 KJIT_API DType sum_dtype(DType t);
 KJIT_API DType mean_dtype(DType t);
 KJIT_API DType var_dtype(DType t);

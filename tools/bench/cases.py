@@ -216,6 +216,11 @@ CASES = [
          doc="issue 36. kjit: ElementwiseKernel('int32 v', 'raw int32 bins', 'atomic_add(bins[v], 1)') "
              "(global atomics). cupy: cupy.bincount(x, minlength=256). torch: torch.bincount(x, minlength=256). "
              "Values uniform in [0, 256)."),
+    Case("red_bincount_i32", "red", "histogram, 2^28 int32 into 256 bins, shared-memory bins", GBPS, "int32",
+         (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 8 * 256, Goal("gbps_min", 3500),
+         doc="issue 36. kjit: kjit::bincount(v, 256, {}, bins) (each block counts in shared memory, then "
+             "adds its counts once). cupy: cupy.bincount(x, minlength=256). torch: torch.bincount(x, minlength=256). "
+             "Values uniform in [0, 256)."),
     Case("red_cumsum_f32", "red", "cumsum, float32 2^28", GBPS, "float32",
          (N28,), (1 << 16,), _unary(4), Goal("copy_frac", 0.85),
          doc="issue 36. kjit: kjit::cumsum(x, {}, y) (a ScanKernel: decoupled look-back, one pass). "

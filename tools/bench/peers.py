@@ -1028,7 +1028,7 @@ def torch_argmax_value(ctx):
         v.bw(lambda: torch.max(x, 0))
 
 
-@peer("cupy", "red_histogram_i32")
+@peer("cupy", "red_histogram_i32", "red_bincount_i32")
 def cupy_histogram(ctx):
     cp, b, np = ctx.m, ctx.b, ctx.np
     x = cp.random.randint(0, 256, size=ctx.shape, dtype=np.int32)
@@ -1037,7 +1037,7 @@ def cupy_histogram(ctx):
         v.bw(lambda: cp.bincount(x, minlength=256))
 
 
-@peer("torch", "red_histogram_i32")
+@peer("torch", "red_histogram_i32", "red_bincount_i32")
 def torch_histogram(ctx):
     torch, b = ctx.m, ctx.b
     x = torch.randint(0, 256, ctx.shape, device=b.dev, dtype=torch.int32)

@@ -78,6 +78,16 @@ void add_reduction_cases(Cases& c) {
         return bandwidth_case("red_histogram_i32", DType::int32, n28, 4.0 * n28 + 4 * 256, [&] { histogram.launch({v, bins}, o); }, s,
                               "ElementwiseKernel 'atomic_add(bins[v], 1)' into 256 int32 bins (global atomics)");
     });
+    c.emplace_back("red_bincount_i32", [=](const Stream& s) {
+        const ElementwiseKernel make_values("", "int32 v", "v = (int)(((uint64)i * 2654435761ull) >> 7 & 255)", "bench_bin_values");
+        const Array v = Array::empty({n28}, DType::int32, Device::cuda(0), s);
+        make_values.launch({v}, {s, -1});
+        const Array bins = Array::empty({256}, DType::int64, Device::cuda(0), s);
+        CallOptions o;
+        o.stream = s;
+        return bandwidth_case("red_bincount_i32", DType::int32, n28, 4.0 * n28 + 8 * 256, [&] { kjit::bincount(v, 256, o, bins); }, s,
+                              "kjit::bincount(v, 256, {}, bins): shared-memory bins per block, added once");
+    });
     c.emplace_back("red_cumsum_f32", [=](const Stream& s) {
         const Array x = filled(DType::float32, {n28}, 0.5, s);
         const Array y = Array::empty({n28}, DType::float32, Device::cuda(0), s);
