@@ -14,16 +14,26 @@
 
 namespace kjit::jit::host {
 
+// A scan's iteration, as the GPU launcher and the host loop both take it: the rows, C order over
+// kept_shape, row r's first element at element offset sum(coordinate[d] * in_kept[d]) from the
+// input pointer (out_kept for the output); each row `length` elements at in_step / out_step.
+struct ScanRows {
+    std::vector<std::int64_t> kept_shape, in_kept, out_kept;
+    std::int64_t length = 0;
+    std::int64_t in_step = 0;
+    std::int64_t out_step = 0;
+    std::int64_t rows() const {
+        std::int64_t r = 1;
+        for (const std::int64_t e : kept_shape) r *= e;
+        return r;
+    }
+};
+
 struct HostScan {
     const ReductionCode* code = nullptr;  // from compile_reduction_on_host (has an identity)
     std::size_t value_size = 0;           // the scan type's itemsize
     const unsigned char* args = nullptr;  // the argument struct: the input's and output's first elements
-    // The rows: C order over kept_shape; row r's first element at element offset
-    // sum(coordinate[d] * in_kept[d]) from the input pointer (out_kept for the output).
-    std::vector<std::int64_t> kept_shape, in_kept, out_kept;
-    std::int64_t length = 0;    // elements per row
-    std::int64_t in_step = 0;   // element stride along a row
-    std::int64_t out_step = 0;
+    const ScanRows* rows = nullptr;
     bool exclusive = false;
     // A segmented scan (one row): the sorted element indices where the scan restarts.
     const std::int64_t* heads = nullptr;

@@ -59,20 +59,8 @@ std::int64_t reach(const Shape& shape, const Strides& strides) {
     return std::max(pos, -neg);
 }
 
-// The scan's iteration: the rows (kept dimensions, C order) and the scanned dimension.
-struct ScanShape {
-    Shape kept;
-    Strides in_kept, out_kept;
-    std::int64_t length = 0, in_step = 0, out_step = 0;
-    std::int64_t rows() const {
-        std::int64_t r = 1;
-        for (const std::int64_t e : kept) r *= e;
-        return r;
-    }
-};
-
-ScanShape iteration(const Array& in, const Array& out, int axis) {
-    ScanShape s;
+host::ScanRows iteration(const Array& in, const Array& out, int axis) {
+    host::ScanRows s;
     if (axis < 0) {  // flattened: both 1-D by now
         s.length = in.size();
         s.in_step = in.ndim() == 0 ? 0 : in.strides()[0];
@@ -82,7 +70,7 @@ ScanShape iteration(const Array& in, const Array& out, int axis) {
     for (int d = 0; d < in.ndim(); ++d) {
         const auto k = static_cast<std::size_t>(d);
         if (d == axis) continue;
-        s.kept.push_back(in.shape()[k]);
+        s.kept_shape.push_back(in.shape()[k]);
         s.in_kept.push_back(in.strides()[k]);
         s.out_kept.push_back(out.strides()[k]);
     }
@@ -93,7 +81,7 @@ ScanShape iteration(const Array& in, const Array& out, int axis) {
     return s;
 }
 
-void launch_on_gpu(const ScanPlan& plan, const Target& target, const ScanShape& s, LaunchBuffers& buffers, bool exclusive,
+void launch_on_gpu(const ScanPlan& plan, const Target& target, const host::ScanRows& s, LaunchBuffers& buffers, bool exclusive,
                    const Array* offsets) {
     const std::int64_t rows = s.rows(), tile = kScanThreads * plan.items;
     const std::int64_t tiles = rows * ((s.length + tile - 1) / tile);
@@ -102,14 +90,14 @@ void launch_on_gpu(const ScanPlan& plan, const Target& target, const ScanShape& 
     auto& l = buffers.layout.reduction;  // its ReduceLayout<1, 1> prefix: row 0 the input, row 1 the output
     using Head = kjit::ReduceLayout<1, 1>;
     std::memset(&l, 0, offsetof(Head, strides) + 2 * sizeof(l.strides[0]));
-    const int kept = static_cast<int>(s.kept.size());
+    const int kept = static_cast<int>(s.kept_shape.size());
     l.kept_ndim = kept;
     l.reduced_ndim = 1;
     l.kept_size = rows;
     l.reduced_size = s.length;
     for (int d = 0; d < kept; ++d) {
         const auto k = static_cast<std::size_t>(d);
-        l.shape[d] = s.kept[k];
+        l.shape[d] = s.kept_shape[k];
         l.strides[0][d] = s.in_kept[k];
         l.strides[1][d] = s.out_kept[k];
     }
@@ -117,7 +105,7 @@ void launch_on_gpu(const ScanPlan& plan, const Target& target, const ScanShape& 
     l.strides[0][kept] = s.in_step;
     l.strides[1][kept] = s.out_step;
 
-    Shape all = s.kept;
+    Shape all = s.kept_shape;
     all.push_back(s.length);
     Strides in_all = s.in_kept, out_all = s.out_kept;
     in_all.push_back(s.in_step);
@@ -205,7 +193,7 @@ void call_scan(const ScanKernel& kernel, ScanCalls& calls, std::span<const Kerne
         if (ilo < ohi && olo < ihi && !same) in = elementwise::pack(in, in.dtype(), target.stream);
     }
     operands.set(0, in);
-    const ScanShape s = iteration(in, out, axis);
+    const host::ScanRows s = iteration(in, out, axis);
 
     Array heads;
     if (offsets != nullptr) {
@@ -228,12 +216,7 @@ void call_scan(const ScanKernel& kernel, ScanCalls& calls, std::span<const Kerne
             h.code = &plan.host;
             h.value_size = plan.value_itemsize;
             h.args = buffers.args;
-            h.kept_shape = s.kept;
-            h.in_kept = s.in_kept;
-            h.out_kept = s.out_kept;
-            h.length = s.length;
-            h.in_step = s.in_step;
-            h.out_step = s.out_step;
+            h.rows = &s;
             h.exclusive = options.exclusive;
             if (offsets != nullptr) {
                 h.heads = static_cast<const std::int64_t*>(heads.data());
