@@ -24,9 +24,8 @@ constexpr unsigned kThreads = 512;
 
 const char* const kSource = R"(
 template <class T>
-__device__ __forceinline__ void count(const T* x, long long n, unsigned long long* bins, long long nbins) {
-    extern __shared__ unsigned int local[];
-    const bool shared = nbins <= )" "12288" R"(;
+__device__ __forceinline__ void count(const T* x, long long n, unsigned long long* bins, long long nbins, int shared) {
+    extern __shared__ unsigned int local[];  // nbins of them when `shared`
     if (shared)
         for (long long b = threadIdx.x; b < nbins; b += blockDim.x) local[b] = 0;
     __syncthreads();
@@ -42,16 +41,16 @@ __device__ __forceinline__ void count(const T* x, long long n, unsigned long lon
     for (long long b = threadIdx.x; b < nbins; b += blockDim.x)
         if (local[b] != 0) atomicAdd(&bins[b], (unsigned long long)local[b]);
 }
-extern "C" __global__ void kjit_bincount_int8(const signed char* x, long long n, unsigned long long* b, long long m) { count(x, n, b, m); }
-extern "C" __global__ void kjit_bincount_uint8(const unsigned char* x, long long n, unsigned long long* b, long long m) { count(x, n, b, m); }
-extern "C" __global__ void kjit_bincount_int16(const short* x, long long n, unsigned long long* b, long long m) { count(x, n, b, m); }
-extern "C" __global__ void kjit_bincount_uint16(const unsigned short* x, long long n, unsigned long long* b, long long m) { count(x, n, b, m); }
-extern "C" __global__ void kjit_bincount_int32(const int* x, long long n, unsigned long long* b, long long m) { count(x, n, b, m); }
-extern "C" __global__ void kjit_bincount_uint32(const unsigned int* x, long long n, unsigned long long* b, long long m) { count(x, n, b, m); }
-extern "C" __global__ void kjit_bincount_int64(const long long* x, long long n, unsigned long long* b, long long m) { count(x, n, b, m); }
-extern "C" __global__ void kjit_bincount_uint64(const unsigned long long* x, long long n, unsigned long long* b, long long m) {
+extern "C" __global__ void kjit_bincount_int8(const signed char* x, long long n, unsigned long long* b, long long m, int s) { count(x, n, b, m, s); }
+extern "C" __global__ void kjit_bincount_uint8(const unsigned char* x, long long n, unsigned long long* b, long long m, int s) { count(x, n, b, m, s); }
+extern "C" __global__ void kjit_bincount_int16(const short* x, long long n, unsigned long long* b, long long m, int s) { count(x, n, b, m, s); }
+extern "C" __global__ void kjit_bincount_uint16(const unsigned short* x, long long n, unsigned long long* b, long long m, int s) { count(x, n, b, m, s); }
+extern "C" __global__ void kjit_bincount_int32(const int* x, long long n, unsigned long long* b, long long m, int s) { count(x, n, b, m, s); }
+extern "C" __global__ void kjit_bincount_uint32(const unsigned int* x, long long n, unsigned long long* b, long long m, int s) { count(x, n, b, m, s); }
+extern "C" __global__ void kjit_bincount_int64(const long long* x, long long n, unsigned long long* b, long long m, int s) { count(x, n, b, m, s); }
+extern "C" __global__ void kjit_bincount_uint64(const unsigned long long* x, long long n, unsigned long long* b, long long m, int s) {
     // Values past 2^63 are out of range anyway: read them as such rather than as negative.
-    count(reinterpret_cast<const long long*>(x), n, b, m);
+    count(reinterpret_cast<const long long*>(x), n, b, m, s);
 }
 )";
 
@@ -144,8 +143,9 @@ Array bincount(const Array& x, std::int64_t bins, const CallOptions& options, co
     const std::int64_t blocks = std::clamp<std::int64_t>((n + kThreads * 16 - 1) / (kThreads * 16), 1, std::max<std::int64_t>(1, sms * 4));
     LaunchConfig config;
     config.stream = stream;
-    config.shared_mem_bytes = bins <= kSharedBins ? static_cast<std::size_t>(bins) * 4 : 0;
-    k(Dim3{static_cast<unsigned>(blocks), 1, 1}, Dim3{kThreads, 1, 1}, {flat, n, result, bins}, config);
+    const int shared = bins <= kSharedBins ? 1 : 0;
+    config.shared_mem_bytes = shared ? static_cast<std::size_t>(bins) * 4 : 0;
+    k(Dim3{static_cast<unsigned>(blocks), 1, 1}, Dim3{kThreads, 1, 1}, {flat, n, result, bins, shared}, config);
     return result;
 }
 
