@@ -44,4 +44,15 @@ struct ReducePlan {
 ReducePlan plan_reduction(const Shape& shape, const std::vector<Strides>& inputs, const std::vector<Strides>& outputs,
                           const std::vector<int>& axes, int sm_count);
 
+// The largest offset (in elements, either sign) `strides` reach over `shape` (a prefix of it when
+// there are fewer strides): what decides whether a launch may index in 32 bits.
+inline std::int64_t element_reach(const Shape& shape, const Strides& strides) {
+    std::int64_t pos = 0, neg = 0;
+    for (std::size_t d = 0; d < strides.size(); ++d) {
+        const std::int64_t span = (shape[d] - 1) * strides[d];
+        (span > 0 ? pos : neg) += span;
+    }
+    return pos > -neg ? pos : -neg;
+}
+
 }  // namespace kjit::detail

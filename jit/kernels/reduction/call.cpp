@@ -67,16 +67,6 @@ std::string axes_text(const std::vector<int>& axes) {
     return s + (axes.size() == 1 ? ",)" : ")");
 }
 
-// The largest offset (in elements, either sign) a stride vector reaches over `shape`.
-std::int64_t reach(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides) {
-    std::int64_t pos = 0, neg = 0;
-    for (std::size_t d = 0; d < strides.size(); ++d) {
-        const std::int64_t span = (shape[d] - 1) * strides[d];
-        (span > 0 ? pos : neg) += span;
-    }
-    return std::max(pos, -neg);
-}
-
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // The array inputs broadcast together into `in`: the shape being reduced.
@@ -232,8 +222,8 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
     bool fits32 = kept_size + grid_threads < INT_MAX && reduced_size + grid_threads < INT_MAX &&
                   static_cast<std::int64_t>(chunks) * kept_size < INT_MAX;
     const std::vector<std::int64_t> kept_shape(rp.shape.begin(), rp.shape.begin() + rp.kept_ndim);
-    for (const auto& st : rp.in_strides) fits32 = fits32 && reach(rp.shape, st) < INT_MAX;
-    for (const auto& st : rp.out_strides) fits32 = fits32 && reach(kept_shape, st) < INT_MAX;
+    for (const auto& st : rp.in_strides) fits32 = fits32 && detail::element_reach(rp.shape, st) < INT_MAX;
+    for (const auto& st : rp.out_strides) fits32 = fits32 && detail::element_reach(kept_shape, st) < INT_MAX;
 
     switch (rp.strategy) {
         case detail::ReduceStrategy::full: {

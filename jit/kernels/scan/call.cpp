@@ -16,6 +16,7 @@
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/reduce_layout.hpp"
 
 namespace kjit::jit::kernels {
 
@@ -47,16 +48,6 @@ std::unique_ptr<ScanPlan> make_plan(const ScanKernel& kernel, const CallSite& si
     plan->loader = std::make_shared<LazyEntryPoints>(std::move(m.program.program), std::move(m.program.generated.entry_lines),
                                                      std::move(m.groups), target.ordinal);
     return plan;
-}
-
-// The largest offset (in elements, either sign) a stride vector reaches over `shape`.
-std::int64_t reach(const Shape& shape, const Strides& strides) {
-    std::int64_t pos = 0, neg = 0;
-    for (std::size_t d = 0; d < strides.size(); ++d) {
-        const std::int64_t span = (shape[d] - 1) * strides[d];
-        (span > 0 ? pos : neg) += span;
-    }
-    return std::max(pos, -neg);
 }
 
 host::ScanRows iteration(const Array& in, const Array& out, int axis) {
@@ -110,7 +101,7 @@ void launch_on_gpu(const ScanPlan& plan, const Target& target, const host::ScanR
     Strides in_all = s.in_kept, out_all = s.out_kept;
     in_all.push_back(s.in_step);
     out_all.push_back(s.out_step);
-    const bool fits32 = s.length + tile < INT_MAX && rows < INT_MAX && reach(all, in_all) < INT_MAX && reach(all, out_all) < INT_MAX;
+    const bool fits32 = s.length + tile < INT_MAX && rows < INT_MAX && detail::element_reach(all, in_all) < INT_MAX && detail::element_reach(all, out_all) < INT_MAX;
 
     void* ws = scratch_memory(target.ordinal, target.stream, Scratch::scan, static_cast<std::size_t>(scan_workspace_bytes(tiles)),
                               "this scan");
