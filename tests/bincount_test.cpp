@@ -55,6 +55,21 @@ void bincount_on(Device device) {
     CHECK(counts_of(bincount(on(device, flags, DType::bool_), 2)) == std::vector<std::int64_t>{2, 3});
     const std::vector<std::uint64_t> big{1, 2, 2, 0x8000000000000001ull, 3};
     CHECK(counts_of(bincount(on(device, big, DType::uint64), 4)) == std::vector<std::int64_t>{0, 1, 2, 1});
+    // Contiguous views that start off a 16-byte boundary, at every offset 1..17 and lengths up to
+    // a few vectors past the threads' first round: the elements before the first whole vector
+    // and after the last one are counted apart from the vectors.
+    const std::vector<std::int8_t> bytes = cast_all<std::int8_t>(draw(600011, -3, 60, true));
+    const std::vector<std::int16_t> halves = cast_all<std::int16_t>(draw(300007, -3, 60, true));
+    const Array bs = on(device, bytes, DType::int8), hs = on(device, halves, DType::int16);
+    for (std::int64_t skip = 1; skip <= 17; skip += 4)
+        for (const std::int64_t len : {std::int64_t{1}, std::int64_t{15}, std::int64_t{250001}, std::int64_t{600011} - skip}) {
+            INFO("skip " << skip << ", length " << len);
+            const std::vector<std::int8_t> b(bytes.begin() + skip, bytes.begin() + skip + len);
+            CHECK(counts_of(bincount(bs.slice(0, Slice{skip, skip + len, 1}), 64)) == reference(b, 64));
+            const std::int64_t hl = std::min<std::int64_t>(len, 300007 - skip);
+            const std::vector<std::int16_t> h(halves.begin() + skip, halves.begin() + skip + hl);
+            CHECK(counts_of(bincount(hs.slice(0, Slice{skip, skip + hl, 1}), 64)) == reference(h, 64));
+        }
     // Errors leave it usable.
     CHECK_THAT(error_of([&] { bincount(on(device, std::vector<float>{1}, DType::float32), 4); }), Contains("not float32"));
     CHECK_THAT(error_of([&] { bincount(xs, 0); }), Contains("bins must be at least 1"));

@@ -199,6 +199,19 @@ void statistics_on(Device device) {
         const std::vector<float> v = floats(var(xs, {.axis = std::vector<int>{1}}, ddof));
         for (std::int64_t r = 0; r < rows; ++r) CHECK(near(v[static_cast<std::size_t>(r)], two_pass(r * cols, (r + 1) * cols, 1, ddof), 1e-6));
     }
+    // Far from zero (mean 1e4, spread 1: sum(x^2) - sum(x)^2 would lose 8 digits), and constant data,
+    // whose std must be 0, not a rounding below it made NaN by the square root.
+    {
+        std::vector<float> far(100003);
+        for (std::size_t e = 0; e < far.size(); ++e) far[e] = static_cast<float>(1e4 + drawn[e] / 3);
+        double mean = 0, m2 = 0;
+        for (const float v : far) mean += v;
+        mean /= static_cast<double>(far.size());
+        for (const float v : far) m2 += (v - mean) * (v - mean);
+        CHECK(near(floats(var(on(device, far, DType::float32)))[0], m2 / static_cast<double>(far.size()), 1e-6));
+        const std::vector<float> same(70001, 1e4f + 0.3f);
+        CHECK(floats(kjit::std(on(device, same, DType::float32)))[0] == 0.0f);
+    }
     // NumPy's edge cases: no elements (NaN), fewer elements than ddof (infinity), empty nanmin.
     const Array none = on(device, std::vector<float>{}, DType::float32, {0});
     CHECK(std::isnan(floats(var(none))[0]));

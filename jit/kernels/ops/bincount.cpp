@@ -24,18 +24,46 @@ constexpr unsigned kThreads = 512;
 
 const char* const kSource = R"(
 template <class T>
+__device__ __forceinline__ void add(T value, unsigned long long* bins, long long nbins, int shared, unsigned int* local) {
+    const long long v = (long long)value;
+    if (v < 0 || v >= nbins) return;
+    if (shared) atomicAdd(&local[v], 1u);
+    else atomicAdd(&bins[v], 1ull);
+}
+
+// The elements are read 16 bytes at a time, four such loads in flight per thread before their
+// atomics (one element per load left the loads waiting on the atomics: 74% of copy on an H100);
+// the elements before the first 16-byte boundary and after the last whole vector one at a time.
+template <class T>
 __device__ __forceinline__ void count(const T* x, long long n, unsigned long long* bins, long long nbins, int shared) {
     extern __shared__ unsigned int local[];  // nbins of them when `shared`
     if (shared)
         for (long long b = threadIdx.x; b < nbins; b += blockDim.x) local[b] = 0;
     __syncthreads();
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const long long v = (long long)x[i];
-        if (v < 0 || v >= nbins) continue;
-        if (shared) atomicAdd(&local[v], 1u);
-        else atomicAdd(&bins[v], 1ull);
+    constexpr int V = 16 / sizeof(T), U = 4;
+    union Vector { uint4 raw; T e[V]; };
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x, stride = (long long)gridDim.x * blockDim.x;
+    const long long head = min(n, (long long)(((16 - ((unsigned long long)x & 15)) & 15) / sizeof(T)));
+    const long long vectors = (n - head) / V;
+    const uint4* vx = reinterpret_cast<const uint4*>(x + head);
+    for (long long i = t; i < head; i += stride) add(x[i], bins, nbins, shared, local);
+    long long q = t;
+    for (; q + (U - 1) * stride < vectors; q += U * stride) {
+        Vector w[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) w[u].raw = __ldcs(vx + q + u * stride);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int e = 0; e < V; ++e) add(w[u].e[e], bins, nbins, shared, local);
     }
+    for (; q < vectors; q += stride) {
+        Vector w;
+        w.raw = __ldcs(vx + q);
+#pragma unroll
+        for (int e = 0; e < V; ++e) add(w.e[e], bins, nbins, shared, local);
+    }
+    for (long long i = head + vectors * V + t; i < n; i += stride) add(x[i], bins, nbins, shared, local);
     if (!shared) return;
     __syncthreads();
     for (long long b = threadIdx.x; b < nbins; b += blockDim.x)

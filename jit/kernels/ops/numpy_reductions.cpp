@@ -1,7 +1,7 @@
 // NumPy's reductions beyond sum, prod, min, max and mean (jit/kernels/ops/reductions.cpp): var and
 // std, any, all, count_nonzero, nansum, nanmin, nanmax and nanmean. Each is one ReductionKernel
 // per input dtype (and ddof), one pass over the data: var and nanmean keep a struct running value
-// (Welford's count, mean and squared deviations; a sum with its count).
+// (a count with shifted sums, see variance_kernel; a sum with its count).
 #include "kjit/reductions.hpp"
 
 #include <cmath>
@@ -49,22 +49,44 @@ std::string number(double v) {
     return text;
 }
 
-// Welford's running value, merged as Chan et al. do (no cancellation, unlike sum(x^2) - sum(x)^2).
-// Complex data keeps a complex mean and the sum of |x - mean|^2.
+// One pass without cancellation: a running value holds its count n, a shift (one of its own
+// values), and the sum s and squared sum ss of its values minus the shift, so that folding in one
+// element is a subtraction and two multiply-adds, no division (the division of Welford's update
+// per element held kjit::var to 58% of copy, docs/perf-log.md). A single element is
+// {1, x, 0, 0}; merging two larger values goes through their means and squared deviations
+// (m2 = ss - s^2/n, exact but for rounding relative to (mean - shift)^2 / variance, which a shift
+// drawn from the data keeps small) as Chan et al. do, and the result is {n, mean, 0, m2}, itself
+// of this form. Complex data keeps complex shift and s, and sums |x - shift|^2.
 ReductionKernel variance_kernel(DType t, double ddof, bool root) {
     const bool complex = t.is_complex();
     KernelOptions o;
-    o.reduce_type = std::string("struct { float64 n; ") + (complex ? "complex128" : "float64") + " mean; float64 m2; }";
-    const std::string norm_d = complex ? "(real(b.mean - a.mean) * real(b.mean - a.mean) + imag(b.mean - a.mean) * imag(b.mean - a.mean))"
-                                       : "(b.mean - a.mean) * (b.mean - a.mean)";
-    const std::string merge = "{a.n + b.n, a.n + b.n == 0 ? a.mean : a.mean + (b.mean - a.mean) * (b.n / (a.n + b.n)), "
-                              "a.n + b.n == 0 ? 0.0 : a.m2 + b.m2 + " + norm_d + " * (a.n * b.n / (a.n + b.n))}";
+    const std::string c = complex ? "complex128" : "float64";
+    o.reduce_type = "struct { float64 n; " + c + " shift; " + c + " s; float64 ss; }";
+    auto norm = [&](const std::string& v) {
+        return complex ? "(real(" + v + ") * real(" + v + ") + imag(" + v + ") * imag(" + v + "))" : "(" + v + ") * (" + v + ")";
+    };
+    auto mean = [&](const std::string& r) { return "(" + r + ".shift + " + r + ".s / " + r + ".n)"; };
+    // Rounding may leave m2 a hair below zero, which std's sqrt would make NaN; a NaN stays NaN.
+    auto m2 = [&](const std::string& r) {
+        const std::string v = "(" + r + ".ss - " + norm(r + ".s") + " / " + r + ".n)";
+        return "(" + v + " < 0 ? 0.0 : " + v + ")";
+    };
+    // Field by field (a struct value is a brace list; its conditions are the same in each field):
+    // an empty side gives the other; an element b (n = 1: the thread loop's v = reduce(v, map(x)),
+    // a uniform branch there) folds in as x - a.shift; two larger values merge by Chan's formulas.
+    const std::string d = "(" + mean("b") + " - " + mean("a") + ")", e = "(b.shift - a.shift)";
+    auto pick = [&](const std::string& a_empty, const std::string& b_empty, const std::string& element, const std::string& merged) {
+        return "(a.n == 0 ? " + a_empty + " : (b.n == 0 ? " + b_empty + " : (b.n == 1 ? " + element + " : " + merged + ")))";
+    };
+    const std::string reduce = "{a.n + b.n, " + pick("b.shift", "a.shift", "a.shift", mean("a") + " + " + d + " * (b.n / (a.n + b.n))") + ", " +
+                               pick("b.s", "a.s", "a.s + " + e, "0") + ", " +
+                               pick("b.ss", "a.ss", "a.ss + " + norm(e), m2("a") + " + " + m2("b") + " + " + norm(d) + " * (a.n * b.n / (a.n + b.n))") + "}";
     // NumPy divides by max(n - ddof, 0): NaN for no elements, infinity past the degrees of freedom.
-    const std::string value = "a.m2 / max(a.n - " + number(ddof) + ", 0.0)";
+    const std::string value = "(a.n == 0 ? 0.0 / 0.0 : " + m2("a") + ") / max(a.n - " + number(ddof) + ", 0.0)";
     const std::string post = "y = " + (root ? "sqrt(" + value + ")" : value);
     const std::string in = std::string(t.name()) + " x", out = std::string(var_dtype(t).name()) + " y";
     const std::string x = t.is_bool() ? "(x ? 1.0 : 0.0)" : "x";
-    return ReductionKernel(in, out, "{1, " + x + ", 0}", merge, post, "{0, 0, 0}", std::string("kjit_") + (root ? "std" : "var"), o);
+    return ReductionKernel(in, out, "{1, " + x + ", 0, 0}", reduce, post, "{0, 0, 0, 0}", std::string("kjit_") + (root ? "std" : "var"), o);
 }
 
 ReductionKernel make_kernel(Op op, DType t, double ddof) {
