@@ -15,7 +15,7 @@
 // Launch contract:
 //   - blockDim.x == scan_threads; gridDim.x == kept_size * ceil(L / (scan_threads * NAME_ops::scan_items))
 //     (one tile each);
-//   - workspace: scan_workspace_bytes(tiles) bytes (jit/kernels/scan/ computes the same), 16-byte
+//   - workspace: scan_workspace_bytes(tiles, sizeof(value_type)) bytes (jit/kernels/scan/ computes the same), 16-byte
 //     aligned, its first 16 + 4 * tiles bytes zero at launch (the tile counter and the flags);
 //   - the 32-bit variants need every offset, L + scan_tile and gridDim.x below 2^31.
 //
@@ -78,41 +78,48 @@ __device__ __forceinline__ ScanPair<V> shfl_down_pair(const ScanPair<V>& p, int 
 }
 
 // The workspace: a 16-byte tile counter, a flag per tile (0: nothing yet, 1: its aggregate, 2: its
-// inclusive prefix), then two 32-byte value slots per tile (aggregate, inclusive prefix; kept
-// apart so that a reader who saw flag 1 never reads a slot being overwritten). A slot holds the
-// value (at most 16 bytes: complex128) and, in its last byte, the segment flag.
+// inclusive prefix), then two value slots per tile (aggregate, inclusive prefix; kept apart so that
+// a reader who saw flag 1 never reads a slot being overwritten). A slot holds the value and, in
+// its last byte, the segment flag: sizeof(value) + 1 bytes rounded up to 16 (32 for a dtype, up to
+// 80 for a 64-byte struct).
 enum : int { scan_flag_none = 0, scan_flag_aggregate = 1, scan_flag_prefix = 2 };
 __host__ __device__ constexpr long long scan_flags_bytes(long long tiles) { return (16 + 4 * tiles + 15) / 16 * 16; }
-__host__ __device__ constexpr long long scan_workspace_bytes(long long tiles) { return scan_flags_bytes(tiles) + 64 * tiles; }
+__host__ __device__ constexpr long long scan_slot_bytes(long long value_size) { return (value_size + 1 + 15) / 16 * 16; }
+__host__ __device__ constexpr long long scan_workspace_bytes(long long tiles, long long value_size) {
+    return scan_flags_bytes(tiles) + 2 * scan_slot_bytes(value_size) * tiles;
+}
 
+template <class V>
 struct ScanSlot {
-    uint4 w[2];
+    enum : int { words = static_cast<int>(scan_slot_bytes(sizeof(V)) / 16) };
+    uint4 w[words];
 };
 
 template <class V>
-__device__ __forceinline__ void scan_store_slot(ScanSlot* slot, const ScanPair<V>& p) {
-    static_assert(sizeof(V) <= 16, "kjit: a scan value has at most 16 bytes");
-    ScanSlot s;
-    s.w[0] = s.w[1] = make_uint4(0, 0, 0, 0);
+__device__ __forceinline__ void scan_store_slot(ScanSlot<V>* slot, const ScanPair<V>& p) {
+    static_assert(sizeof(V) <= 64, "kjit: a scan value has at most 64 bytes");
+    ScanSlot<V> s;
+#pragma unroll
+    for (int k = 0; k < ScanSlot<V>::words; ++k) s.w[k] = make_uint4(0, 0, 0, 0);
     unsigned char* bytes = reinterpret_cast<unsigned char*>(&s);
     const unsigned char* from = reinterpret_cast<const unsigned char*>(&p.v);
 #pragma unroll
     for (int k = 0; k < static_cast<int>(sizeof(V)); ++k) bytes[k] = from[k];
-    bytes[31] = p.head ? 1 : 0;
-    __stcg(&slot->w[0], s.w[0]);
-    __stcg(&slot->w[1], s.w[1]);
+    bytes[sizeof(s) - 1] = p.head ? 1 : 0;
+#pragma unroll
+    for (int k = 0; k < ScanSlot<V>::words; ++k) __stcg(&slot->w[k], s.w[k]);
 }
 template <class V>
-__device__ __forceinline__ ScanPair<V> scan_load_slot(const ScanSlot* slot) {
-    ScanSlot s;
-    s.w[0] = __ldcg(&slot->w[0]);
-    s.w[1] = __ldcg(&slot->w[1]);
+__device__ __forceinline__ ScanPair<V> scan_load_slot(const ScanSlot<V>* slot) {
+    ScanSlot<V> s;
+#pragma unroll
+    for (int k = 0; k < ScanSlot<V>::words; ++k) s.w[k] = __ldcg(&slot->w[k]);
     const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&s);
     ScanPair<V> p;
     unsigned char* to = reinterpret_cast<unsigned char*>(&p.v);
 #pragma unroll
     for (int k = 0; k < static_cast<int>(sizeof(V)); ++k) to[k] = bytes[k];
-    p.head = bytes[31] != 0;
+    p.head = bytes[sizeof(s) - 1] != 0;
     return p;
 }
 
@@ -130,8 +137,10 @@ __device__ __forceinline__ long long scan_lower_bound(const long long* offsets, 
 // The exclusive prefix of tile `tile` (whose row starts at tile `first`) from its predecessors'
 // flags, by warp 0 of the block; every lane returns it.
 template <class K, bool Segmented>
-__device__ __forceinline__ ScanPair<typename K::value_type> scan_look_back(const volatile int* flags, const ScanSlot* aggregates,
-                                                                           const ScanSlot* prefixes, long long tile, long long first) {
+__device__ __forceinline__ ScanPair<typename K::value_type> scan_look_back(const volatile int* flags,
+                                                                           const ScanSlot<typename K::value_type>* aggregates,
+                                                                           const ScanSlot<typename K::value_type>* prefixes, long long tile,
+                                                                           long long first) {
     typedef typename K::value_type V;
     typedef ScanPair<V> P;
     const int lane = threadIdx.x & 31;
@@ -185,8 +194,8 @@ __device__ __forceinline__ void scan_tile(const Args& args, const ReduceLayout<K
     unsigned char* ws = static_cast<unsigned char*>(workspace);
     int* flags = reinterpret_cast<int*>(ws + 16);
     const long long tiles = static_cast<long long>(gridDim.x);
-    ScanSlot* aggregates = reinterpret_cast<ScanSlot*>(ws + scan_flags_bytes(tiles));
-    ScanSlot* prefixes = aggregates + tiles;
+    ScanSlot<V>* aggregates = reinterpret_cast<ScanSlot<V>*>(ws + scan_flags_bytes(tiles));
+    ScanSlot<V>* prefixes = aggregates + tiles;
 
     if (threadIdx.x == 0) tile_shared = atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ull);
     __syncthreads();

@@ -191,8 +191,73 @@ void in_place_and_cumulative_on(Device device) {
     CHECK(bad == 0);
 }
 
+// Scans whose running value is a struct (ScanKernel::mapped): the index of the running maximum,
+// and a running mean, inclusive and exclusive, across tiles, along an axis and segmented. The
+// struct values travel through the look-back's slots (a 24-byte value: 48-byte slots).
+void struct_scans_on(Device device) {
+    KernelOptions arg;
+    arg.reduce_type = "struct { T v; int64 at; }";
+    // Ties keep the earlier index (b replaces a only when larger): associative, not commutative.
+    const ScanKernel argmax_so_far = ScanKernel::mapped("T x", "int64 y", "{x, i}", "b.v > a.v ? b : a", "y = a.at",
+                                                        "{-CUDART_INF_F, -1}", "argmax_so_far", arg);
+    KernelOptions mean_type;
+    mean_type.reduce_type = "struct running_mean { float64 s; float64 n; float64 pad; }";
+    const ScanKernel mean_so_far = ScanKernel::mapped("T x", "float64 y", "{x, 1, 0}", "{a.s + b.s, a.n + b.n, 0}",
+                                                      "y = a.n == 0 ? -1.0 : a.s / a.n", "{0, 0, 0}", "mean_so_far", mean_type);
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{257}, std::int64_t{5000}, std::int64_t{100003}}) {
+        INFO("n " << n);
+        std::vector<float> x(static_cast<std::size_t>(n));
+        const std::vector<double> drawn = draw(x.size(), -1000, 1000, true);  // integers: ties happen
+        for (std::size_t e = 0; e < x.size(); ++e) x[e] = static_cast<float>(drawn[e]);
+        const Array xs = on(device, x, DType::float32);
+        const std::vector<std::int64_t> at = elements_of<std::int64_t>(argmax_so_far({xs})[0]);
+        const std::vector<double> mean = elements_of<double>(mean_so_far({xs})[0]);
+        const Array ex = poisoned_on(device, DType::float64, {n});
+        mean_so_far.launch({xs, ex}, {.exclusive = true});
+        const std::vector<double> mean_ex = elements_of<double>(ex);
+        std::int64_t best = 0;
+        double sum = 0;
+        std::size_t bad_at = 0, bad_mean = 0, bad_ex = 0;
+        for (std::size_t e = 0; e < x.size(); ++e) {
+            bad_ex += std::abs(mean_ex[e] - (e == 0 ? -1.0 : sum / static_cast<double>(e))) > 1e-9 * 1000;
+            if (x[e] > x[static_cast<std::size_t>(best)]) best = static_cast<std::int64_t>(e);
+            sum += x[e];
+            bad_at += at[e] != best;
+            bad_mean += std::abs(mean[e] - sum / static_cast<double>(e + 1)) > 1e-9 * 1000;
+        }
+        CHECK(bad_at == 0);
+        CHECK(bad_mean == 0);
+        CHECK(bad_ex == 0);
+    }
+    // Along axis 0 of a (300, 7) array (each column its own scan), and segmented.
+    const std::vector<double> drawn = draw(2100, -50, 50, true);
+    std::vector<float> x(drawn.begin(), drawn.end());
+    const Array xs = on(device, x, DType::float32, {300, 7});
+    const std::vector<std::int64_t> cols = elements_of<std::int64_t>(argmax_so_far({xs}, {.axis = 0})[0]);
+    std::size_t bad = 0;
+    for (std::size_t c = 0; c < 7; ++c) {
+        std::size_t best = 0;
+        for (std::size_t r = 0; r < 300; ++r) {
+            if (x[r * 7 + c] > x[best * 7 + c]) best = r;
+            bad += cols[r * 7 + c] != static_cast<std::int64_t>(best);
+        }
+    }
+    CHECK(bad == 0);
+    const Array flat = on(device, x, DType::float32);
+    const std::vector<std::int64_t> cuts{0, 0, 100, 1500, 1501};
+    const std::vector<std::int64_t> seg = elements_of<std::int64_t>(argmax_so_far.scan_segments({flat}, on(device, cuts, DType::int64))[0]);
+    bad = 0;
+    std::size_t best = 0;
+    for (std::size_t e = 0; e < x.size(); ++e) {
+        if (std::find(cuts.begin(), cuts.end(), static_cast<std::int64_t>(e)) != cuts.end() || x[e] > x[best]) best = e;
+        bad += seg[e] != static_cast<std::int64_t>(best);
+    }
+    CHECK(bad == 0);
+}
+
 }  // namespace
 
+KJIT_ON_BOTH_BACK_ENDS_TAGGED("[scan][struct]", "struct scan values: the running argmax and a running mean", struct_scans_on)
 KJIT_ON_BOTH_BACK_ENDS_TAGGED("[scan]", "integer scans of every size around the tile boundaries are exact", int_scans_on)
 KJIT_ON_BOTH_BACK_ENDS_TAGGED("[scan]", "float32 running sums and a running maximum", float_scans_on)
 KJIT_ON_BOTH_BACK_ENDS_TAGGED("[scan]", "scans along each axis and flattened through a view", axis_scans_on)
@@ -226,6 +291,13 @@ TEST_CASE("scan kernels compile with NVRTC for every entry point", "[scan][nvrtc
     }
     const std::string src = sum.source({{"T", DType::float32}});
     CHECK_THAT(src, Contains("kjit::scan_tile<nvrtc_sum_ops, int, false>"));
+    // A 64-byte struct value (the largest): 80-byte look-back slots, one item per thread.
+    KernelOptions o;
+    o.reduce_type = "struct wide { float64 a0; float64 a1; float64 a2; float64 a3; float64 a4; float64 a5; float64 a6; int64 k; }";
+    const ScanKernel wide = ScanKernel::mapped("T x", "T y", "{x, x, x, x, x, x, x, 1}",
+                                               "{a.a0 + b.a0, a.a1 + b.a1, a.a2 + b.a2, a.a3 + b.a3, a.a4 + b.a4, a.a5 + b.a5, a.a6 + b.a6, a.k + b.k}",
+                                               "y = a.a0 / a.k", "{0, 0, 0, 0, 0, 0, 0, 0}", "nvrtc_wide", o);
+    CHECK(wide.compile({{"T", DType::float64}}, "sm_90").entry_points.size() == 4);
 }
 
 TEST_CASE("scan kernels say what is wrong", "[scan]") {
@@ -236,7 +308,11 @@ TEST_CASE("scan kernels say what is wrong", "[scan]") {
     CHECK_THAT(error_of([] { ScanKernel("T x", "T y", "a + c", "0").check(); }), Contains("reduce:1:5: error: unknown name 'c'"));
     KernelOptions o;
     o.reduce_type = "struct { float64 s; }";
-    CHECK_THAT(error_of([&] { ScanKernel("T x", "T y", "a + b", "0", "s", o).check(); }), Contains("cannot be a struct"));
+    CHECK_THAT(error_of([&] { ScanKernel("T x", "T y", "a + b", "0", "s", o).check(); }), Contains("a struct scan value needs a map and a post"));
+    CHECK_THAT(error_of([&] { ScanKernel::mapped("T x", "T y", "{x}", "{a.s + b.t}", "y = a.s", "{0}", "s", o).check(); }),
+               Contains("reduce:1:10: error: the struct has no field 't'"));
+    CHECK_THAT(error_of([&] { ScanKernel::mapped("T x", "T y", "{x, 1}", "{a.s + b.s}", "y = a.s", "{0}", "s", o).check(); }),
+               Contains("2 values for the 1 fields"));
     CHECK(ScanKernel("T x", "U y", "a + b", "0").placeholders() == std::vector<std::string>{"T", "U"});
 }
 
@@ -276,7 +352,26 @@ TEST_CASE("recorded scans read back and precompile", "[scan][manifest][nvrtc]") 
     CHECK(back.kernel.scan_expr() == "a + b");
     CHECK(back.kernel.identity() == "0");
     CHECK(back.kernel.options().reduce_type == "float64");
+    CHECK(back.kernel.map_expr().empty());
     REQUIRE(back.bindings.size() == 1);
+    {
+        // A mapped scan's map and post travel too.
+        const kjit::test::TempDir other;
+        CacheSettings rec;
+        rec.dir = (other.path() / "c").string();
+        rec.record = (other.path() / "m.json").string();
+        configure_cache(rec);
+        KernelOptions mean_type;
+        mean_type.reduce_type = "struct { float64 s; float64 n; }";
+        ScanKernel::mapped("T x", "float64 y", "{x, 1}", "{a.s + b.s, a.n + b.n}", "y = a.s / a.n", "{0, 0}", "mean_rec", mean_type)
+            .compile({{"T", DType::float32}}, "sm_90");
+        const nlohmann::json m = kjit::cache::read_manifest(other.path() / "m.json");
+        const jit::kernels::ManifestScan mapped = jit::kernels::scan_from_manifest_entry(m["kernels"][0]);
+        CHECK(mapped.kernel.map_expr() == "{x, 1}");
+        CHECK(mapped.kernel.post_expr() == "y = a.s / a.n");
+        CHECK(mapped.kernel.options().reduce_type == "struct { float64 s; float64 n; }");
+        configure_cache(app);
+    }
 
     // A build machine precompiles each entry point's program; a process without NVRTC finds them.
     CacheSettings build;

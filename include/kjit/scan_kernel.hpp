@@ -13,7 +13,19 @@
 //   exclusive scan starts from it, and a segment that is empty or a tile past the end pads with it).
 // - options.reduce_type (KernelOptions): the scan type, a dtype or a placeholder; empty: the
 //   output's type, as for a reduction (the input is converted to it as loaded, the result to the
-//   output's type as stored). Struct values are not supported in scans.
+//   output's type as stored).
+//
+// A running value other than the input (a running mean, the index of the running maximum) is a
+// scan with map and post, as a ReductionKernel has: ScanKernel::mapped(in, out, map, scan_expr,
+// post, identity, name, options). map makes the value of one element from the input and `i` (its
+// index along the scanned axis, from 0; in a segmented scan, in the whole input), post writes the
+// output from `a` (and `i`); the scan type may then be a struct
+// (options.reduce_type "struct { float32 v; int64 at; }", as in a reduction, 64 bytes at most):
+//
+//   KernelOptions o;
+//   o.reduce_type = "struct { T v; int64 at; }";
+//   auto argmax_so_far = kjit::ScanKernel::mapped("T x", "int64 y", "{x, i}", "b.v > a.v ? b : a",
+//                                                 "y = a.at", "{-CUDART_INF_F, -1}", "argmax_so_far", o);
 //
 // Output j of an inclusive scan is x[0] . x[1] ... x[j] (`.` the scan expression); of an
 // exclusive one identity . x[0] ... x[j-1]. On the GPU a scan is one pass (the decoupled look-back
@@ -23,8 +35,8 @@
 // arrays a scan runs on the CPU through the host back end, each row in order.
 //
 // Construction is cheap and checks nothing; check(), source() and compile() parse and type-check
-// the strings (errors name "in", "out", "reduce" (the scan expression), "identity" or
-// "reduce_type"). Objects are immutable and safe to use from many threads.
+// the strings (errors name "in", "out", "map", "reduce" (the scan expression), "post", "identity"
+// or "reduce_type"). Objects are immutable and safe to use from many threads.
 #pragma once
 
 #include "kjit/export.hpp"
@@ -53,12 +65,19 @@ public:
     ScanKernel(std::string in_params, std::string out_params, std::string scan_expr, std::string identity,
                std::string name = "scan", KernelOptions options = {});
 
+    // A scan whose values are made by map and written by post (above). An empty map is the input
+    // itself, an empty post "OUT = a".
+    static ScanKernel mapped(std::string in_params, std::string out_params, std::string map_expr, std::string scan_expr,
+                             std::string post_expr, std::string identity, std::string name = "scan", KernelOptions options = {});
+
     const std::string& name() const noexcept;
     const std::string& in_params() const noexcept;
     const std::string& out_params() const noexcept;
     const std::string& scan_expr() const noexcept;
     const std::string& identity() const noexcept;
     const KernelOptions& options() const noexcept;
+    const std::string& map_expr() const noexcept;   // empty unless made by mapped()
+    const std::string& post_expr() const noexcept;  // empty unless made by mapped()
 
     // Parses and checks every piece (with a type for every placeholder, the typed rules too).
     void check(const TypeBinding& types = {}) const;

@@ -10,7 +10,7 @@ namespace kjit::jit::host {
 
 namespace {
 
-constexpr std::size_t kMaxValue = 16;  // a scan type is a dtype: complex128 at most
+constexpr std::size_t kMaxValue = 64;  // a dtype, or a struct of at most 64 bytes
 
 // Row r's first elements in the input and the output.
 void row_offsets(const ScanRows& s, std::int64_t r, std::int64_t& in, std::int64_t& out) {

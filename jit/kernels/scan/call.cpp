@@ -27,7 +27,10 @@ namespace {
 // templates/scan.cuh's scan_threads, scan_flags_bytes and scan_workspace_bytes.
 constexpr std::int64_t kScanThreads = 256;
 std::int64_t scan_flags_bytes(std::int64_t tiles) { return (16 + 4 * tiles + 15) / 16 * 16; }
-std::int64_t scan_workspace_bytes(std::int64_t tiles) { return scan_flags_bytes(tiles) + 64 * tiles; }
+std::int64_t scan_slot_bytes(std::int64_t value_size) { return (value_size + 1 + 15) / 16 * 16; }
+std::int64_t scan_workspace_bytes(std::int64_t tiles, std::int64_t value_size) {
+    return scan_flags_bytes(tiles) + 2 * scan_slot_bytes(value_size) * tiles;
+}
 
 std::unique_ptr<ScanPlan> make_plan(const ScanKernel& kernel, const CallSite& site, std::span<const KernelArg> args,
                                     const Target& target) {
@@ -103,7 +106,8 @@ void launch_on_gpu(const ScanPlan& plan, const Target& target, const host::ScanR
     out_all.push_back(s.out_step);
     const bool fits32 = s.length + tile < INT_MAX && rows < INT_MAX && detail::element_reach(all, in_all) < INT_MAX && detail::element_reach(all, out_all) < INT_MAX;
 
-    void* ws = scratch_memory(target.ordinal, target.stream, Scratch::scan, static_cast<std::size_t>(scan_workspace_bytes(tiles)),
+    const auto ws_bytes = static_cast<std::size_t>(scan_workspace_bytes(tiles, static_cast<std::int64_t>(plan.value_itemsize)));
+    void* ws = scratch_memory(target.ordinal, target.stream, Scratch::scan, ws_bytes,
                               "this scan");
     KJIT_CU_CHECK(detail::driver_on(target.ordinal).cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(ws), 0,
                                                                     static_cast<std::size_t>(scan_flags_bytes(tiles)),

@@ -18,6 +18,7 @@ namespace kjit {
 struct ScanKernel::Spec {
     std::string in, out, scan, identity, name;
     KernelOptions options;
+    std::string map, post;  // empty: the input, "OUT = a"
     std::shared_ptr<jit::kernels::ScanCalls> calls = std::make_shared<jit::kernels::ScanCalls>();
 };
 
@@ -36,12 +37,25 @@ ScanKernel::ScanKernel(std::string in_params, std::string out_params, std::strin
     : spec_(std::make_shared<const Spec>(Spec{std::move(in_params), std::move(out_params), std::move(scan_expr), std::move(identity),
                                               std::move(name), std::move(options)})) {}
 
+ScanKernel ScanKernel::mapped(std::string in_params, std::string out_params, std::string map_expr, std::string scan_expr,
+                              std::string post_expr, std::string identity, std::string name, KernelOptions options) {
+    ScanKernel k(std::move(in_params), std::move(out_params), std::move(scan_expr), std::move(identity), std::move(name), std::move(options));
+    auto spec = std::make_shared<Spec>(*k.spec_);
+    spec->map = std::move(map_expr);
+    spec->post = std::move(post_expr);
+    spec->calls = std::make_shared<jit::kernels::ScanCalls>();
+    k.spec_ = std::move(spec);
+    return k;
+}
+
 const std::string& ScanKernel::name() const noexcept { return spec_->name; }
 const std::string& ScanKernel::in_params() const noexcept { return spec_->in; }
 const std::string& ScanKernel::out_params() const noexcept { return spec_->out; }
 const std::string& ScanKernel::scan_expr() const noexcept { return spec_->scan; }
 const std::string& ScanKernel::identity() const noexcept { return spec_->identity; }
 const KernelOptions& ScanKernel::options() const noexcept { return spec_->options; }
+const std::string& ScanKernel::map_expr() const noexcept { return spec_->map; }
+const std::string& ScanKernel::post_expr() const noexcept { return spec_->post; }
 
 void ScanKernel::check(const TypeBinding& types) const { jit::kernels::scan_as_reduction(*this).check(types); }
 
@@ -107,11 +121,12 @@ ReductionKernel scan_as_reduction(const ScanKernel& k) {
     if (blank(k.identity()))
         frontend::fail_parse(frontend::SourceText{"identity", k.identity()}, {}, "a scan needs an identity",
                              "the value the scan expression leaves unchanged: '0' for a sum, '1' for a product");
-    if (frontend::is_struct_decl(k.options().reduce_type))
-        frontend::fail_type(frontend::SourceText{"reduce_type", k.options().reduce_type}, {}, "a scan's type cannot be a struct",
-                            "scan a dtype (struct running values are for reductions)");
-    return ReductionKernel(k.in_params(), k.out_params(), input->name, k.scan_expr(), output->name + " = a", k.identity(), k.name(),
-                           k.options());
+    if (frontend::is_struct_decl(k.options().reduce_type) && (blank(k.map_expr()) || blank(k.post_expr())))
+        frontend::fail_type(frontend::SourceText{"reduce_type", k.options().reduce_type}, {}, "a struct scan value needs a map and a post",
+                            "make it with ScanKernel::mapped(in, out, map, scan, post, identity): map builds the struct from the "
+                            "input, post writes the output from its fields");
+    return ReductionKernel(k.in_params(), k.out_params(), blank(k.map_expr()) ? input->name : k.map_expr(), k.scan_expr(),
+                           blank(k.post_expr()) ? output->name + " = a" : k.post_expr(), k.identity(), k.name(), k.options());
 }
 
 std::string scan_group_label(std::size_t group) {
@@ -123,6 +138,8 @@ std::string scan_spec_json(const ScanKernel& k, const TypeBinding& types, const 
                                             k.options().nvrtc_options, types, variant);
     e["scan"] = k.scan_expr();
     e["identity"] = k.identity();
+    if (!k.map_expr().empty()) e["map"] = k.map_expr();
+    if (!k.post_expr().empty()) e["post"] = k.post_expr();
     if (!k.options().reduce_type.empty()) e["reduce_type"] = k.options().reduce_type;
     return e.dump();
 }
@@ -131,8 +148,8 @@ ScanModuleSource scan_module_source(const ScanKernel& kernel, const TypeBinding&
     ScanModuleSource m;
     // The program may live in the kernel's table of calls: it keeps a copy of the strings only
     // (a kernel of its own, with an empty table), or the table would keep itself alive.
-    const ScanKernel definition(kernel.in_params(), kernel.out_params(), kernel.scan_expr(), kernel.identity(), kernel.name(),
-                                kernel.options());
+    const ScanKernel definition = ScanKernel::mapped(kernel.in_params(), kernel.out_params(), kernel.map_expr(), kernel.scan_expr(),
+                                                     kernel.post_expr(), kernel.identity(), kernel.name(), kernel.options());
     m.program = scan_program(scan_as_reduction(kernel), types, variant,
                              [definition, types, variant] { return scan_spec_json(definition, types, variant); });
     const codegen::GeneratedReduction& g = m.program.generated;
@@ -159,7 +176,10 @@ ManifestScan scan_from_manifest_entry(const nlohmann::json& e) {
     const std::string name = e.contains("name") ? manifest_text(e, "name", true) : "scan";
     std::string in = manifest_text(e, "in", false), out = manifest_text(e, "out", false);
     std::string scan = manifest_text(e, "scan", true), identity = manifest_text(e, "identity", true);
-    ManifestScan m{ScanKernel(std::move(in), std::move(out), std::move(scan), std::move(identity), name, std::move(options)), {}, {}, {}};
+    std::string map = manifest_text(e, "map", false), post = manifest_text(e, "post", false);
+    ManifestScan m{ScanKernel::mapped(std::move(in), std::move(out), std::move(map), std::move(scan), std::move(post), std::move(identity),
+                                      name, std::move(options)),
+                   {}, {}, {}};
     m.bindings = manifest_bindings(e);
     m.scalars = manifest_text_list(e, "scalars");
     m.storage = manifest_storage(e);
