@@ -1,8 +1,9 @@
-// Every operator and function of array expressions (include/kjit/expr.hpp) on every real dtype it
-// applies to, against references computed here: integers exactly (NumPy's wrapping, and its values
+// Every operator and function of array expressions (include/kjit/expr.hpp) on every dtype it
+// applies to (complex64 and complex128 among them), against references computed here: integers exactly (NumPy's wrapping, and its values
 // where C's are undefined), floats in double precision within the result dtype's rounding. The same
 // checks run on host arrays (the host back end) and on the GPU.
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -156,10 +157,37 @@ public:
         CHECK(bad == 0);
     }
 
+    // Complex results within the dtype's rounding (times `ulps`) of |want|, plus `atol`.
+    void close_complex(const std::string& what, const Expr& e, const std::function<std::complex<double>(std::size_t)>& want,
+                       double ulps = 1, double atol = 0) const {
+        INFO(what << " -> " << e.dtype().name() << " on " << device_.to_string());
+        const Array got = e.eval();
+        REQUIRE(got.dtype().is_complex());
+        const std::vector<unsigned char> b = device_.is_cuda() ? kjit::test::to_host(got) : bytes(got);
+        const double rtol = (got.dtype() == DType::complex64 ? 1e-6 : 1e-13) * ulps;
+        std::size_t bad = 0;
+        for (std::size_t k = 0; k < n_; ++k) {
+            const std::complex<double> w = want(k), g = kjit::test::element_value(b, got.dtype(), k);
+            if (!(std::abs(g - w) <= rtol * std::abs(w) + atol) && bad++ < 3) UNSCOPED_INFO("element " << k << ": got " << g << ", want " << w);
+        }
+        CHECK(bad == 0);
+    }
+
 private:
     Device device_;
     std::size_t n_;
 };
+
+// A host array of n complex numbers of dtype t from gen(k).
+Array make_complex(DType t, std::size_t n, const std::function<std::complex<double>(std::size_t)>& gen) {
+    Array a = Array::empty({static_cast<std::int64_t>(n)}, t, Device::cpu());
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::complex<double> v = gen(k);
+        if (t == DType::complex64) static_cast<std::complex<float>*>(a.data())[k] = std::complex<float>(v);
+        else static_cast<std::complex<double>*>(a.data())[k] = v;
+    }
+    return a;
+}
 
 const DType kIntegers[] = {DType::int8, DType::int16, DType::int32, DType::int64,
                            DType::uint8, DType::uint16, DType::uint32, DType::uint64};
@@ -331,17 +359,58 @@ void check_every_operator(Device device) {
         c.close(name + " astype float64", Expr(a).astype(DType::float64), [&](std::size_t k) { return X(k); });
         c.exact(name + " astype int16", Expr(a).astype(DType::int16), [&](std::size_t k) { return static_cast<Int>(std::trunc(X(k))); });
         c.exact(name + " astype uint8", abs(a).astype(DType::uint8), [&](std::size_t k) { return static_cast<Int>(std::trunc(std::abs(X(k)))); });
+        c.close(name + " real", kjit::real(a), [&](std::size_t k) { return X(k); });
+        c.close(name + " imag", kjit::imag(a), [&](std::size_t) { return 0.0; });
+        c.close(name + " conj", kjit::conj(a), [&](std::size_t k) { return X(k); });
+    }
+
+    // Complex numbers: arithmetic, equality, the parts, and the functions defined for them.
+    for (const DType t : {DType::complex64, DType::complex128}) {
+        using C = std::complex<double>;
+        const std::string name(t.name());
+        const auto draw = [&](double lo, double hi) { return [&g, &unit, lo, hi](std::size_t) { return C(lo + (hi - lo) * unit(g), lo + (hi - lo) * unit(g)); }; };
+        const Array ha = make_complex(t, n, draw(-2, 2)), hb = make_complex(t, n, draw(-2, 2));
+        const std::vector<unsigned char> ab = c.bytes(ha), bb = c.bytes(hb);
+        const Array a = c.on_device(ha), b = c.on_device(hb);
+        const auto A = [&](std::size_t k) { return kjit::test::element_value(ab, t, k); };
+        const auto B = [&](std::size_t k) { return kjit::test::element_value(bb, t, k); };
+        c.close_complex(name + " +", a + b, [&](std::size_t k) { return A(k) + B(k); });
+        c.close_complex(name + " -", a - b, [&](std::size_t k) { return A(k) - B(k); });
+        c.close_complex(name + " *", a * b, [&](std::size_t k) { return A(k) * B(k); }, 2);
+        c.close_complex(name + " /", a / b, [&](std::size_t k) { return A(k) / B(k); }, 4);
+        c.close_complex(name + " negative", -a, [&](std::size_t k) { return -A(k); });
+        c.close_complex(name + " * 2.5 (weak)", a * 2.5, [&](std::size_t k) { return A(k) * 2.5; });
+        c.close_complex(name + " + float32 array", a + Expr(kjit::real(b)).astype(DType::float32), [&](std::size_t k) {
+            return A(k) + static_cast<double>(static_cast<float>(B(k).real()));
+        });
+        c.close_complex(name + " where", where(kjit::real(a) > 0, a, b), [&](std::size_t k) { return A(k).real() > 0 ? A(k) : B(k); });
+        c.close_complex(name + " conj", kjit::conj(a), [&](std::size_t k) { return std::conj(A(k)); });
+        c.close_complex(name + " astype complex128", Expr(a).astype(DType::complex128), [&](std::size_t k) { return A(k); });
+        c.close_complex(name + " sqrt", sqrt(a), [&](std::size_t k) { return std::sqrt(A(k)); }, 4);
+        c.close_complex(name + " exp", exp(a), [&](std::size_t k) { return std::exp(A(k)); }, 4);
+        c.close_complex(name + " log", log(a), [&](std::size_t k) { return std::log(A(k)); }, 4, 1e-6);
+        c.close_complex(name + " sin", sin(a), [&](std::size_t k) { return std::sin(A(k)); }, 4, 1e-6);
+        c.close_complex(name + " cos", cos(a), [&](std::size_t k) { return std::cos(A(k)); }, 4, 1e-6);
+        c.close_complex(name + " tanh", tanh(a), [&](std::size_t k) { return std::tanh(A(k)); }, 8, 1e-6);
+        c.close_complex(name + " pow", pow(a, b), [&](std::size_t k) { return std::pow(A(k), B(k)); }, 16, 1e-6);
+        c.close(name + " abs", abs(a), [&](std::size_t k) { return std::abs(A(k)); }, 2);
+        c.close(name + " real", kjit::real(a), [&](std::size_t k) { return A(k).real(); });
+        c.close(name + " imag", kjit::imag(a), [&](std::size_t k) { return A(k).imag(); });
+        c.exact(name + " ==", a == a, [&](std::size_t) { return Int(1); });
+        c.exact(name + " !=", a != b, [&](std::size_t k) { return Int(A(k) != B(k)); });
+        CHECK_THROWS_WITH(a < b, Catch::Contains("not defined for complex numbers"));
+        CHECK_THROWS_WITH(floor(a), Catch::Contains("not defined for complex numbers"));
     }
 }
 
 }  // namespace
 
-TEST_CASE("every operator and function on every real dtype on host arrays", "[expr][host]") {
+TEST_CASE("every operator and function on every dtype on host arrays", "[expr][host]") {
     KJIT_REQUIRE_HOST_BACKEND();
     check_every_operator(Device::cpu());
 }
 
-TEST_CASE("every operator and function on every real dtype on the GPU", "[expr][gpu]") {
+TEST_CASE("every operator and function on every dtype on the GPU", "[expr][gpu]") {
     KJIT_REQUIRE_GPU();
     check_every_operator(Device::cuda(0));
 }

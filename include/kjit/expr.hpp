@@ -97,6 +97,7 @@ enum class ExprOp : unsigned char {
     sqrt, rsqrt, cbrt, exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh,
     asinh, acosh, atanh, erf, erfc, floor, ceil, trunc, rint, isnan, isinf, isfinite, signbit,
     where, cast,
+    real, imag, conj,  // after the rest, so that the numbering of earlier ones stays
 };
 
 KJIT_API Expr binary(ExprOp op, const Expr& a, const Expr& b);
@@ -201,6 +202,11 @@ KJIT_EXPR_FUNCTION1(isnan)
 KJIT_EXPR_FUNCTION1(isinf)
 KJIT_EXPR_FUNCTION1(isfinite)
 KJIT_EXPR_FUNCTION1(signbit)
+// NumPy's real, imag and conj: the parts of a complex expression (of its real dtype); of a real
+// one, itself, zeros of its dtype, and itself.
+KJIT_EXPR_FUNCTION1(real)
+KJIT_EXPR_FUNCTION1(imag)
+KJIT_EXPR_FUNCTION1(conj)
 #undef KJIT_EXPR_FUNCTION1
 
 template <class T>

@@ -247,6 +247,12 @@ std::string FlatExpr::op_text(const ExprNode* n, bool inline_all) const {
             return "(" + text(n->operands[0].get(), inline_all) + " ? " + x + " : " + y + ")";
         }
         case ExprOp::cast: return cast(t, text(n->operands[0].get(), inline_all));
+        case ExprOp::real:
+        case ExprOp::conj:
+            return c.is_complex() ? call1(op_name(n->op)) : a();
+        case ExprOp::imag:
+            // A real operand's imaginary part is zero; its operand is still part of the shape.
+            return c.is_complex() ? call1("imag") : "(" + type(t) + ")0";
         default: return call1(op_name(n->op));
     }
 }

@@ -100,6 +100,16 @@ ExprNodePtr resolved(const ExprNodePtr& n, DType t) {
     return r;
 }
 
+// The float functions the kernel language also defines for complex numbers (its math table).
+bool takes_complex(ExprOp op) {
+    switch (op) {
+        case ExprOp::sqrt: case ExprOp::exp: case ExprOp::log: case ExprOp::sin: case ExprOp::cos: case ExprOp::tan:
+        case ExprOp::sinh: case ExprOp::cosh: case ExprOp::tanh:
+            return true;
+        default: return false;
+    }
+}
+
 bool is_comparison(ExprOp op) {
     return op == ExprOp::less || op == ExprOp::less_equal || op == ExprOp::greater || op == ExprOp::greater_equal ||
            op == ExprOp::equal || op == ExprOp::not_equal;
@@ -172,6 +182,9 @@ const char* op_name(ExprOp op) {
         case ExprOp::signbit: return "signbit";
         case ExprOp::where: return "where";
         case ExprOp::cast: return "astype";
+        case ExprOp::real: return "real";
+        case ExprOp::imag: return "imag";
+        case ExprOp::conj: return "conj";
     }
     return "?";
 }
@@ -227,6 +240,8 @@ ExprNodePtr make_op(ExprOp op, std::vector<ExprNodePtr> operands, DType cast_to)
                 if (!t0.is_integer() && !t0.is_bool()) throw fail("needs an integer or bool operand");
                 break;
             case ExprOp::abs: n->dtype = t0.is_complex() ? t0.real_type() : t0; break;
+            case ExprOp::real: case ExprOp::imag: n->dtype = t0.is_complex() ? t0.real_type() : t0; break;
+            case ExprOp::conj: break;
             case ExprOp::floor: case ExprOp::ceil: case ExprOp::trunc: case ExprOp::rint: no_complex(t0); break;
             case ExprOp::isnan: case ExprOp::isinf: case ExprOp::isfinite: case ExprOp::signbit:
                 no_complex(t0);
@@ -241,7 +256,7 @@ ExprNodePtr make_op(ExprOp op, std::vector<ExprNodePtr> operands, DType cast_to)
                 break;
             default:
                 if (!is_float_function(op)) throw fail("is not a function of one operand");
-                no_complex(t0);
+                if (!takes_complex(op)) no_complex(t0);
                 n->compute = float_of(t0);
                 n->dtype = n->compute;
         }
