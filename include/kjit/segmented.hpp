@@ -42,6 +42,9 @@ struct KJIT_API KeyGroups {
     Array keys;
     Array offsets;
     std::int64_t count = 0;
+    // group_keys only: the int64 order that sorts the keys (kjit::argsort), which reduce_by_key
+    // applies to the inputs. Invalid for sorted keys.
+    Array order;
 };
 KJIT_API KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream = {});
 
@@ -53,6 +56,13 @@ KJIT_API KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> st
 // and its identity after them. group_keys past `count` are left as they were.
 KJIT_API void group_sorted_keys(const Array& keys, const Array& offsets, const Array& group_keys, const Array& count,
                                 std::optional<Stream> stream = {});
+
+// The groups of a key column in any order: equal keys are one group wherever they stand (NaN
+// keys each a group of their own), groups in increasing key order. The keys are sorted stably
+// first (kjit::argsort, kjit/sort.hpp), and `order` says how; reduce_by_key(kernel, groups, ...)
+// then reads the inputs in that order, so each group's elements reduce in their order of index.
+// Synchronises twice (argsort's bits, the number of groups).
+KJIT_API KeyGroups group_keys(const Array& keys, std::optional<Stream> stream = {});
 
 // A reduction per group of sorted keys: the table of readings with a date column, reduced per day.
 //
@@ -70,6 +80,20 @@ KJIT_API ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& 
 inline ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::initializer_list<KernelArg> args,
                                   const CallOptions& options = {}) {
     return reduce_by_key(kernel, keys, std::span<const KernelArg>(args.begin(), args.size()), options);
+}
+
+// A reduction per group of groups already found (group_sorted_keys or group_keys): the same groups
+// reduced several times (min, max and mean of each day's readings, in any order):
+//
+//   kjit::KeyGroups days = kjit::group_keys(day_column);
+//   kjit::Array lows = kjit::reduce_by_key(min_kernel, days, {readings})[0];   // days.keys: each day
+//
+// Inputs that run along the keys are taken in groups.order when it is valid (a gather each).
+KJIT_API Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, std::span<const KernelArg> args,
+                               const CallOptions& options = {});
+inline Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, std::initializer_list<KernelArg> args,
+                             const CallOptions& options = {}) {
+    return reduce_by_key(kernel, groups, std::span<const KernelArg>(args.begin(), args.size()), options);
 }
 
 }  // namespace kjit

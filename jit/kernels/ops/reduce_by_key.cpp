@@ -1,8 +1,11 @@
-// kjit::group_sorted_keys and kjit::reduce_by_key: the runs of a sorted key column
-// (jit/kernels/ops/segments.hpp) reduced by a segmented reduction.
+// kjit::group_sorted_keys, group_keys and reduce_by_key: the runs of a sorted key column
+// (jit/kernels/ops/segments.hpp) reduced by a segmented reduction; unsorted keys sorted first.
+#include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/segmented.hpp"
+#include "kjit/sort.hpp"
 #include "jit/frontend/params.hpp"
+#include "jit/kernels/elementwise/copy.hpp"
 #include "jit/kernels/ops/segments.hpp"
 
 namespace kjit {
@@ -16,6 +19,53 @@ KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream) {
 void group_sorted_keys(const Array& keys, const Array& offsets, const Array& group_keys, const Array& count,
                        std::optional<Stream> stream) {
     detail::segments_of_sorted_keys_into(keys, offsets, group_keys, count, stream ? *stream : Stream::current());
+}
+
+namespace {
+
+// x[order[i]] for every i: a gather (x packed first when it is not contiguous, so that `raw`
+// indexing is by element).
+Array take(const Array& x, const Array& order, const Stream& stream) {
+    static const ElementwiseKernel gather("raw T x, int64 o", "T y", "y = x[o]", "kjit_take");
+    const Array packed = x.is_c_contiguous() ? x : jit::kernels::elementwise::pack(x, x.dtype(), stream);
+    CallOptions o;
+    o.stream = stream;
+    return gather({packed, order}, o)[0];
+}
+
+}  // namespace
+
+KeyGroups group_keys(const Array& keys, std::optional<Stream> stream) {
+    const Stream given = stream ? *stream : Stream::current();
+    const Stream s = keys.valid() && !keys.is_host() ? given.for_device(keys.device()) : given;
+    Array order = argsort(keys, s);
+    KeyGroups groups = group_sorted_keys(take(keys, order, s), s);
+    groups.order = std::move(order);
+    return groups;
+}
+
+Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, std::span<const KernelArg> args,
+                      const CallOptions& options) {
+    if (!groups.order.valid()) return kernel.reduce_segments(args, groups.offsets, options);
+    const std::vector<jit::frontend::Param> params =
+        jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", kernel.in_params()}, jit::frontend::SourceText{"out", kernel.out_params()});
+    const std::int64_t n = groups.order.size();
+    const Stream given = options.stream ? *options.stream : Stream::current();
+    const Stream s = groups.order.is_host() ? given : given.for_device(groups.order.device());
+    std::vector<KernelArg> taken(args.begin(), args.end());
+    std::vector<Array> gathered;  // KernelArg points at its Array: these live until the call returns
+    gathered.reserve(taken.size());
+    for (std::size_t k = 0; k < taken.size() && k < params.size(); ++k) {
+        if (params[k].is_output || params[k].raw || !taken[k].is_array() || !taken[k].array().valid()) continue;
+        const Array& a = taken[k].array();
+        if (a.size() == 1 && n != 1) continue;  // broadcast
+        if (a.ndim() != 1 || a.size() != n)
+            throw ShapeError("reduce_by_key with '" + kernel.name() + "': input '" + params[k].name + "' has shape " +
+                             shape_to_string(a.shape()) + " but the keys had " + std::to_string(n) + " elements");
+        gathered.push_back(take(a, groups.order, s));
+        taken[k] = KernelArg(gathered.back());
+    }
+    return kernel.reduce_segments(taken, groups.offsets, options);
 }
 
 ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& keys, std::span<const KernelArg> args,
