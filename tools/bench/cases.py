@@ -236,6 +236,14 @@ CASES = [
              "variants: the loop over slices x[o[g]:o[g+1]] of the sorted data, bincount "
              "(mean only), cupyx.scatter_min/max/add. torch: scatter_reduce_ ×3 (amin, amax, "
              "mean); variant: torch.segment_reduce ×3 with offsets."),
+    Case("red_groupby_unsorted_f64", "red", f"min/max/mean per group, 12M float64, {GROUPS} unsorted groups",
+         MS, "float64", (12_000_000,), (12_000,), lambda s: 8 * _prod(s) + 3 * 8 * GROUPS,
+         Goal("max", 1.0),
+         doc="issue 36. The group-by case's data in a random order (keys and readings permuted "
+             "together). kjit: group_keys(keys) (a stable radix sort of the keys, then their runs) and "
+             "reduce_by_key ×3 over the groups; wall time with its synchronisations. cupy: "
+             "cupyx.scatter_min / scatter_max / scatter_add (atomics need no order). torch: "
+             "scatter_reduce_ ×3 (amin, amax, mean)."),
     Case("red_host_1k", "red", "host time per call, user reduction, 1000 float32", US, "float32",
          (1000,), (1000,), lambda s: 4 * _prod(s) + 4, Goal("max", 5.0),
          issue={"cupy": "22.9", "torch": "—"},

@@ -1093,6 +1093,13 @@ def _groupby_data(ctx):
     return groups, keys, x, off, ref
 
 
+def _groupby_unsorted_data(ctx):
+    """The group-by data with keys and readings permuted together: the groups in no order."""
+    groups, keys, x, off, ref = _groupby_data(ctx)
+    perm = ctx.np.random.default_rng(1).permutation(keys.size)
+    return groups, keys[perm], x[perm], off, ref
+
+
 def _groupby_check(b, outs, ref):
     got = [b._host64(o) for o in outs]
     return (b.np.concatenate(got), b.np.concatenate(ref[3 - len(outs):]))
@@ -1154,10 +1161,34 @@ def cupy_groupby(ctx):
         v.device_ms(scatter3)
 
 
-@peer("torch", "red_groupby_f64")
+@peer("cupy", "red_groupby_unsorted_f64")
+def cupy_groupby_unsorted(ctx):
+    cp, b = ctx.m, ctx.b
+    G, keys_h, x_h, off, ref = _groupby_unsorted_data(ctx)
+    keys, x = b.from_host(keys_h), b.from_host(x_h)
+    mn, mx, me, s = (cp.empty(G, dtype=cp.float64) for _ in range(4))
+    counts = b.from_host((off[1:] - off[:-1]).astype(x_h.dtype))
+    with ctx.variant("cupyx.scatter_min / scatter_max / scatter_add (atomics)", True) as v:
+        import cupyx
+
+        def scatter3():
+            mn.fill(cp.inf)
+            cupyx.scatter_min(mn, keys, x)
+            mx.fill(-cp.inf)
+            cupyx.scatter_max(mx, keys, x)
+            s.fill(0)
+            cupyx.scatter_add(s, keys, x)
+            cp.divide(s, counts, out=me)
+        scatter3()
+        v.check(lambda: _groupby_check(b, (mn, mx, me), ref), 1e-9)
+        v.device_ms(scatter3)
+
+
+@peer("torch", "red_groupby_f64", "red_groupby_unsorted_f64")
 def torch_groupby(ctx):
     torch, b = ctx.m, ctx.b
-    G, keys_h, x_h, off, ref = _groupby_data(ctx)
+    unsorted = ctx.case.id == "red_groupby_unsorted_f64"
+    G, keys_h, x_h, off, ref = (_groupby_unsorted_data if unsorted else _groupby_data)(ctx)
     keys, x, offs = b.from_host(keys_h), b.from_host(x_h), b.from_host(off)
     mn, mx, me = (torch.empty(G, dtype=torch.float64, device=b.dev) for _ in range(3))
     with ctx.variant("scatter_reduce_ ×3 (amin, amax, mean; include_self=False)", True,
@@ -1169,6 +1200,8 @@ def torch_groupby(ctx):
         scatter3()
         v.check(lambda: _groupby_check(b, (mn, mx, me), ref), 1e-9)
         v.device_ms(scatter3)
+    if unsorted:
+        return
     with ctx.variant("torch.segment_reduce ×3 (offsets)") as v:
         seg = getattr(torch, "segment_reduce", None)
         if seg is None:

@@ -145,6 +145,46 @@ void add_reduction_cases(Cases& c) {
         extra_records().push_back(only);
         return r;
     });
+    c.emplace_back("red_groupby_unsorted_f64", [](const Stream& s) {
+        // The same 12M readings and 800 days, the day column in no order (a multiplicative hash of
+        // the index: ~15000 readings a day), reduced to min, max and mean per day.
+        const std::int64_t n = 12'000'000;
+        const ElementwiseKernel make_days("", "int32 day", "day = (int)((uint64)i * 2654435761ull % 800ull)", "bench_unsorted_days");
+        const ElementwiseKernel make_readings("", "float64 x", "x = sin((double)i * 0.001) * 3.0", "bench_readings");
+        const Array days = Array::empty({n}, DType::int32, Device::cuda(0), s), x = Array::empty({n}, DType::float64, Device::cuda(0), s);
+        make_days.launch({days}, {s, -1});
+        make_readings.launch({x}, {s, -1});
+        const ReductionKernel lo("T x", "T y", "x", "b < a ? b : a", "y = a", "1e300", "group_min");
+        const ReductionKernel hi("T x", "T y", "x", "b > a ? b : a", "y = a", "-1e300", "group_max");
+        const ReductionKernel mean("T x", "T y", "x", "a + b", "y = a / n", "0", "group_mean");
+        CallOptions o;
+        o.stream = s;
+        std::int64_t found = 0;
+        auto all = [&] {
+            const KeyGroups g = group_keys(days, s);  // argsort's bits and the group count: two waits
+            reduce_by_key(lo, g, {x}, o);
+            reduce_by_key(hi, g, {x}, o);
+            reduce_by_key(mean, g, {x}, o);
+            found = g.count;
+        };
+        std::vector<double> ms;
+        for (int k = 0; k < 36; ++k) {
+            const auto t0 = Clock::now();
+            all();
+            s.synchronize();
+            if (k >= 5) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        Record r;
+        r.name = "red_groupby_unsorted_f64";
+        r.dtype = "float64";
+        r.n = n;
+        r.bytes = 8.0 * n + 3.0 * 8 * 800;
+        r.ms = ms[ms.size() / 2];
+        r.note = "group_keys(days) (argsort + runs) then reduce_by_key min, max, mean; " + std::to_string(found) +
+                 " groups; wall time with sync, median of 31";
+        return r;
+    });
     c.emplace_back("red_host_1k", [](const Stream& s) {
         const ReductionKernel sumsq("T x", "T y", "x * x", "a + b", "y = a", "0", "sumsq");
         const Array x = filled(DType::float32, {1000}, 0.5, s);
