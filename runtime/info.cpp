@@ -36,7 +36,7 @@ std::vector<std::string> cache_search_path() {
 
 SystemInfo system_info() {
     SystemInfo info;
-    info.kjit_version = version_string;
+    info.kjit_version = version();
     if (detail::Driver* d = detail::try_driver(&info.driver_problem)) {
         info.driver_loaded = true;
         info.driver_version = d->version();

@@ -14,6 +14,7 @@ packages=(
   clang-14 libclang-rt-14-dev   # the parser fuzzer (libFuzzer) in tools/test.sh
   llvm-19-dev            # the host back end (libkjit_host: kernels on host arrays through LLVM)
   g++-aarch64-linux-gnu file   # the aarch64 cross build in tools/test.sh (tools/cross-aarch64.sh)
+  dpkg-dev pkgconf lintian     # the .deb packages (cpack -G DEB: dpkg-shlibdeps), their test (tools/package-test.sh)
 )
 
 missing=()

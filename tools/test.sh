@@ -3,7 +3,9 @@
 #   1. the release build and ctest (the [gpu] tests are reported as skipped without a GPU);
 #   2. the CPU tests again in a build with AddressSanitizer and UndefinedBehaviorSanitizer;
 #   3. the parser fuzzer (libFuzzer, clang) for a bounded time (KJIT_FUZZ_SECONDS, default 60);
-#   4. a cross build of the library and the CLI for aarch64 (tools/cross-aarch64.sh).
+#   4. a cross build of the library and the CLI for aarch64 (tools/cross-aarch64.sh);
+#   5. the .deb packages of the release build, installed into a scratch root and used from there
+#      (tools/package-test.sh: CMake and pkg-config consumers, kjit info, lintian).
 #   tools/test.sh [BUILD_DIR]      (default: build; the others go beside it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,3 +45,6 @@ tools/fuzz.sh "$build_dir-fuzz" "${KJIT_FUZZ_SECONDS:-60}"
 
 echo "== aarch64 cross build"
 tools/cross-aarch64.sh "$build_dir-aarch64"
+
+echo "== packages"
+tools/package-test.sh "$build_dir"

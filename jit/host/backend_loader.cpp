@@ -12,9 +12,16 @@ namespace kjit::jit::host {
 namespace {
 
 constexpr const char* kLibraryFile = "libkjit_host.so";
+// Installed, it has no soname (a module, not a library to link), so it lives in a folder of its
+// own under the library folder (as Debian wants of such files): LIBDIR/kjit/libkjit_host.so.
+constexpr const char* kInstalledFile = "kjit/libkjit_host.so";
+#ifndef KJIT_BINDIR_TO_LIBDIR
+#define KJIT_BINDIR_TO_LIBDIR "../lib"
+#endif
 
-// The folder of the library holding this function: libkjit's own folder, where the build and an
-// install put libkjit_host beside it.
+// The folder of the library holding this function: libkjit's own folder, where the build puts
+// libkjit_host beside it and an install in kjit/ under it; for the kjit program, which holds
+// kjit's objects itself, the folder of the program (BINDIR).
 std::string own_folder() {
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&own_folder), &info) == 0 || info.dli_fname == nullptr) return {};
@@ -31,12 +38,17 @@ struct Loaded {
 Loaded load() {
     std::vector<std::string> candidates;
     if (const char* e = std::getenv("KJIT_HOST_BACKEND"); e != nullptr && *e) candidates.emplace_back(e);
-    if (const std::string dir = own_folder(); !dir.empty()) candidates.push_back(dir + kLibraryFile);
+    if (const std::string dir = own_folder(); !dir.empty()) {
+        candidates.push_back(dir + kLibraryFile);                                    // build folder
+        candidates.push_back(dir + kInstalledFile);                                  // LIBDIR
+        candidates.push_back(dir + KJIT_BINDIR_TO_LIBDIR + "/" + kInstalledFile);   // BINDIR
+    }
     candidates.emplace_back(kLibraryFile);
     const detail::DynamicLibrary lib = detail::open_first(candidates);
     Loaded l;
     const std::string hint =
-        " (it is built with kjit when LLVM 19 is found: apt-get install llvm-19-dev; or set KJIT_HOST_BACKEND to its path)";
+        " (install it: apt-get install libkjit-host0, the package beside libkjit0; or build kjit with LLVM 19 "
+        "found, apt-get install llvm-19-dev; or set KJIT_HOST_BACKEND to its path)";
     if (lib.handle == nullptr) {
         l.error = "kjit's host back end cannot be loaded, so kernels cannot run on host arrays: " + lib.error + hint;
         return l;
