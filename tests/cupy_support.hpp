@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -55,6 +56,15 @@ inline std::vector<double> draw(std::size_t count, double lo, double hi, bool in
 template <class T>
 std::vector<T> cast_all(const std::vector<double>& v) {
     return std::vector<T>(v.begin(), v.end());
+}
+
+// The elements of `a` (host or GPU, any layout) in C order, as T.
+template <class T>
+std::vector<T> elements_of(const Array& a) {
+    const std::vector<unsigned char> bytes = a.is_host() ? host_bytes_c_order(a) : to_host(a);
+    std::vector<T> v(bytes.size() / sizeof(T));
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
 }
 
 // The message of the kjit::Error `f` throws, with the position of a ParseError or TypeError

@@ -22,14 +22,6 @@ using Catch::Contains;
 
 namespace {
 
-template <class T>
-std::vector<T> elements_of(const Array& a) {
-    const std::vector<unsigned char> bytes = a.is_host() ? host_bytes_c_order(a) : to_host(a);
-    std::vector<T> v(bytes.size() / sizeof(T));
-    std::memcpy(v.data(), bytes.data(), bytes.size());
-    return v;
-}
-
 // NumPy's stable argsort: by value, -0.0 equal to 0.0, NaN last, ties by index.
 template <class T>
 std::vector<std::int64_t> stable_order(const std::vector<T>& x) {

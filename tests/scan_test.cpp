@@ -22,14 +22,6 @@ using Catch::Contains;
 
 namespace {
 
-template <class T>
-std::vector<T> elements_of(const Array& a) {
-    const std::vector<unsigned char> bytes = a.is_host() ? host_bytes_c_order(a) : to_host(a);
-    std::vector<T> v(bytes.size() / sizeof(T));
-    std::memcpy(v.data(), bytes.data(), bytes.size());
-    return v;
-}
-
 // Inclusive or exclusive prefix sums of `x` (int64), restarting at each of `heads`.
 std::vector<std::int64_t> prefix_sums(const std::vector<std::int32_t>& x, bool exclusive, const std::vector<std::int64_t>& heads = {}) {
     std::vector<std::int64_t> out(x.size());

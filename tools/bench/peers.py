@@ -1144,44 +1144,37 @@ def cupy_groupby(ctx):
         v.check(lambda: _groupby_check(b, (bincount_mean(),), ref), 1e-12)
         v.device_ms(bincount_mean)
     with ctx.variant("cupyx.scatter_min / scatter_max / scatter_add (atomics)") as v:
-        import cupyx
-        counts = b.from_host((off[1:] - off[:-1]).astype(x_h.dtype))
-        s = cp.empty(G, dtype=cp.float64)
+        _cupy_scatter3(ctx, v, keys, x, off, ref)
 
-        def scatter3():
-            mn.fill(cp.inf)
-            cupyx.scatter_min(mn, keys, x)
-            mx.fill(-cp.inf)
-            cupyx.scatter_max(mx, keys, x)
-            s.fill(0)
-            cupyx.scatter_add(s, keys, x)
-            cp.divide(s, counts, out=me)
-        scatter3()
-        v.check(lambda: _groupby_check(b, (mn, mx, me), ref), 1e-9)
-        v.device_ms(scatter3)
+
+def _cupy_scatter3(ctx, v, keys, x, off, ref):
+    """Min, max and mean per group by cupyx's atomic scatters (the keys' order does not matter)."""
+    cp, b = ctx.m, ctx.b
+    import cupyx
+    G = off.size - 1
+    mn, mx, me, s = (cp.empty(G, dtype=cp.float64) for _ in range(4))
+    counts = b.from_host((off[1:] - off[:-1]).astype("float64"))
+
+    def scatter3():
+        mn.fill(cp.inf)
+        cupyx.scatter_min(mn, keys, x)
+        mx.fill(-cp.inf)
+        cupyx.scatter_max(mx, keys, x)
+        s.fill(0)
+        cupyx.scatter_add(s, keys, x)
+        cp.divide(s, counts, out=me)
+    scatter3()
+    v.check(lambda: _groupby_check(b, (mn, mx, me), ref), 1e-9)
+    v.device_ms(scatter3)
 
 
 @peer("cupy", "red_groupby_unsorted_f64")
 def cupy_groupby_unsorted(ctx):
-    cp, b = ctx.m, ctx.b
-    G, keys_h, x_h, off, ref = _groupby_unsorted_data(ctx)
+    b = ctx.b
+    _, keys_h, x_h, off, ref = _groupby_unsorted_data(ctx)
     keys, x = b.from_host(keys_h), b.from_host(x_h)
-    mn, mx, me, s = (cp.empty(G, dtype=cp.float64) for _ in range(4))
-    counts = b.from_host((off[1:] - off[:-1]).astype(x_h.dtype))
     with ctx.variant("cupyx.scatter_min / scatter_max / scatter_add (atomics)", True) as v:
-        import cupyx
-
-        def scatter3():
-            mn.fill(cp.inf)
-            cupyx.scatter_min(mn, keys, x)
-            mx.fill(-cp.inf)
-            cupyx.scatter_max(mx, keys, x)
-            s.fill(0)
-            cupyx.scatter_add(s, keys, x)
-            cp.divide(s, counts, out=me)
-        scatter3()
-        v.check(lambda: _groupby_check(b, (mn, mx, me), ref), 1e-9)
-        v.device_ms(scatter3)
+        _cupy_scatter3(ctx, v, keys, x, off, ref)
 
 
 @peer("torch", "red_groupby_f64", "red_groupby_unsorted_f64")

@@ -6,6 +6,24 @@
 
 namespace kjit::cli::bench {
 
+namespace {
+
+// Host wall time of `all` with a synchronisation after it (for calls that wait for the GPU
+// themselves), median of 31 after 5 warm-up runs.
+double median_wall_ms(const std::function<void()>& all, const Stream& s) {
+    std::vector<double> ms;
+    for (int k = 0; k < 36; ++k) {
+        const auto t0 = Clock::now();
+        all();
+        s.synchronize();
+        if (k >= 5) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+}  // namespace
+
 // Reductions (issue 6): the built-ins and a user ReductionKernel, bytes counted as the peers do
 // (tools/bench/cases.py: every input element read once plus the outputs written).
 void add_reduction_cases(Cases& c) {
@@ -116,21 +134,12 @@ void add_reduction_cases(Cases& c) {
             segmented_reduce(hi, {x, maxs}, g.offsets, {s});
             segmented_reduce(mean, {x, means}, g.offsets, {s});
         };
-        // Host wall time per whole call (grouping included), synchronised: median of 31.
-        std::vector<double> ms;
-        for (int k = 0; k < 36; ++k) {
-            const auto t0 = Clock::now();
-            all();
-            s.synchronize();
-            if (k >= 5) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        }
-        std::sort(ms.begin(), ms.end());
         Record r;
         r.name = "red_groupby_f64";
         r.dtype = "float64";
         r.n = n;
         r.bytes = 8.0 * n + 3.0 * 8 * groups;
-        r.ms = ms[ms.size() / 2];
+        r.ms = median_wall_ms(all, s);
         r.note = "group_sorted_keys(days) then segmented_reduce min, max, mean; wall time with sync, median of 31";
         // The three reductions alone, offsets known (events, as the bandwidth cases).
         const KeyGroups g = group_sorted_keys(days, s);
@@ -167,20 +176,12 @@ void add_reduction_cases(Cases& c) {
             reduce_by_key(mean, g, {x}, o);
             found = g.count;
         };
-        std::vector<double> ms;
-        for (int k = 0; k < 36; ++k) {
-            const auto t0 = Clock::now();
-            all();
-            s.synchronize();
-            if (k >= 5) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        }
-        std::sort(ms.begin(), ms.end());
         Record r;
         r.name = "red_groupby_unsorted_f64";
         r.dtype = "float64";
         r.n = n;
         r.bytes = 8.0 * n + 3.0 * 8 * 800;
-        r.ms = ms[ms.size() / 2];
+        r.ms = median_wall_ms(all, s);
         r.note = "group_keys(days) (argsort + runs) then reduce_by_key min, max, mean; " + std::to_string(found) +
                  " groups; wall time with sync, median of 31";
         return r;
