@@ -204,7 +204,7 @@ CASES = [
          doc="cupy: cupy.argmax(x). torch: torch.argmax(x)."),
     Case("red_var_f32", "red", "var, float32 2^28, one pass", GBPS, "float32",
          (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 4, Goal("gbps_min", 4200),
-         doc="issue 36. kjit: kjit::var(x) (Welford's running value in float64, one pass). "
+         doc="issue 36. kjit: kjit::var(x) (shifted sums in float64, Chan's merge, one pass). "
              "cupy: cupy.var(x). torch: torch.var(x, correction=0)."),
     Case("red_argmax_value_f32", "red", "argmax with its value, float32 2^28", GBPS, "float32",
          (N28,), (1 << 16,), lambda s: 4 * _prod(s) + 8 + 4, Goal("gbps_min", 4200),

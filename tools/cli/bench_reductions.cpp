@@ -71,7 +71,7 @@ void add_reduction_cases(Cases& c) {
         ReduceOptions o;
         o.stream = s;
         return bandwidth_case("red_var_f32", DType::float32, n28, 4.0 * n28 + 4, [&] { kjit::var(x, o, 0, y); }, s,
-                              "kjit::var(x, {}, 0, y): Welford's running value, one pass");
+                              "kjit::var(x, {}, 0, y): shifted sums in float64, one pass");
     });
     c.emplace_back("red_argmax_value_f32", [=](const Stream& s) {
         KernelOptions ko;
