@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <string>
 
 namespace kjit::test {
 namespace {
@@ -164,10 +165,11 @@ detail::DriverApi make_fake_sm90_driver() {
         std::strncpy(name, "Fake GPU", static_cast<std::size_t>(len));
         return CUDA_SUCCESS;
     };
-    api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice) {
+    api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice d) {
+        const auto cc = g_state.device_cc.find(d);
         switch (a) {
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = g_state.cc_major; break;
-            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = g_state.cc_minor; break;
+            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = cc != g_state.device_cc.end() ? cc->second.first : g_state.cc_major; break;
+            case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = cc != g_state.device_cc.end() ? cc->second.second : g_state.cc_minor; break;
             case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *v = g_state.cooperative_launch; break;
             case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = g_state.device_max_threads; break;
             case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
@@ -180,8 +182,9 @@ detail::DriverApi make_fake_sm90_driver() {
         *bytes = std::size_t{1} << 30;
         return CUDA_SUCCESS;
     };
-    api.cuDeviceGetPCIBusId = [](char* id, int len, CUdevice) {
-        std::strncpy(id, "0000:00:00.0", static_cast<std::size_t>(len));
+    api.cuDeviceGetPCIBusId = [](char* id, int len, CUdevice d) {
+        const std::string bus = "0000:0" + std::to_string(d % 10) + ":00.0";  // one per device
+        std::strncpy(id, bus.c_str(), static_cast<std::size_t>(len));
         return CUDA_SUCCESS;
     };
     api.cuModuleLoadData = [](CUmodule* m, const void*) {

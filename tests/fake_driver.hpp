@@ -32,6 +32,7 @@ struct FakeDriverState {
     CUresult stream_synchronize_result = CUDA_SUCCESS;  // what cuStreamSynchronize returns
     // What the sm_90 fake says of its device and of a kernel's occupancy, for launch attributes.
     int cc_major = 9, cc_minor = 0;  // the compute capability (set before the first device query)
+    std::map<int, std::pair<int, int>> device_cc;  // per device ordinal, where not cc_major.cc_minor
     int cooperative_launch = 1;      // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
     int max_active_clusters = 4;     // what cuOccupancyMaxActiveClusters says ...
     CUresult max_active_clusters_result = CUDA_SUCCESS;  // ... and returns
