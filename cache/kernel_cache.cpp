@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string_view>
 
 #define XXH_INLINE_ALL
@@ -227,22 +229,44 @@ std::string KernelCache::writable_dir() const {
     return writable_ && writable_->writable() ? writable_->dir().string() : std::string();
 }
 
+namespace {
+// A kept note's text as read_note() gives a note: in bytes of its own, which the caller keeps.
+DiskStore::Note note_of(const std::string& text) {
+    DiskStore::Note note;
+    note.bytes = std::make_unique_for_overwrite<unsigned char[]>(text.size());
+    std::memcpy(note.bytes.get(), text.data(), text.size());
+    note.size = note.text_size = text.size();
+    return note;
+}
+}  // namespace
+
 std::optional<KernelCache::FoundNote> KernelCache::read_note(const std::string& name) const {
+    {
+        const std::lock_guard lock(notes_mutex_);
+        if (const auto it = notes_.find(name); it != notes_.end()) return FoundNote{note_of(*it->second.text), it->second.layer};
+    }
+    std::optional<FoundNote> found;
     std::size_t layer = 0;
     if (writable_) {
-        if (std::optional<DiskStore::Note> note = writable_->read_note(name)) return FoundNote{std::move(*note), layer};
+        if (std::optional<DiskStore::Note> note = writable_->read_note(name)) found = FoundNote{std::move(*note), layer};
         ++layer;
     }
-    for (const auto& store : read_only_) {
-        if (std::optional<DiskStore::Note> note = store->read_note(name)) return FoundNote{std::move(*note), layer};
-        ++layer;
+    for (auto store = read_only_.begin(); !found && store != read_only_.end(); ++store, ++layer)
+        if (std::optional<DiskStore::Note> note = (*store)->read_note(name)) found = FoundNote{std::move(*note), layer};
+    if (found) {
+        const std::lock_guard lock(notes_mutex_);
+        notes_.try_emplace(name, KeptNote{std::make_shared<const std::string>(found->note.text()), found->layer});
     }
-    return std::nullopt;
+    return found;
 }
 
 void KernelCache::count_note_hit() { ++note_hits_; }
 
 bool KernelCache::write_note(const std::string& name, const std::string& text) {
+    {
+        const std::lock_guard lock(notes_mutex_);
+        notes_[name] = KeptNote{std::make_shared<const std::string>(text), 0};
+    }
     return writable_ && writable_->write_note(name, text);
 }
 

@@ -55,15 +55,17 @@ public:
     // The writable folder when it can be written; empty otherwise.
     std::string writable_dir() const;
 
-    // The note stored under `name` (cache/disk_store.hpp) in the writable folder, else in the
-    // first read-only folder that has one, and that folder's layer (0 is the first folder);
-    // nothing when no folder has it or the disk is off.
+    // The note stored under `name` (cache/disk_store.hpp): as this process last read or wrote it,
+    // else from the writable folder, else from the first read-only folder that has one, and that
+    // folder's layer (0 is the first folder); nothing when none has it. Kept in memory so that a
+    // second device of the same architecture, whose note has the same name, reads no file.
     struct FoundNote {
         DiskStore::Note note;
         std::size_t layer = 0;
     };
     std::optional<FoundNote> read_note(const std::string& name) const;
-    // Stores a note in the writable folder (false when there is none or writing failed).
+    // Stores a note in memory and in the writable folder (false when there is none or writing
+    // failed: the note still serves this process).
     bool write_note(const std::string& name, const std::string& text);
     // A note read was taken (its plan and keys used): counted in cache_stats().note_hits.
     void count_note_hit();
@@ -103,6 +105,14 @@ private:
 
     std::atomic<std::uint64_t> memory_hits_{0}, memory_misses_{0}, compiles_{0}, compile_us_{0};
     mutable std::atomic<std::uint64_t> note_hits_{0};
+    // Notes read or written by this process, by name: their text (without name and check lines)
+    // and the layer it came from. A few hundred bytes per kernel binding and architecture.
+    struct KeptNote {
+        std::shared_ptr<const std::string> text;
+        std::size_t layer = 0;
+    };
+    mutable std::mutex notes_mutex_;
+    mutable std::unordered_map<std::string, KeptNote> notes_;
     std::unique_ptr<std::atomic<std::uint64_t>[]> layer_hits_, layer_misses_;  // writable first
 };
 

@@ -2,6 +2,8 @@
 // kernel compiles once per architecture and loads once per device, whichever device calls first.
 #include "test_support.hpp"
 
+#include <filesystem>
+
 #include "fake_driver.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
@@ -16,8 +18,15 @@ namespace {
 struct Counts {
     std::uint64_t compiles;
     int loads;
+    std::uint64_t disk_reads;   // entries looked for in the cache folders
+    std::uint64_t notes_taken;  // plan notes taken, from memory or a folder
 };
-Counts now() { return {kjit::cache_stats().compiles, kjit::test::fake_state().modules_loaded}; }
+Counts now() {
+    const kjit::CacheStats stats = kjit::cache_stats();
+    std::uint64_t reads = 0;
+    for (const kjit::CacheLayerStats& layer : stats.layers) reads += layer.hits + layer.misses;
+    return {stats.compiles, kjit::test::fake_state().modules_loaded, reads, stats.note_hits};
+}
 
 }  // namespace
 
@@ -63,7 +72,14 @@ TEST_CASE("two devices of one architecture: a kernel compiles once and loads on 
     const Array x1 = Array::empty({1000}, DType::float32, Device::cuda(1)), y1 = Array::empty({1000}, DType::float32, Device::cuda(1));
     const Counts start = now();
     twice.launch({x0, y0});
+    const Counts after0 = now();
+    for (const auto& file : std::filesystem::recursive_directory_iterator(work.path() / "cache"))
+        if (file.path().extension() == ".note") std::filesystem::remove(file.path());
     twice.launch({x1, y1});
     CHECK(now().compiles == start.compiles + 1);
     CHECK(now().loads == start.loads + 2);
+    // The second device's first call takes the note the first wrote, from memory: the folder's
+    // notes are gone, and still it generates no code and reads no entry.
+    CHECK(now().notes_taken == after0.notes_taken + 1);
+    CHECK(now().disk_reads == after0.disk_reads);
 }
