@@ -1,5 +1,7 @@
 #include "fake_driver.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -8,6 +10,14 @@ namespace kjit::test {
 namespace {
 
 FakeDriverState g_state;
+thread_local CUcontext t_current_context = nullptr;
+
+std::string stream_name(CUstream s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "s%llx", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(s)));
+    return text;
+}
+int device_of_context(CUcontext c) { return static_cast<int>(reinterpret_cast<std::uintptr_t>(c) - 0x1000); }
 
 const char* fake_name(CUresult r) {
     switch (r) {
@@ -46,10 +56,57 @@ detail::DriverApi make_fake_driver() {
         return CUDA_SUCCESS;
     };
     api.cuCtxGetCurrent = [](CUcontext* c) {
-        *c = nullptr;
+        *c = t_current_context;
         return CUDA_SUCCESS;
     };
-    api.cuCtxSetCurrent = [](CUcontext) { return CUDA_SUCCESS; };
+    api.cuCtxSetCurrent = [](CUcontext c) {
+        t_current_context = c;
+        return CUDA_SUCCESS;
+    };
+    api.cuDeviceCanAccessPeer = [](int* can, CUdevice, CUdevice) {
+        *can = g_state.can_access_peer;
+        return CUDA_SUCCESS;
+    };
+    api.cuMemPoolSetAccess = [](CUmemoryPool pool, const CUmemAccessDesc* map, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) g_state.pool_access.emplace_back(pool, map[i].location.id);
+        return CUDA_SUCCESS;
+    };
+    api.cuEventCreate = [](CUevent* e, unsigned int) {
+        *e = reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(++g_state.events_created));
+        return CUDA_SUCCESS;
+    };
+    api.cuEventDestroy = [](CUevent) { return CUDA_SUCCESS; };
+    api.cuEventRecord = [](CUevent e, CUstream s) {
+        if (g_state.record_stream_work) g_state.stream_work.push_back("record e" + std::to_string(reinterpret_cast<std::uintptr_t>(e)) + " on " + stream_name(s));
+        return CUDA_SUCCESS;
+    };
+    api.cuStreamWaitEvent = [](CUstream s, CUevent e, unsigned int) {
+        if (g_state.record_stream_work) g_state.stream_work.push_back("wait " + stream_name(s) + " for e" + std::to_string(reinterpret_cast<std::uintptr_t>(e)));
+        return CUDA_SUCCESS;
+    };
+    api.cuMemcpyPeerAsync = [](CUdeviceptr, CUcontext to, CUdeviceptr, CUcontext, std::size_t bytes, CUstream s) {
+        if (g_state.record_stream_work) g_state.stream_work.push_back("peer " + std::to_string(bytes) + " to cuda:" + std::to_string(device_of_context(to)) + " on " +
+                                      stream_name(s) + " in cuda:" + std::to_string(device_of_context(t_current_context)));
+        return CUDA_SUCCESS;
+    };
+    api.cuMemcpyDtoHAsync = [](void*, CUdeviceptr, std::size_t bytes, CUstream s) {
+        if (g_state.record_stream_work) g_state.stream_work.push_back("dtoh " + std::to_string(bytes) + " on " + stream_name(s));
+        return CUDA_SUCCESS;
+    };
+    api.cuMemcpyHtoDAsync = [](CUdeviceptr to, const void*, std::size_t bytes, CUstream s) {
+        g_state.last_copy_to = to;
+        g_state.last_copy_bytes = bytes;
+        if (g_state.record_stream_work) g_state.stream_work.push_back("htod " + std::to_string(bytes) + " on " + stream_name(s));
+        return CUDA_SUCCESS;
+    };
+    api.cuMemHostAlloc = [](void** p, std::size_t bytes, unsigned int) {
+        *p = std::malloc(bytes);
+        return *p != nullptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    };
+    api.cuMemFreeHost = [](void* p) {
+        std::free(p);
+        return CUDA_SUCCESS;
+    };
     api.cuCtxSynchronize = [] {
         ++g_state.synchronize_calls;
         if (g_state.capturing != nullptr) {
@@ -67,7 +124,8 @@ detail::DriverApi make_fake_driver() {
         ++g_state.streams_destroyed;
         return CUDA_SUCCESS;
     };
-    api.cuStreamSynchronize = [](CUstream) {
+    api.cuStreamSynchronize = [](CUstream s) {
+        if (g_state.record_stream_work) g_state.stream_work.push_back("sync " + stream_name(s));
         if (g_state.capturing != nullptr) {
             ++g_state.unsafe_calls_under_capture;
             g_state.capture_invalidated = true;
@@ -122,8 +180,8 @@ detail::DriverApi make_fake_driver() {
         info->result = g_state.exec_update_result;
         return g_state.exec_update_result == CU_GRAPH_EXEC_UPDATE_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     };
-    api.cuMemPoolCreate = [](CUmemoryPool* p, const CUmemPoolProps*) {
-        *p = reinterpret_cast<CUmemoryPool>(std::uintptr_t{0x2000});
+    api.cuMemPoolCreate = [](CUmemoryPool* p, const CUmemPoolProps* props) {
+        *p = reinterpret_cast<CUmemoryPool>(static_cast<std::uintptr_t>(0x2000 + props->location.id));
         return CUDA_SUCCESS;
     };
     api.cuMemPoolSetAttribute = [](CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; };
@@ -207,11 +265,6 @@ detail::DriverApi make_fake_sm90_driver() {
         if (it == g_state.globals.end()) return CUDA_ERROR_NOT_FOUND;
         *p = it->second.first;
         *bytes = it->second.second;
-        return CUDA_SUCCESS;
-    };
-    api.cuMemcpyHtoDAsync = [](CUdeviceptr to, const void*, std::size_t bytes, CUstream) {
-        g_state.last_copy_to = to;
-        g_state.last_copy_bytes = bytes;
         return CUDA_SUCCESS;
     };
     api.cuOccupancyMaxActiveClusters = [](int* clusters, CUfunction, const CUlaunchConfig*) {

@@ -44,6 +44,17 @@ struct FakeDriverState {
     CUlaunchConfig last_ex{};
     std::vector<CUlaunchAttribute> last_ex_attributes;
     CUresult ex_result = CUDA_SUCCESS;
+    // Several devices: whether cuDeviceCanAccessPeer says yes (for every pair), what
+    // cuMemPoolSetAccess opened (pool, device), and the stream work of copies between devices in
+    // order: "record e<n> on <stream>", "wait <stream> for e<n>", "peer <bytes> to cuda:<d> on
+    // <stream> in cuda:<current>", "dtoh <bytes> on <stream>", "htod <bytes> on <stream>",
+    // "sync <stream>" (streams as "s" and their handle in hex; 0 is a legacy default stream),
+    // kept while record_stream_work is on.
+    int can_access_peer = 1;
+    bool record_stream_work = false;
+    std::vector<std::pair<CUmemoryPool, int>> pool_access;
+    std::vector<std::string> stream_work;
+    int events_created = 0;
     // What cuModuleGetGlobal finds, by symbol (anything else: CUDA_ERROR_NOT_FOUND).
     std::map<std::string, std::pair<CUdeviceptr, std::size_t>> globals;
     // The last cuMemcpyHtoDAsync: its destination and size.

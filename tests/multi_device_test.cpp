@@ -2,6 +2,8 @@
 // kernel compiles once per architecture and loads once per device, whichever device calls first.
 #include "test_support.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "fake_driver.hpp"
@@ -82,4 +84,103 @@ TEST_CASE("two devices of one architecture: a kernel compiles once and loads on 
     // notes are gone, and still it generates no code and reads no entry.
     CHECK(now().notes_taken == after0.notes_taken + 1);
     CHECK(now().disk_reads == after0.disk_reads);
+}
+
+namespace {
+
+std::string name_of(const kjit::Stream& s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "s%llx", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(s.handle())));
+    return text;
+}
+CUmemoryPool pool(int device) { return reinterpret_cast<CUmemoryPool>(static_cast<std::uintptr_t>(0x2000 + device)); }
+
+}  // namespace
+
+TEST_CASE("a copy between two devices goes peer to peer, ordered on a stream of each", "[devices]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 2);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const kjit::Stream s0 = kjit::Stream::create(Device::cuda(0)), s1 = kjit::Stream::create(Device::cuda(1));
+    const Array x = Array::empty({1000}, DType::float32, Device::cuda(0), s0);
+    state.record_stream_work = true;
+    const Array y = x.to(Device::cuda(1), s0, s1);
+    CHECK(y.device() == Device::cuda(1));
+    CHECK(y.shape() == kjit::Shape{1000});
+    CHECK(y.data() != x.data());
+    // The copy runs on the source's stream after the destination's allocation, and the
+    // destination's stream waits for it; the source's device is current when it is queued.
+    CHECK(state.stream_work == std::vector<std::string>{"record e1 on " + name_of(s1), "wait " + name_of(s0) + " for e1",
+                                                        "peer 4000 to cuda:1 on " + name_of(s0) + " in cuda:0",
+                                                        "record e2 on " + name_of(s0), "wait " + name_of(s1) + " for e2"});
+    // Each pool opened to the other device, once.
+    CHECK(state.pool_access == std::vector<std::pair<CUmemoryPool, int>>{{pool(1), 0}, {pool(0), 1}});
+    const Array back = y.to(Device::cuda(0), s1, s0);
+    CHECK(back.device() == Device::cuda(0));
+    CHECK(state.pool_access.size() == 2);
+    CHECK(state.stream_work.back() == "wait " + name_of(s0) + " for e4");
+}
+
+TEST_CASE("a copy between devices without peer access is staged through the host", "[devices]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 2);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    state.can_access_peer = 0;
+    const kjit::Stream s0 = kjit::Stream::create(Device::cuda(0)), s1 = kjit::Stream::create(Device::cuda(1));
+    const Array x = Array::empty({3, 5}, DType::int64, Device::cuda(1), s1);
+    state.record_stream_work = true;
+    const Array y = x.to(Device::cuda(0), s1, s0);
+    CHECK(y.device() == Device::cuda(0));
+    CHECK(state.stream_work == std::vector<std::string>{"dtoh 120 on " + name_of(s1), "record e1 on " + name_of(s1),
+                                                        "wait " + name_of(s0) + " for e1", "htod 120 on " + name_of(s0),
+                                                        "sync " + name_of(s0)});
+    CHECK(state.pool_access.empty());
+}
+
+TEST_CASE("Array::to another device with one stream: it orders the side it belongs to", "[devices]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 3);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const kjit::Stream s0 = kjit::Stream::create(Device::cuda(0)), s1 = kjit::Stream::create(Device::cuda(1)),
+                       s2 = kjit::Stream::create(Device::cuda(2));
+    const Array x = Array::empty({16}, DType::float64, Device::cuda(0), s0);
+    state.record_stream_work = true;
+    SECTION("the source's stream: the destination's default stream waits") {
+        (void)x.to(Device::cuda(1), s0);
+        CHECK(state.stream_work.at(2) == "peer 128 to cuda:1 on " + name_of(s0) + " in cuda:0");
+        CHECK(state.stream_work.back() == "wait s0 for e2");
+    }
+    SECTION("the destination's stream: the copy runs on the source's default stream") {
+        (void)x.to(Device::cuda(1), s1);
+        CHECK(state.stream_work.at(2) == "peer 128 to cuda:1 on s0 in cuda:0");
+        CHECK(state.stream_work.back() == "wait " + name_of(s1) + " for e2");
+    }
+    SECTION("a default stream of no device: both sides' default streams") {
+        (void)x.to(Device::cuda(1), kjit::Stream());
+        CHECK(state.stream_work.at(2) == "peer 128 to cuda:1 on s0 in cuda:0");
+    }
+    SECTION("a third device's stream, or two streams where one copy has one side: refused, saying which") {
+        CHECK_THROWS_WITH(x.to(Device::cuda(1), s2), Catch::Contains("cuda:2") && Catch::Contains("cuda:0"));
+        CHECK_THROWS_WITH(x.to(Device::cuda(1), s0, s2), Catch::Contains("cuda:2") && Catch::Contains("cuda:1"));
+        CHECK_THROWS_WITH(x.to(Device::cuda(0), s0, s0), Catch::Contains("between two GPUs"));
+        CHECK_THROWS_WITH(x.to(Device::cpu(), s0, s1), Catch::Contains("between two GPUs") && Catch::Contains("cpu"));
+        CHECK(state.stream_work.empty());
+    }
+}
+
+TEST_CASE("a non-contiguous array is packed on its device, then copied once", "[devices][nvrtc]") {
+    const kjit::test::ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    kjit::CacheSettings settings;
+    settings.dir = (work.path() / "cache").string();
+    kjit::configure_cache(settings);
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 2);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const kjit::Stream s0 = kjit::Stream::create(Device::cuda(0)), s1 = kjit::Stream::create(Device::cuda(1));
+    const Array x = Array::empty({40, 30}, DType::float32, Device::cuda(0), s0).transpose();
+    state.record_stream_work = true;
+    const int launches = state.launches;
+    const Array y = x.to(Device::cuda(1), s0, s1);
+    CHECK(state.launches == launches + 1);
+    CHECK(y.shape() == kjit::Shape{30, 40});
+    CHECK(y.is_c_contiguous());
+    CHECK(std::count_if(state.stream_work.begin(), state.stream_work.end(),
+                        [](const std::string& w) { return w.rfind("peer 4800 to cuda:1", 0) == 0; }) == 1);
 }

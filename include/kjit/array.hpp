@@ -104,8 +104,15 @@ public:
 
     // --- copies ---
     // A copy on `device` (host or GPU), C-ordered, for any layout (a non-contiguous device array
-    // is packed by kjit's copy kernel on its device).
+    // is packed by kjit's copy kernel on its device). Between two GPUs the bytes go peer to peer
+    // where the pair allows it (enabled on first use), else through pinned host memory (then
+    // to() returns when the copy is done); `stream` may belong to either GPU, and the other side
+    // uses its default stream (see the three-stream form).
     Array to(Device device, const Stream& stream = Stream::current()) const;
+    // Between two GPUs, ordered on a stream of each: the copy waits for the work queued on
+    // `stream` (the source's device) and on `destination_stream` (`device`'s), and work queued on
+    // either afterwards sees it.
+    Array to(Device device, const Stream& stream, const Stream& destination_stream) const;
     Array to_host(const Stream& stream = Stream::current()) const { return to(Device::cpu(), stream); }
     // Writes the elements in C order to `dst` (size() * itemsize() bytes) and waits for the copy.
     void copy_to_host(void* dst, const Stream& stream = Stream::current()) const;

@@ -1,5 +1,6 @@
 #include "runtime/detail/driver.hpp"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -8,6 +9,7 @@
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/dynamic_library.hpp"
+#include "runtime/detail/log.hpp"
 
 namespace kjit::detail {
 namespace {
@@ -161,6 +163,42 @@ CUmemoryPool Driver::memory_pool(int ordinal) {
     KJIT_CU_CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all));
     pools_[ordinal].store(pool, std::memory_order_release);
     return pool;
+}
+
+bool Driver::peer_access(int a, int b) {
+    check_ordinal(a);
+    check_ordinal(b);
+    if (a == b) return true;
+    std::atomic<std::int8_t>& slot = peers_[static_cast<std::size_t>(std::min(a, b) * kMaxDevices + std::max(a, b))];
+    if (const std::int8_t known = slot.load(std::memory_order_acquire)) return known == 1;
+    const CUmemoryPool pool_a = memory_pool(a), pool_b = memory_pool(b);
+    std::lock_guard lock(peer_mutex_);
+    if (const std::int8_t known = slot.load(std::memory_order_relaxed)) return known == 1;
+    CUdevice dev_a{}, dev_b{};
+    KJIT_CU_CHECK(cuDeviceGet(&dev_a, a));
+    KJIT_CU_CHECK(cuDeviceGet(&dev_b, b));
+    int ab = 0, ba = 0;
+    KJIT_CU_CHECK(cuDeviceCanAccessPeer(&ab, dev_a, dev_b));
+    KJIT_CU_CHECK(cuDeviceCanAccessPeer(&ba, dev_b, dev_a));
+    bool peer = ab != 0 && ba != 0;
+    if (peer) {
+        // Each pool readable and writable by the other device: a copy engine of either may then
+        // move the bytes, and a copy between pool allocations goes over NVLink or PCIe directly.
+        CUmemAccessDesc to_a{}, to_b{};
+        to_a.location = {CU_MEM_LOCATION_TYPE_DEVICE, a};
+        to_b.location = {CU_MEM_LOCATION_TYPE_DEVICE, b};
+        to_a.flags = to_b.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        const CUresult opened_b = cuMemPoolSetAccess(pool_b, &to_a, 1);
+        const CUresult opened_a = opened_b == CUDA_SUCCESS ? cuMemPoolSetAccess(pool_a, &to_b, 1) : opened_b;
+        if (opened_a != CUDA_SUCCESS) {
+            log(LogLevel::warn, "cuda:" + std::to_string(a) + " and cuda:" + std::to_string(b) +
+                                    " can access each other, but opening their memory pools failed (" + cu_status_name(opened_a) +
+                                    "): copies between them are staged through the host");
+            peer = false;
+        }
+    }
+    slot.store(peer ? 1 : 2, std::memory_order_release);
+    return peer;
 }
 
 template <class T, class Query>

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,7 +30,8 @@ namespace kjit::detail {
     X(cuDeviceGetAttribute, 2000) X(cuDeviceTotalMem, 3020) X(cuDeviceGetPCIBusId, 4010)           \
     X(cuDevicePrimaryCtxRetain, 7000) X(cuDevicePrimaryCtxRelease, 11000)                          \
     X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000) X(cuCtxSynchronize, 2000)                    \
-    X(cuCtxGetDevice, 2000)                                                                        \
+    X(cuCtxGetDevice, 2000) X(cuDeviceCanAccessPeer, 4000) X(cuMemPoolSetAccess, 11020)            \
+    X(cuMemcpyPeerAsync, 4000)                                                                     \
     X(cuStreamCreateWithPriority, 5050) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)      \
     X(cuStreamQuery, 2000) X(cuStreamWaitEvent, 3020)                                              \
     X(cuEventCreate, 2000) X(cuEventDestroy, 4000) X(cuEventRecord, 2000)                          \
@@ -82,6 +84,10 @@ public:
     void make_current(int ordinal);
     // kjit's stream-ordered memory pool for the device (created on first use).
     CUmemoryPool memory_pool(int ordinal);
+    // Whether devices a and b copy to each other directly: asked of the driver once per pair
+    // (both directions must be possible), and then each pool opened to the other device, since
+    // pool memory does not follow cuCtxEnablePeerAccess. False: copies are staged through the host.
+    bool peer_access(int a, int b);
     // The device's properties, asked of `query` the first time and kept: they do not change while
     // a process runs, and asking again (a name, a bus id, six attributes) cost a fresh process's
     // first call about 20 us on the H200 host each time a plan or a load wanted one number.
@@ -103,6 +109,8 @@ private:
     std::mutex mutex_;  // only for first uses; warm lookups read the atomics
     std::array<std::atomic<CUcontext>, kMaxDevices> contexts_{};
     std::array<std::atomic<CUmemoryPool>, kMaxDevices> pools_{};
+    std::mutex peer_mutex_;  // first peer_access() of a pair (which takes mutex_ for the pools)
+    std::array<std::atomic<std::int8_t>, kMaxDevices * kMaxDevices> peers_{};  // 0 unknown, 1 peer, 2 staged
     std::array<std::atomic<const DeviceProperties*>, kMaxDevices> properties_{};
     std::vector<std::unique_ptr<const DeviceProperties>> kept_properties_;  // what properties_ points at
     std::array<std::atomic<const DeviceAttributes*>, kMaxDevices> attributes_{};

@@ -5,6 +5,7 @@
 #include "kjit/error.hpp"
 #include "runtime/detail/check.hpp"
 #include "runtime/detail/driver.hpp"
+#include "runtime/detail/peer_copy.hpp"
 #include "runtime/detail/strided_copy.hpp"
 
 namespace kjit::jit::kernels::elementwise {
@@ -46,19 +47,37 @@ Array Array::to(Device device, const Stream& stream) const {
         copy_to_host(out.data(), stream);
         return out;
     }
-    // Device to device: one copy on the source's stream when the elements are contiguous; other
-    // layouts are packed by kjit's copy kernel on the source's device first.
-    const Stream s = stream.for_device(from);
-    if (!is_c_contiguous()) {
-        Array packed = jit::kernels::elementwise::pack(*this, dtype_, s);
-        return device == from ? packed : packed.to(device, s);
+    if (device != from) {
+        // Another GPU: `stream` orders whichever side it belongs to, the other side's default.
+        if (stream.device() == device) return to(device, Stream::legacy_default(from), stream.for_device(device));
+        return to(device, stream.for_device(from), Stream::legacy_default(device));
     }
+    // The same device: one copy on the stream when the elements are contiguous; other layouts
+    // are packed by kjit's copy kernel.
+    const Stream s = stream.for_device(from);
+    if (!is_c_contiguous()) return jit::kernels::elementwise::pack(*this, dtype_, s);
     Array out = empty(shape_, dtype_, device, s);
     if (out.nbytes() == 0) return out;
     detail::Driver& d = detail::driver_on(from.ordinal());
     KJIT_CU_CHECK(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out.data()), reinterpret_cast<CUdeviceptr>(data()), nbytes(),
                                       s.handle()));
     record_stream(s);
+    return out;
+}
+
+Array Array::to(Device device, const Stream& stream, const Stream& destination_stream) const {
+    if (!valid()) throw Error("Array::to: the array is invalid (default-constructed)");
+    const Device from = this->device();
+    if (!from.is_cuda() || !device.is_cuda() || device == from)
+        throw Error("Array::to: a destination stream is for copies between two GPUs, not from " + from.to_string() + " to " +
+                    device.to_string() + " (" + to_string() + "): give one stream");
+    const Stream source_stream = stream.for_device(from), dst_stream = destination_stream.for_device(device);
+    // Contiguous first, on the source's device (kjit's copy kernel), so that one copy moves it.
+    const Array packed = is_c_contiguous() ? *this : jit::kernels::elementwise::pack(*this, dtype_, source_stream);
+    Array out = empty(shape_, dtype_, device, dst_stream);
+    if (out.nbytes() == 0) return out;
+    detail::copy_between_devices(out.data(), dst_stream, packed.data(), source_stream, out.nbytes());
+    packed.record_stream(source_stream);
     return out;
 }
 
