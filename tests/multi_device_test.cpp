@@ -9,6 +9,7 @@
 #include "fake_driver.hpp"
 #include "kjit/cache.hpp"
 #include "kjit/elementwise_kernel.hpp"
+#include "kjit/split.hpp"
 #include "runtime/detail/driver.hpp"
 
 using kjit::Array;
@@ -183,4 +184,57 @@ TEST_CASE("a non-contiguous array is packed on its device, then copied once", "[
     CHECK(y.is_c_contiguous());
     CHECK(std::count_if(state.stream_work.begin(), state.stream_work.end(),
                         [](const std::string& w) { return w.rfind("peer 4800 to cuda:1", 0) == 0; }) == 1);
+}
+
+TEST_CASE("split: NumPy's array_split over devices, a view where the array already is", "[devices]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 2);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const Array x = Array::empty({10, 4}, DType::float32, Device::cuda(0));
+    state.record_stream_work = true;
+    const std::vector<Array> parts = kjit::split(x, {Device::cuda(0), Device::cuda(1), Device::cuda(0)});
+    REQUIRE(parts.size() == 3);
+    CHECK(parts[0].shape() == kjit::Shape{4, 4});
+    CHECK(parts[0].data() == x.data());
+    CHECK(parts[1].shape() == kjit::Shape{3, 4});
+    CHECK(parts[1].device() == Device::cuda(1));
+    CHECK(parts[2].shape() == kjit::Shape{3, 4});
+    CHECK(parts[2].data() == static_cast<const char*>(x.data()) + 7 * 4 * 4);
+    CHECK(std::count(state.stream_work.begin(), state.stream_work.end(), "peer 48 to cuda:1 on s0 in cuda:0") == 1);
+    // More devices than elements: empty parts.
+    const std::vector<Array> thin = kjit::split(Array::empty({1, 3}, DType::int8, Device::cuda(1)), {Device::cuda(0), Device::cuda(1)});
+    CHECK(thin[0].shape() == kjit::Shape{1, 3});
+    CHECK(thin[1].shape() == kjit::Shape{0, 3});
+}
+
+TEST_CASE("gather: parts from other devices copied into their place on one device", "[devices]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 2);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const kjit::Stream s0 = kjit::Stream::create(Device::cuda(0));
+    const Array a = Array::empty({2, 5}, DType::int32, Device::cuda(1)), b = Array::empty({3, 5}, DType::int32, Device::cuda(1));
+    state.record_stream_work = true;
+    const Array y = kjit::gather({a, b}, Device::cuda(0), 0, s0);
+    CHECK(y.shape() == kjit::Shape{5, 5});
+    CHECK(y.device() == Device::cuda(0));
+    CHECK(std::count(state.stream_work.begin(), state.stream_work.end(), "peer 40 to cuda:0 on s0 in cuda:1") == 1);
+    CHECK(std::count(state.stream_work.begin(), state.stream_work.end(), "peer 60 to cuda:0 on s0 in cuda:1") == 1);
+    CHECK(state.stream_work.back() == "wait " + name_of(s0) + " for e4");
+}
+
+TEST_CASE("split and gather say what is wrong", "[devices]") {
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_sm90_driver(), 2);
+    const Array x = Array::empty({6, 2}, DType::float32, Device::cuda(0));
+    const std::vector<Device> both{Device::cuda(0), Device::cuda(1)};
+    CHECK_THROWS_WITH(kjit::split(x, {}), Catch::Contains("no devices"));
+    CHECK_THROWS_WITH(kjit::split(x, {Device::cuda(0), Device::cpu()}), Catch::Contains("cpu is not a GPU"));
+    CHECK_THROWS_WITH(kjit::split(x, both, 2), Catch::Contains("axis 2 is out of range"));
+    CHECK_THROWS_WITH(kjit::split(x, both, 0, {kjit::Stream()}), Catch::Contains("1 streams for 2 devices"));
+    CHECK_THROWS_WITH(kjit::split(x, {Device::cuda(2)}), Catch::Contains("no CUDA device 2"));
+    const Array wide = Array::empty({6, 3}, DType::float32, Device::cuda(1));
+    CHECK_THROWS_WITH(kjit::gather({x, wide}, Device::cuda(0)), Catch::Contains("part 1") && Catch::Contains("(6, 3)"));
+    CHECK_THROWS_WITH(kjit::gather({x, Array::empty({6, 2}, DType::float64, Device::cuda(1))}, Device::cuda(0)),
+                      Catch::Contains("one dtype"));
+    CHECK_THROWS_WITH(kjit::gather({x, Array::empty({6, 2}, DType::float32, Device::cpu())}, Device::cuda(0)),
+                      Catch::Contains("host memory"));
+    CHECK_THROWS_WITH(kjit::gather({}, Device::cuda(0)), Catch::Contains("no parts"));
+    CHECK_THROWS_WITH(kjit::gather({x}, Device::cpu()), Catch::Contains("not a GPU"));
 }

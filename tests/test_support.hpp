@@ -129,3 +129,14 @@ private:
             return;                                                                              \
         }                                                                                        \
     } while (0)
+
+// For [gpu] tests that need `n` GPUs (tagged [gpu2] too when n is 2): skipped with a visible
+// warning on a machine with fewer.
+#define KJIT_REQUIRE_GPUS(n)                                                                     \
+    do {                                                                                         \
+        KJIT_REQUIRE_GPU();                                                                      \
+        if (::kjit::Device::count() < (n)) {                                                     \
+            WARN("SKIPPED (needs " << (n) << " GPUs, this machine has " << ::kjit::Device::count() << ")"); \
+            return;                                                                              \
+        }                                                                                        \
+    } while (0)

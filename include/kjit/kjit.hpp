@@ -23,6 +23,8 @@
 #include "kjit/reduction_kernel.hpp"
 #include "kjit/reductions.hpp"
 #include "kjit/segmented.hpp"
+#include "kjit/sort.hpp"
+#include "kjit/split.hpp"
 #include "kjit/scalar.hpp"
 #include "kjit/scan_kernel.hpp"
 #include "kjit/stream.hpp"
