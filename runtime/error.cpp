@@ -71,8 +71,21 @@ NvrtcError::NvrtcError(int code, std::string call, std::string file, int line, s
 
 namespace detail {
 
+namespace {
+// "on cuda:1": the device whose context is current, where the driver can say (with several GPUs
+// a failure must name the one that failed; asked only once something has).
+std::string current_device_text() {
+    Driver* d = try_driver();
+    if (d == nullptr || d->cuCtxGetCurrent == nullptr || d->cuCtxGetDevice == nullptr) return {};
+    CUcontext ctx = nullptr;
+    CUdevice dev{};
+    if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr || d->cuCtxGetDevice(&dev) != CUDA_SUCCESS) return {};
+    return "on cuda:" + std::to_string(static_cast<int>(dev));
+}
+}  // namespace
+
 void throw_cuda_error(CUresult status, const char* call, const char* file, int line) {
-    throw CudaError(status, call, file, line);
+    throw CudaError(status, call, file, line, current_device_text());
 }
 
 }  // namespace detail

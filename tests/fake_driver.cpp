@@ -18,6 +18,8 @@ std::string stream_name(CUstream s) {
     return text;
 }
 int device_of_context(CUcontext c) { return static_cast<int>(reinterpret_cast<std::uintptr_t>(c) - 0x1000); }
+// True when the current context's device is the lost one.
+bool on_lost_device() { return t_current_context != nullptr && device_of_context(t_current_context) == g_state.lost_device; }
 
 const char* fake_name(CUresult r) {
     switch (r) {
@@ -26,6 +28,7 @@ const char* fake_name(CUresult r) {
         case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
         case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
         case CUDA_ERROR_INVALID_CLUSTER_SIZE: return "CUDA_ERROR_INVALID_CLUSTER_SIZE";
+        case CUDA_ERROR_DEVICE_UNAVAILABLE: return "CUDA_ERROR_DEVICE_UNAVAILABLE";
         default: return nullptr;
     }
 }
@@ -63,6 +66,11 @@ detail::DriverApi make_fake_driver() {
         t_current_context = c;
         return CUDA_SUCCESS;
     };
+    api.cuCtxGetDevice = [](CUdevice* d) {
+        if (t_current_context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+        *d = device_of_context(t_current_context);
+        return CUDA_SUCCESS;
+    };
     api.cuDeviceCanAccessPeer = [](int* can, CUdevice, CUdevice) {
         *can = g_state.can_access_peer;
         return CUDA_SUCCESS;
@@ -85,6 +93,7 @@ detail::DriverApi make_fake_driver() {
         return CUDA_SUCCESS;
     };
     api.cuMemcpyPeerAsync = [](CUdeviceptr, CUcontext to, CUdeviceptr, CUcontext, std::size_t bytes, CUstream s) {
+        if (on_lost_device() || device_of_context(to) == g_state.lost_device) return CUDA_ERROR_DEVICE_UNAVAILABLE;
         if (g_state.record_stream_work) g_state.stream_work.push_back("peer " + std::to_string(bytes) + " to cuda:" + std::to_string(device_of_context(to)) + " on " +
                                       stream_name(s) + " in cuda:" + std::to_string(device_of_context(t_current_context)));
         return CUDA_SUCCESS;
@@ -108,6 +117,7 @@ detail::DriverApi make_fake_driver() {
         return CUDA_SUCCESS;
     };
     api.cuCtxSynchronize = [] {
+        if (on_lost_device()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
         ++g_state.synchronize_calls;
         if (g_state.capturing != nullptr) {
             ++g_state.unsafe_calls_under_capture;
@@ -125,6 +135,7 @@ detail::DriverApi make_fake_driver() {
         return CUDA_SUCCESS;
     };
     api.cuStreamSynchronize = [](CUstream s) {
+        if (on_lost_device()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
         if (g_state.record_stream_work) g_state.stream_work.push_back("sync " + stream_name(s));
         if (g_state.capturing != nullptr) {
             ++g_state.unsafe_calls_under_capture;
@@ -192,6 +203,7 @@ detail::DriverApi make_fake_driver() {
         return CUDA_SUCCESS;
     };
     api.cuMemAllocFromPoolAsync = [](CUdeviceptr* p, std::size_t bytes, CUmemoryPool, CUstream s) {
+        if (on_lost_device()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
         ++g_state.alloc_calls;
         if (g_state.capturing != nullptr && s == g_state.capturing) ++g_state.captured_nodes;
         if (bytes > g_state.free_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -246,6 +258,7 @@ detail::DriverApi make_fake_sm90_driver() {
         return CUDA_SUCCESS;
     };
     api.cuModuleLoadData = [](CUmodule* m, const void*) {
+        if (on_lost_device()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
         if (g_state.capturing != nullptr && g_state.thread_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
             ++g_state.unsafe_calls_under_capture;
             g_state.capture_invalidated = true;
@@ -295,6 +308,7 @@ detail::DriverApi make_fake_launching_driver() {
     };
     api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned, CUstream, void**,
                             void**) {
+        if (on_lost_device()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
         ++g_state.launches;
         if (g_state.capturing != nullptr) ++g_state.captured_nodes;
         g_state.last_grid_x = gx;

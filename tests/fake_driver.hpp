@@ -51,6 +51,9 @@ struct FakeDriverState {
     // "sync <stream>" (streams as "s" and their handle in hex; 0 is a legacy default stream),
     // kept while record_stream_work is on.
     int can_access_peer = 1;
+    // A device gone (fallen off the bus): its allocations, copies, launches, loads and
+    // synchronisations return CUDA_ERROR_DEVICE_UNAVAILABLE; -1: none.
+    int lost_device = -1;
     bool record_stream_work = false;
     std::vector<std::pair<CUmemoryPool, int>> pool_access;
     std::vector<std::string> stream_work;

@@ -238,3 +238,32 @@ TEST_CASE("split and gather say what is wrong", "[devices]") {
     CHECK_THROWS_WITH(kjit::gather({}, Device::cuda(0)), Catch::Contains("no parts"));
     CHECK_THROWS_WITH(kjit::gather({x}, Device::cpu()), Catch::Contains("not a GPU"));
 }
+
+TEST_CASE("a lost device: its calls fail naming it, the other device goes on", "[devices][nvrtc]") {
+    const kjit::test::ProcessCacheGuard restore;
+    const kjit::test::TempDir work;
+    kjit::CacheSettings settings;
+    settings.dir = (work.path() / "cache").string();
+    kjit::configure_cache(settings);
+    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 2);
+    kjit::test::FakeDriverState& state = kjit::test::fake_state();
+    const kjit::ElementwiseKernel twice("T x", "T y", "y = x * 2", "twice_lost_device");
+    const Array x0 = Array::empty({1000}, DType::float32, Device::cuda(0));
+    const Array x1 = Array::empty({1000}, DType::float32, Device::cuda(1)), y1 = twice({x1})[0];
+    state.lost_device = 1;
+    // (Catch's && keeps references to its operands: named matchers, combined where used.)
+    const auto unavailable = Catch::Contains("CUDA_ERROR_DEVICE_UNAVAILABLE"), on_1 = Catch::Contains("on cuda:1");
+#define names_lost (unavailable && on_1)
+    CHECK_THROWS_WITH(Array::empty({10}, DType::float32, Device::cuda(1)), names_lost);
+    CHECK_THROWS_WITH(twice({x1}), names_lost);  // its output cannot be allocated
+    CHECK_THROWS_WITH(twice.launch({x1, y1}), names_lost);
+    CHECK_THROWS_WITH(x0.to(Device::cuda(1)), names_lost);
+    CHECK_THROWS_WITH(Device::cuda(1).synchronize(), names_lost);
+#undef names_lost
+    // cuda:0 is untouched: its first call compiles, loads and launches; its memory still comes.
+    const int launches = state.launches;
+    const Array y0 = twice({x0})[0];
+    CHECK(state.launches == launches + 1);
+    CHECK(y0.device() == Device::cuda(0));
+    CHECK_NOTHROW(Device::cuda(0).synchronize());
+}
