@@ -44,8 +44,8 @@ NcclElements nccl_reduction_elements(DType dtype, std::int64_t count, nccl::Op o
         case DType::bool_:
             // 0 and 1 as uint8: min is logical and, max logical or, prod logical and.
             if (op == nccl::Op::min || op == nccl::Op::max || op == nccl::Op::prod) return {kNcclUint8, n};
-            throw TypeError(what + "a " + std::string(nccl::op_name(op)) +
-                            " of bool is not a bool; cast to an integer dtype first (min, max and prod of bool work)");
+            throw TypeError(what + "the " + std::string(nccl::op_name(op)) +
+                            " of bools is not a bool; cast to an integer dtype first (min, max and prod of bool work)");
         case DType::int16:
         case DType::uint16:
             throw TypeError(what + "NCCL has no 16-bit integer type; cast to int32 (or float32) first");
@@ -59,8 +59,7 @@ NcclElements nccl_reduction_elements(DType dtype, std::int64_t count, nccl::Op o
             if (op == nccl::Op::sum || op == nccl::Op::avg)
                 return {dtype == DType::complex64 ? kNcclFloat32 : kNcclFloat64, 2 * n};  // (re, im) pairs
             throw TypeError(what + "NCCL has no complex types; kjit sums and averages complex arrays as (real, "
-                                   "imaginary) pairs, but a " +
-                            std::string(nccl::op_name(op)) + " of complex numbers is not one of its parts");
+                                   "imaginary) pairs, but their prod, min and max cannot be taken part by part");
         default: return nccl_copy_elements(dtype, count, nccl_version);
     }
 }

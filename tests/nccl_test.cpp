@@ -465,7 +465,7 @@ TEST_CASE("kjit dtypes as NCCL's: reductions", "[nccl]") {
     CHECK(nccl_reduction_elements(DType::bool_, 5, nccl::Op::prod, v, "here").count == 5);
     CHECK_THROWS_AS(nccl_reduction_elements(DType::bool_, 5, nccl::Op::sum, v, "here"), kjit::TypeError);
     CHECK_THROWS_WITH(nccl_reduction_elements(DType::bool_, 5, nccl::Op::sum, v, "nccl::all_reduce"),
-                      Contains("nccl::all_reduce") && Contains("a sum of bool is not a bool"));
+                      Contains("nccl::all_reduce") && Contains("the sum of bools is not a bool"));
     // No 16-bit integers in NCCL.
     for (DType t : {DType(DType::int16), DType(DType::uint16)}) {
         CHECK_THROWS_AS(nccl_reduction_elements(t, 5, nccl::Op::sum, v, "here"), kjit::TypeError);

@@ -91,7 +91,8 @@ private:
 };
 
 // One rank of an NCCL communicator, bound to one CUDA device. Move-only; destroying it destroys
-// the NCCL communicator (ncclCommDestroy): synchronise the streams of its collectives first.
+// the NCCL communicator (ncclCommDestroy): synchronise the streams of its collectives first. As
+// NCCL requires, one thread at a time issues work on a communicator.
 class KJIT_API Communicator {
 public:
     // Rank `rank` of `nranks` of the communicator that `id` names, on `device`
