@@ -17,6 +17,7 @@
 #include "kjit/kernel_arg.hpp"
 #include "kjit/matmul.hpp"
 #include "kjit/module.hpp"
+#include "kjit/nccl.hpp"
 #include "kjit/npy.hpp"
 #include "kjit/options.hpp"
 #include "kjit/raw_kernel.hpp"
