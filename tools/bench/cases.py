@@ -24,7 +24,8 @@ HIGHER_IS_BETTER = {GBPS: True, TFLOPS: True, US: False, MS: False}
 UNITS = {GBPS: "GB/s", TFLOPS: "TFLOP/s", US: "µs", MS: "ms"}
 
 IMPL_LABELS = {"kjit": "kjit", "cupy": "CuPy", "torch": "PyTorch", "cublas": "cuBLAS",
-               "ceiling": "copy ceiling"}
+               "ceiling": "copy ceiling", "one_gpu": "one GPU", "driver": "bare driver copy",
+               "nccl": "bare NCCL"}
 
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8}
 
@@ -352,8 +353,30 @@ CASES += [
              "to the process and the cache) of eval(z, e) and a sync, NVRTC included."),
 ]
 
+# Several GPUs (issue 38): kjit only, each judged against one GPU, the bare driver call or bare
+# NCCL measured in the same run (records of impl one_gpu, driver, nccl beside kjit's).
+CASES += [
+    Case("mg_axpb_split_f32", "mg", "y = a*x + b, float32 2^29 split over 2 GPUs", GBPS, "float32",
+         (1 << 29,), (1 << 16,), _unary(4), Goal("vs_impl", 1.9, "one_gpu"), kjit_only=True,
+         doc="kjit: split(x) over cuda:0 and cuda:1, the same ElementwiseKernel launched on each half; "
+             "the note gives one GPU's time on the whole and the ratio (goal >= 1.9x one GPU)."),
+    Case("mg_peer_copy_1g", "mg", "x.to(cuda:1), 1 GiB float32", GBPS, "float32",
+         (1 << 28,), (1 << 16,), lambda s: 4 * _prod(s), Goal("vs_impl", 0.9, "driver"), kjit_only=True,
+         doc="kjit: Array::to between GPUs (allocation included, pool warm); the note gives a bare "
+             "cuMemcpyPeerAsync into a kept buffer and the ratio (goal >= 90%)."),
+    Case("mg_allreduce_256m_f32", "mg", "all-reduce of 256 MiB float32 over 2 GPUs", GBPS, "float32",
+         (1 << 26,), (1 << 16,), lambda s: 4 * _prod(s), Goal("vs_impl", 0.95, "nccl"), kjit_only=True,
+         doc="kjit: nccl::all_reduce over Communicator::local of both GPUs, in place; the note "
+             "gives bare ncclAllReduce calls in one group on the same buffers and the ratio "
+             "(goal >= 95%)."),
+    Case("mg_first_call_second_device", "mg", "first call on cuda:1 of a kernel already used on cuda:0", MS,
+         "float32", (1000,), (1000,), None, Goal("max", 0.3), kjit_only=True,
+         doc="kjit: host time of the first launch on the second GPU; the note counts compiles "
+             "during it (goal: none)."),
+]
+
 BY_ID = {c.id: c for c in CASES}
 ORDER = [c.id for c in CASES]
 GROUP_NAMES = {"ceiling": "Ceiling", "ew": "Elementwise (issue 5)", "red": "Reductions (issue 6)",
                "mm": "Matrix products (issue 7)", "graph": "Graphs (issue 33)",
-               "expr": "Array expressions (issue 34)"}
+               "expr": "Array expressions (issue 34)", "mg": "Several GPUs (issue 38)"}

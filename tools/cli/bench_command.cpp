@@ -70,6 +70,7 @@ void add_bench_command(CLI::App& app, int& exit_status) {
         bench::add_raw_cases(all);
         bench::add_graph_cases(all);
         bench::add_expr_cases(all);
+        bench::add_device_cases(all);
         if (list) {
             for (const auto& [name, fn] : all) std::printf("%s\n", name.c_str());
             return;

@@ -75,5 +75,6 @@ void add_matmul_cases(Cases& c, std::vector<Record>& extra);
 void add_raw_cases(Cases& c);
 void add_graph_cases(Cases& c);
 void add_expr_cases(Cases& c);
+void add_device_cases(Cases& c);  // several GPUs (mg_*)
 
 }  // namespace kjit::cli::bench
