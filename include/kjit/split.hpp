@@ -12,8 +12,9 @@
 //
 // Streams, one per device (`streams[k]` for devices[k]; empty: each device's legacy default
 // stream): a copy waits for the work queued on the streams of both its devices, and work queued
-// on them later sees it. gather's `stream` orders the destination's side; each part's own side
-// is its device's default stream.
+// on them later sees it. gather's `stream` orders the destination's side, `part_streams[k]` the
+// side of parts[k] (empty: each part's device's legacy default stream; give the streams that
+// made the parts when they are not that one, since a created stream does not wait for it).
 #pragma once
 
 #include "kjit/export.hpp"
@@ -29,6 +30,7 @@ namespace kjit {
 KJIT_API std::vector<Array> split(const Array& array, const std::vector<Device>& devices, int axis = 0,
                                   const std::vector<Stream>& streams = {});
 
-KJIT_API Array gather(const std::vector<Array>& parts, Device device, int axis = 0, const Stream& stream = Stream::current());
+KJIT_API Array gather(const std::vector<Array>& parts, Device device, int axis = 0, const Stream& stream = Stream::current(),
+                      const std::vector<Stream>& part_streams = {});
 
 }  // namespace kjit

@@ -27,6 +27,11 @@ void order_after(Driver& d, CUstream recorded_on, CUstream waiter) {
 
 }  // namespace
 
+void order_after(const Stream& first, const Stream& then) {
+    Driver& d = driver_on(first.device().ordinal());
+    order_after(d, first.handle(), then.handle());
+}
+
 void copy_between_devices(void* destination, const Stream& destination_stream, const void* source, const Stream& source_stream,
                           std::size_t bytes) {
     const int from = source_stream.device().ordinal(), to = destination_stream.device().ordinal();

@@ -17,4 +17,8 @@ namespace kjit::detail {
 void copy_between_devices(void* destination, const Stream& destination_stream, const void* source, const Stream& source_stream,
                           std::size_t bytes);
 
+// Work queued on `then` from now on runs after the work queued so far on `first` (an event
+// recorded on one, waited for by the other; the streams may be of different devices).
+void order_after(const Stream& first, const Stream& then);
+
 }  // namespace kjit::detail

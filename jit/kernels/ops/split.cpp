@@ -62,8 +62,11 @@ std::vector<Array> split(const Array& array, const std::vector<Device>& devices,
     return parts;
 }
 
-Array gather(const std::vector<Array>& parts, Device device, int axis, const Stream& stream) {
+Array gather(const std::vector<Array>& parts, Device device, int axis, const Stream& stream, const std::vector<Stream>& part_streams) {
     if (parts.empty()) throw Error("kjit::gather: no parts to gather");
+    if (!part_streams.empty() && part_streams.size() != parts.size())
+        throw Error("kjit::gather: " + std::to_string(part_streams.size()) + " part streams for " + std::to_string(parts.size()) +
+                    " parts: give one per part, or none");
     if (!device.is_cuda()) throw Error("kjit::gather: " + device.to_string() + " is not a GPU; gather joins parts on a GPU");
     const Array& first = parts.front();
     for (std::size_t k = 0; k < parts.size(); ++k)
@@ -85,19 +88,21 @@ Array gather(const std::vector<Array>& parts, Device device, int axis, const Str
     const Stream dst = stream.for_device(device);
     const Array out = Array::empty(shape, first.dtype(), device, dst);
     std::int64_t start = 0;
-    for (const Array& p : parts) {
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        const Array& p = parts[k];
+        const Stream source = part_streams.empty() ? Stream::legacy_default(p.device()) : part_streams[k].for_device(p.device());
         const std::int64_t length = p.shape()[static_cast<std::size_t>(ax)];
         const Array place = out.slice(ax, Slice{start, start + length, 1});
         start += length;
         if (p.size() == 0) continue;
         if (p.device() == device) {
+            if (!(source == dst)) detail::order_after(source, dst);  // the part is made on its stream
             jit::kernels::elementwise::copy_into(p, place, dst);
         } else if (place.is_c_contiguous() && p.is_c_contiguous()) {  // one run of bytes each: one copy
-            const Stream source = Stream::legacy_default(p.device());
             detail::copy_between_devices(place.data(), dst, p.data(), source, place.nbytes());
             p.record_stream(source);
         } else {
-            jit::kernels::elementwise::copy_into(p.to(device, Stream::legacy_default(p.device()), dst), place, dst);
+            jit::kernels::elementwise::copy_into(p.to(device, source, dst), place, dst);
         }
     }
     return out;
