@@ -31,15 +31,25 @@ Counts now() {
     return {stats.compiles, kjit::test::fake_state().modules_loaded, reads, stats.note_hits};
 }
 
+// `count` pretend GPUs whose kernels compile with NVRTC, load and launch (launches do nothing
+// but count), with a cache folder of the test's own.
+class LaunchingDevices {
+public:
+    explicit LaunchingDevices(int count) : fake_(kjit::test::make_fake_launching_driver(), count) {
+        kjit::configure_cache(kjit::test::cache_in(cache_dir()));
+    }
+    std::filesystem::path cache_dir() const { return work_.path() / "cache"; }
+
+private:
+    kjit::test::ProcessCacheGuard restore_;
+    kjit::test::TempDir work_;
+    kjit::detail::ScopedDriverOverride fake_;
+};
+
 }  // namespace
 
 TEST_CASE("two devices of different architectures: a kernel compiles for each and loads on each", "[devices][nvrtc]") {
-    const kjit::test::ProcessCacheGuard restore;
-    const kjit::test::TempDir work;
-    kjit::CacheSettings settings;
-    settings.dir = (work.path() / "cache").string();
-    kjit::configure_cache(settings);
-    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 2);
+    const LaunchingDevices devices(2);
     kjit::test::fake_state().device_cc[1] = {8, 0};
     const kjit::ElementwiseKernel twice("T x", "T y", "y = x * 2", "twice_two_archs");
     const Array x0 = Array::empty({1000}, DType::float32, Device::cuda(0)), y0 = Array::empty({1000}, DType::float32, Device::cuda(0));
@@ -64,19 +74,14 @@ TEST_CASE("two devices of different architectures: a kernel compiles for each an
 }
 
 TEST_CASE("two devices of one architecture: a kernel compiles once and loads on each", "[devices][nvrtc]") {
-    const kjit::test::ProcessCacheGuard restore;
-    const kjit::test::TempDir work;
-    kjit::CacheSettings settings;
-    settings.dir = (work.path() / "cache").string();
-    kjit::configure_cache(settings);
-    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 2);
+    const LaunchingDevices devices(2);
     const kjit::ElementwiseKernel twice("T x", "T y", "y = x * 2", "twice_one_arch");
     const Array x0 = Array::empty({1000}, DType::float32, Device::cuda(0)), y0 = Array::empty({1000}, DType::float32, Device::cuda(0));
     const Array x1 = Array::empty({1000}, DType::float32, Device::cuda(1)), y1 = Array::empty({1000}, DType::float32, Device::cuda(1));
     const Counts start = now();
     twice.launch({x0, y0});
     const Counts after0 = now();
-    for (const auto& file : std::filesystem::recursive_directory_iterator(work.path() / "cache"))
+    for (const auto& file : std::filesystem::recursive_directory_iterator(devices.cache_dir()))
         if (file.path().extension() == ".note") std::filesystem::remove(file.path());
     twice.launch({x1, y1});
     CHECK(now().compiles == start.compiles + 1);
@@ -167,12 +172,7 @@ TEST_CASE("Array::to another device with one stream: it orders the side it belon
 }
 
 TEST_CASE("a non-contiguous array is packed on its device, then copied once", "[devices][nvrtc]") {
-    const kjit::test::ProcessCacheGuard restore;
-    const kjit::test::TempDir work;
-    kjit::CacheSettings settings;
-    settings.dir = (work.path() / "cache").string();
-    kjit::configure_cache(settings);
-    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 2);
+    const LaunchingDevices devices(2);
     kjit::test::FakeDriverState& state = kjit::test::fake_state();
     const kjit::Stream s0 = kjit::Stream::create(Device::cuda(0)), s1 = kjit::Stream::create(Device::cuda(1));
     const Array x = Array::empty({40, 30}, DType::float32, Device::cuda(0), s0).transpose();
@@ -240,12 +240,7 @@ TEST_CASE("split and gather say what is wrong", "[devices]") {
 }
 
 TEST_CASE("a lost device: its calls fail naming it, the other device goes on", "[devices][nvrtc]") {
-    const kjit::test::ProcessCacheGuard restore;
-    const kjit::test::TempDir work;
-    kjit::CacheSettings settings;
-    settings.dir = (work.path() / "cache").string();
-    kjit::configure_cache(settings);
-    kjit::detail::ScopedDriverOverride fake(kjit::test::make_fake_launching_driver(), 2);
+    const LaunchingDevices devices(2);
     kjit::test::FakeDriverState& state = kjit::test::fake_state();
     const kjit::ElementwiseKernel twice("T x", "T y", "y = x * 2", "twice_lost_device");
     const Array x0 = Array::empty({1000}, DType::float32, Device::cuda(0));
