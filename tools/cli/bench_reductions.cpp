@@ -184,6 +184,22 @@ void add_reduction_cases(Cases& c) {
         r.ms = median_wall_ms(all, s);
         r.note = "group_keys(days) (argsort + runs) then reduce_by_key min, max, mean; " + std::to_string(found) +
                  " groups; wall time with sync, median of 31";
+        // Where the time goes: the same steps alone (each timed the same way).
+        const KeyGroups kept = group_keys(days, s);
+        const auto part = [&](const std::string& variant, const std::function<void()>& step) {
+            Record p = r;
+            p.variant = variant;
+            p.ms = median_wall_ms(step, s);
+            p.note = "the step alone, wall time with sync, median of 31";
+            extra_records().push_back(p);
+        };
+        part("argsort(days) alone", [&] { (void)argsort(days, s); });
+        part("group_keys(days) alone", [&] { (void)group_keys(days, s); });
+        part("the three reduce_by_key alone", [&] {
+            reduce_by_key(lo, kept, {x}, o);
+            reduce_by_key(hi, kept, {x}, o);
+            reduce_by_key(mean, kept, {x}, o);
+        });
         return r;
     });
     c.emplace_back("red_host_1k", [](const Stream& s) {
