@@ -553,6 +553,101 @@ __device__ __forceinline__ void reduce_columns_finish(const Args& args, const La
     }
 }
 
+// Elements into groups named by an index (reduce_by_key over keys grouped by
+// jit/kernels/ops/dense_groups.hpp): the layout has one kept dimension (the kept_size groups;
+// input strides 0, the outputs' strides) and one reduced dimension (the n elements; the inputs'
+// strides). Element j belongs to group group_of[j]; an index outside 0 .. kept_size - 1 drops the
+// element. Needs an identity; map must not read `i` or `n` (the host checks: an element's place
+// in its group is not known here), and sees i = j, n = 0.
+//   bins(args, layout, group_of, offsets, workspace), dynamic shared memory warps * kept_size *
+//       sizeof(value_type): block b takes elements b * per_block .. (per_block = n / gridDim.x
+//       rounded up to whole warp rounds), cut into one run per warp; each warp folds its run in
+//       index order into its own copy of every group's value (lanes of one group in lane order),
+//       then the block folds its warps' copies in warp order into workspace value b * kept_size
+//       + g.
+//   bins_finish(args, layout, group_of, offsets, workspace, blocks): thread per group folds the
+//       blocks' values in block order and applies post with o = g and n = offsets[g + 1] -
+//       offsets[g] (the group's size).
+// So every group folds its elements in index order, whatever the grid: the same bits as the
+// segmented reduction of the sorted elements would give with a serial fold.
+extern __shared__ __align__(16) unsigned char kjit_dynamic_shared[];
+
+enum : int { bins_rounds = 4 };  // rounds of 32 elements each lane loads ahead of folding them
+
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_bins(const Args& args, const Layout& layout, const int* group_of, const long long* offsets,
+                                            void* workspace) {
+    typedef typename K::value_type V;
+    (void)offsets;
+    if constexpr (K::has_identity) {  // without one the host never launches it
+        const int groups = static_cast<int>(layout.kept_size);
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+        V* mine = reinterpret_cast<V*>(kjit_dynamic_shared) + static_cast<Index>(warp) * groups;
+        for (int g = lane; g < groups; g += 32) mine[g] = K::identity();
+        __syncwarp();
+        const Index n = static_cast<Index>(layout.reduced_size);
+        const Index round = 32 * bins_rounds;
+        Index per_block = (n + gridDim.x - 1) / gridDim.x;
+        per_block = (per_block + 32 * warps - 1) / (32 * warps) * (32 * warps);
+        const Index per_warp = per_block / warps;
+        const Index block_begin = static_cast<Index>(blockIdx.x) * per_block;
+        const Index begin = block_begin + warp * per_warp < n ? block_begin + warp * per_warp : n;
+        const Index end = begin + per_warp < n ? begin + per_warp : n;
+        for (Index at = begin; at < end; at += round) {
+            V x[bins_rounds];
+            int g[bins_rounds];
+#pragma unroll
+            for (int r = 0; r < bins_rounds; ++r) {
+                const Index j = at + r * 32 + lane;
+                g[r] = -1;
+                if (j < end) {
+                    g[r] = group_of[j];
+                    Index off[K::in_slots];
+#pragma unroll
+                    for (int a = 0; a < K::in_slots; ++a) off[a] = j * static_cast<Index>(layout.strides[a][1]);
+                    x[r] = K::template map<Index>(args, off, j, Index(0));
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < bins_rounds; ++r) {
+                const bool valid = g[r] >= 0 && g[r] < groups;
+                const unsigned peers = __match_any_sync(0xffffffffu, valid ? g[r] : -1);
+                const int rank = __popc(peers & ((1u << lane) - 1u));  // lanes of the same group before this one
+                for (int k = 0; __any_sync(0xffffffffu, valid && rank >= k); ++k) {
+                    if (valid && rank == k) mine[g[r]] = K::reduce(mine[g[r]], x[r]);
+                    __syncwarp();
+                }
+            }
+        }
+        __syncthreads();
+        V* partials = static_cast<V*>(workspace) + static_cast<Index>(blockIdx.x) * groups;
+        const V* all = reinterpret_cast<const V*>(kjit_dynamic_shared);
+        for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+            V v = all[g];
+            for (int w = 1; w < warps; ++w) v = K::reduce(v, all[static_cast<Index>(w) * groups + g]);
+            partials[g] = v;
+        }
+    }
+}
+
+template <class K, class Index, class Args, class Layout>
+__device__ __forceinline__ void reduce_bins_finish(const Args& args, const Layout& layout, const int* group_of,
+                                                   const long long* offsets, const void* workspace, int blocks) {
+    typedef typename K::value_type V;
+    (void)group_of;
+    if constexpr (K::has_identity) {
+        const Index groups = static_cast<Index>(layout.kept_size);
+        const V* partials = static_cast<const V*>(workspace);
+        for (Index o = static_cast<Index>(thread_index()); o < groups; o += static_cast<Index>(thread_count())) {
+            V v = partials[o];
+            for (Index b = 1; b < static_cast<Index>(blocks); ++b) v = K::reduce(v, partials[b * groups + o]);
+            Index out[K::outputs];
+            kept_out_offsets(layout, o, out);
+            K::template post<Index>(args, out, v, o, static_cast<Index>(offsets[o + 1] - offsets[o]));
+        }
+    }
+}
+
 }  // namespace kjit
 
 #endif  // KJIT_REDUCTION_CUH

@@ -114,8 +114,8 @@ expect 1 "missing \"reduce\"" -- check --spec "$tmp/noreduce.json"
 echo '{"kind": "reduction", "in": "T x", "out": "T y", "map": "x", "reduce": "a + b", "post": "y = a", "identity": 0}' >"$tmp/badid.json"
 expect 1 "\"identity\" must be a string" -- check --spec "$tmp/badid.json"
 
-# record -> precompile -> cache commands. 58 modules, as calls load them: two elementwise kernels
-# (seven variants each) and a reduction (a module per strategy and index width, small in one: 15), for two
+# record -> precompile -> cache commands. 60 modules, as calls load them: two elementwise kernels
+# (seven variants each) and a reduction (a module per strategy and index width, small and bins in one: 16), for two
 # architectures.
 export KJIT_CACHE_DIR="$tmp/app-cache"
 KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --spec "$tmp/spec.json" --types T=float32 --arch sm_90 >/dev/null
@@ -123,11 +123,11 @@ KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile --in "T x" --out "T y" --op "y =
 KJIT_CACHE_RECORD="$tmp/m.json" "$kjit" compile "${l2[@]}" --reduce-type float64 --types T=float32 --arch sm_90 >/dev/null
 grep -q '"name": "twice"' "$tmp/m.json" && grep -q '"name": "axpb"' "$tmp/m.json" && grep -q '"kind": "reduction"' "$tmp/m.json" \
   && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAILED: the recorded manifest lacks a kernel"; cat "$tmp/m.json"; }
-expect 0 "58 compiled, 58 stored, 0 not stored, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
-expect 0 "0 compiled, 0 stored, 0 not stored, 58 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
-expect 0 "58 entries" -- cache stats --cache-dir "$tmp/shipped"
+expect 0 "60 compiled, 60 stored, 0 not stored, 0 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped" -j 2
+expect 0 "0 compiled, 0 stored, 0 not stored, 60 already cached, 0 failed" -- precompile "$tmp/m.json" --arch sm_80,sm_90 --cache-dir "$tmp/shipped"
+expect 0 "60 entries" -- cache stats --cache-dir "$tmp/shipped"
 expect 0 "last used" -- cache ls --cache-dir "$tmp/shipped"
-expect 0 "58 entries checked, 0 damaged; 0 damaged plan notes; 0 damaged aliases" -- cache verify --cache-dir "$tmp/shipped"
+expect 0 "60 entries checked, 0 damaged; 0 damaged plan notes; 0 damaged aliases" -- cache verify --cache-dir "$tmp/shipped"
 # Two aliases' files exchanged (issue 30): each names the other alias, which verify reports.
 aliases=($(find "$tmp/shipped" -name '*.alias' | sort | head -2))
 cp "${aliases[0]}" "$tmp/alias0" && cp "${aliases[1]}" "${aliases[0]}" && cp "$tmp/alias0" "${aliases[1]}"

@@ -29,6 +29,7 @@ TEST_CASE("entry point groups keep each group's names in order, NUL-terminated, 
     CHECK(from_lists.size() == 3);
     CHECK(from_lists.names(1) == std::vector<std::string>{"a", "b"});
     CHECK(std::string(from_lists.name(2, 0)) == "c");
-    CHECK_THROWS_AS(EntryGroups(17), kjit::Error);
+    CHECK_NOTHROW(EntryGroups(EntryGroups::kMaxGroups));
+    CHECK_THROWS_AS(EntryGroups(EntryGroups::kMaxGroups + 1), kjit::Error);
     CHECK_THROWS_AS(EntryGroups(std::vector<std::vector<std::string>>{{"a", "b", "c"}}), kjit::Error);
 }

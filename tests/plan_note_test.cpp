@@ -656,7 +656,8 @@ TEST_CASE("a reduction's plan note values read back only when they are exactly a
     int k = 0;
     for (std::string* name : {&g.full32, &g.full64, &g.rows_warp32, &g.rows_warp64, &g.rows_block32, &g.rows_block64, &g.columns32,
                               &g.columns64, &g.columns_split32, &g.columns_split64, &g.columns_finish32, &g.columns_finish64,
-                              &g.segments_warp32, &g.segments_warp64, &g.segments_block32, &g.segments_block64, &g.small32})
+                              &g.segments_warp32, &g.segments_warp64, &g.segments_block32, &g.segments_block64, &g.small32, &g.bins64,
+                              &g.bins_finish64})
         *name = "k_" + std::to_string(k++);
     const std::vector<std::vector<std::string>> groups = kjit::jit::kernels::reduction_groups(g);
     const kjit::jit::kernels::PlanNote::Values values = kjit::jit::kernels::reduction_note_values(m, groups);

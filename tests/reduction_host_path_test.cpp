@@ -25,6 +25,7 @@ struct Launch {
     unsigned grid[3], block[3];
     std::vector<unsigned char> layout;  // the second parameter's bytes
     const void* third = nullptr;        // the workspace or offsets pointer, when there is one
+    unsigned shared = 0;                // dynamic shared memory bytes
 };
 std::vector<std::string> g_functions;
 std::vector<Launch> g_launches;
@@ -41,9 +42,9 @@ kjit::detail::DriverApi recording_fake() {
         *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x7000} + g_functions.size() - 1);
         return CUDA_SUCCESS;
     };
-    api.cuLaunchKernel = [](CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned,
+    api.cuLaunchKernel = [](CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
                             CUstream, void** params, void**) {
-        Launch l{g_functions.at(reinterpret_cast<std::uintptr_t>(f) - 0x7000), {gx, gy, gz}, {bx, by, bz}, {}, nullptr};
+        Launch l{g_functions.at(reinterpret_cast<std::uintptr_t>(f) - 0x7000), {gx, gy, gz}, {bx, by, bz}, {}, nullptr, shared};
         const auto* layout = static_cast<const unsigned char*>(params[1]);
         l.layout.assign(layout, layout + kLayoutBytes);
         if (l.function.find("rows") == std::string::npos && l.function.find("columns") == std::string::npos &&
@@ -205,7 +206,7 @@ TEST_CASE("a strategy's module holds its entry points only", "[reduction]") {
         for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
         return n;
     };
-    CHECK(count(whole, "extern \"C\" __global__") == 17);  // 7 strategies and columns_finish in two index widths, small in one
+    CHECK(count(whole, "extern \"C\" __global__") == 19);  // 7 strategies and columns_finish in two index widths, small and bins (with bins_finish) in one
     kjit::jit::codegen::GeneratedReduction g;
     g.source = "prefix\n";
     for (const char* name : {"k_full32", "k_columns_split32", "k_columns_finish32"}) {
@@ -225,4 +226,43 @@ TEST_CASE("a strategy's module holds its entry points only", "[reduction]") {
     // Entry points that are not the source's last lines: an error, never a wrong module.
     g.source += "trailing\n";
     CHECK_THROWS_AS(kjit::jit::codegen::keep_entry_points(g.source, g.entry_lines, {"k_full32"}), kjit::Error);
+}
+
+TEST_CASE("a reduction by group index launches bins, a value of every group per warp in shared memory, then its finish",
+          "[reduction][segments][nvrtc]") {
+    kjit::detail::ScopedDriverOverride fake(recording_fake(), 1);
+    kjit::test::ProcessCacheGuard guard;
+    kjit::test::TempDir dir;
+    kjit::configure_cache(kjit::test::cache_in(dir.path()));
+    const ReductionKernel mean("T x", "T y", "x", "a + b", "y = a / n", "0", "bins_launch_mean");
+    const auto dev = kjit::Device::cuda(0);
+    kjit::KeyGroups groups;
+    groups.count = 800;
+    groups.group_of = Array::empty({1000000}, DType::int32, dev);
+    groups.offsets = Array::empty({801}, DType::int64, dev);
+    const Array x = Array::empty({1000000}, DType::float64, dev);
+    g_launches.clear();
+    const Array y = kjit::reduce_by_key(mean, groups, {x})[0];
+    CHECK(y.shape() == kjit::Shape{800});
+    REQUIRE(g_launches.size() == 2);
+    const Launch& bins = g_launches[0];
+    CHECK(bins.function == "bins_launch_mean_bins64");
+    CHECK(bins.block[0] == 7 * 32);  // 48 KB / (800 groups * 8 bytes): 7 warps
+    CHECK(bins.shared == 7 * 800 * 8);
+    CHECK(bins.grid[0] == 132 * 3);  // the blocks 160 KB of shared memory keeps on each of the 132 SMs
+    CHECK(bins.third == groups.group_of.data());
+    const Layout l = decode(bins.layout);
+    CHECK(l.kept_size == 800);
+    CHECK(l.reduced_size == 1000000);
+    CHECK(l.in_strides == std::vector<long long>{0, 1});
+    CHECK(l.out_strides == std::vector<long long>{1});
+    CHECK(g_launches[1].function == "bins_launch_mean_bins_finish64");
+    CHECK(g_launches[1].grid[0] == 4);  // a thread per group
+    CHECK(g_launches[1].shared == 0);
+    // Bad groups: a clear error, nothing launched.
+    g_launches.clear();
+    kjit::KeyGroups bad = groups;
+    bad.group_of = Array::empty({1000000}, DType::int64, dev);
+    CHECK_THROWS_WITH(kjit::reduce_by_key(mean, bad, {x}), Catch::Matchers::Contains("C-contiguous int32 array of shape (1000000,)"));
+    CHECK(g_launches.empty());
 }

@@ -43,8 +43,12 @@ struct KJIT_API KeyGroups {
     Array offsets;
     std::int64_t count = 0;
     // group_keys only: the int64 order that sorts the keys (kjit::argsort), which reduce_by_key
-    // applies to the inputs. Invalid for sorted keys.
+    // applies to the inputs. Invalid for sorted keys, and when group_of is valid.
     Array order;
+    // group_keys only, for integer or bool keys spanning at most 65536 values on a GPU: the group
+    // of each element (int32, 0 .. count - 1), found without sorting; reduce_by_key then reduces
+    // each element straight into its group. kjit::argsort(group_of) gives the order.
+    Array group_of;
 };
 KJIT_API KeyGroups group_sorted_keys(const Array& keys, std::optional<Stream> stream = {});
 
@@ -58,10 +62,12 @@ KJIT_API void group_sorted_keys(const Array& keys, const Array& offsets, const A
                                 std::optional<Stream> stream = {});
 
 // The groups of a key column in any order: equal keys are one group wherever they stand (NaN
-// keys each a group of their own), groups in increasing key order. The keys are sorted stably
-// first (kjit::argsort, kjit/sort.hpp), and `order` says how; reduce_by_key(kernel, groups, ...)
-// then reads the inputs in that order, so each group's elements reduce in their order of index.
-// Synchronises twice (argsort's bits, the number of groups).
+// keys each a group of their own), groups in increasing key order. Integer or bool keys on a GPU
+// whose values span at most 65536 numbers (days, categories, bins) are numbered through a table
+// over that span, and `group_of` names each element's group. Other keys are sorted stably
+// (kjit::argsort, kjit/sort.hpp), and `order` says how. Either way reduce_by_key(kernel, groups,
+// ...) reduces each group's elements in their order of index. Synchronises twice (the keys'
+// range or argsort's bits, then the number of groups).
 KJIT_API KeyGroups group_keys(const Array& keys, std::optional<Stream> stream = {});
 
 // A reduction per group of sorted keys: the table of readings with a date column, reduced per day.
@@ -88,7 +94,11 @@ inline ReducedByKey reduce_by_key(const ReductionKernel& kernel, const Array& ke
 //   kjit::KeyGroups days = kjit::group_keys(day_column);
 //   kjit::Array lows = kjit::reduce_by_key(min_kernel, days, {readings})[0];   // days.keys: each day
 //
-// Inputs that run along the keys are taken in groups.order when it is valid (a gather each).
+// With groups.group_of, one pass over the inputs reduces each element into its group when the
+// kernel has an identity, its map reads neither `i` nor `n` and every group's running value fits a
+// block's shared memory (48 KB over the groups: 6144 of 8 bytes). Otherwise the inputs that run
+// along the keys are gathered in the keys' order (groups.order, or kjit::argsort(group_of)) and
+// reduced as segments.
 KJIT_API Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, std::span<const KernelArg> args,
                                const CallOptions& options = {});
 inline Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, std::initializer_list<KernelArg> args,

@@ -69,6 +69,7 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
         {&m.segments_warp32, "segments_warp", "int", "32"}, {&m.segments_warp64, "segments_warp", "long long", "64"},
         {&m.segments_block32, "segments_block", "int", "32"}, {&m.segments_block64, "segments_block", "long long", "64"},
         {&m.small32, "small", "int", "32"},
+        {&m.bins64, "bins", "long long", "64"},     {&m.bins_finish64, "bins_finish", "long long", "64"},
     };
     for (const Entry& e : entries) {
         *e.symbol = name + "_" + e.strategy + e.suffix;
@@ -80,6 +81,12 @@ void print_reduction_entry_points(const std::string& name, const std::string& ar
         } else if (strategy == "columns_finish") {
             extra_params = ", const void* workspace, const int chunks";
             extra_args = ", workspace, chunks";
+        } else if (strategy == "bins") {
+            extra_params = ", const int* group_of, const long long* offsets, void* workspace";
+            extra_args = ", group_of, offsets, workspace";
+        } else if (strategy == "bins_finish") {
+            extra_params = ", const int* group_of, const long long* offsets, const void* workspace, const int blocks";
+            extra_args = ", group_of, offsets, workspace, blocks";
         } else if (strategy.rfind("segments", 0) == 0) {
             extra_params = ", const long long* offsets";
             extra_args = ", offsets";

@@ -105,6 +105,7 @@ struct GeneratedReduction {
     std::string columns_split32, columns_split64, columns_finish32, columns_finish64;
     std::string segments_warp32, segments_warp64, segments_block32, segments_block64;
     std::string small32;  // no 64-bit variant: it reduces a few thousand elements
+    std::string bins64, bins_finish64;  // no 32-bit variant: two launches over memory, not index arithmetic, set the time
     // A scan module's instead (templates/scan.cuh): the others are then empty.
     std::string scan32, scan64, scan_segments32, scan_segments64;
     int scan_items = 0;  // a scan module's items per thread (NAME_ops::scan_items)

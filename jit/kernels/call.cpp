@@ -73,9 +73,10 @@ detail::ArgsLayout args_layout_for(const CallSite& site, const std::vector<detai
     return layout;
 }
 
-void launch(const Target& target, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void** params) {
-    KJIT_CU_CHECK(detail::driver_on(target.ordinal).cuLaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, 0, target.stream.handle(), params,
-                                                                   nullptr));
+void launch(const Target& target, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void** params,
+            unsigned shared_bytes) {
+    KJIT_CU_CHECK(detail::driver_on(target.ordinal).cuLaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, shared_bytes, target.stream.handle(),
+                                                                   params, nullptr));
     detail::note_kernel_launch(f);
 }
 

@@ -154,7 +154,9 @@ void pack_args(const CallSite& site, unsigned char* a, const detail::ArgsLayout&
 // passes is the site's TypeError.
 detail::ArgsLayout args_layout_for(const CallSite& site, const std::vector<detail::ArgField>& fields, const std::vector<DType>& types);
 
-// One launch on the call's device and stream: grid (x, y) of `block` threads.
-void launch(const Target& target, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void** params);
+// One launch on the call's device and stream: grid (x, y) of `block` threads, with
+// `shared_bytes` of dynamic shared memory.
+void launch(const Target& target, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void** params,
+            unsigned shared_bytes = 0);
 
 }  // namespace kjit::jit::kernels

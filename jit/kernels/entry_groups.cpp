@@ -5,7 +5,7 @@
 namespace kjit::jit::kernels {
 
 EntryGroups::EntryGroups(std::size_t groups) : groups_(groups) {
-    if (groups > kMaxGroups) throw Error("entry point groups: " + std::to_string(groups) + " groups, at most 16");
+    if (groups > kMaxGroups) throw Error("entry point groups: " + std::to_string(groups) + " groups, at most " + std::to_string(kMaxGroups));
 }
 
 EntryGroups::EntryGroups(const std::vector<std::vector<std::string>>& groups) : EntryGroups(groups.size()) {

@@ -15,7 +15,7 @@ namespace kjit::jit::kernels {
 
 class EntryGroups {
 public:
-    static constexpr std::size_t kMaxGroups = 16;
+    static constexpr std::size_t kMaxGroups = 18;  // a reduction: 9 strategies in two index widths
     static constexpr std::size_t kMaxPerGroup = 2;
 
     // `groups` empty groups.

@@ -67,7 +67,7 @@ void report_compiled(const KernelRequest& r, const TypeBinding& b, const Binary&
         std::vector<std::string> entries;
         for (const char* name : {"full32", "full64", "rows_warp32", "rows_warp64", "rows_block32", "rows_block64", "columns32",
                                  "columns64", "columns_split32", "columns_split64", "columns_finish32", "columns_finish64", "segments_warp32", "segments_warp64",
-                                 "segments_block32", "segments_block64", "small32"})
+                                 "segments_block32", "segments_block64", "small32", "bins64", "bins_finish64"})
             entries.push_back(bin.entry_point(name));
         fmt::print("reduce type {}, {}; entry points: {}\n", reduction->reduce_type,
                    reduction->has_identity ? "identity" : "no identity", fmt::join(entries, " "));

@@ -1,12 +1,17 @@
 // kjit::group_sorted_keys, group_keys and reduce_by_key: the runs of a sorted key column
-// (jit/kernels/ops/segments.hpp) reduced by a segmented reduction; unsorted keys sorted first.
+// (jit/kernels/ops/segments.hpp) reduced by a segmented reduction; unsorted keys numbered through
+// a table over their range (jit/kernels/ops/dense_groups.hpp) and reduced by group index, or
+// sorted first.
 #include "kjit/elementwise_kernel.hpp"
 #include "kjit/error.hpp"
 #include "kjit/segmented.hpp"
 #include "kjit/sort.hpp"
+#include "jit/frontend/lexer.hpp"
 #include "jit/frontend/params.hpp"
 #include "jit/kernels/elementwise/copy.hpp"
+#include "jit/kernels/ops/dense_groups.hpp"
 #include "jit/kernels/ops/segments.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 
 namespace kjit {
 
@@ -33,11 +38,27 @@ Array take(const Array& x, const Array& order, const Stream& stream) {
     return gather({packed, order}, o)[0];
 }
 
+// Whether the map names `i` or `n` (an element's place in its group, the group's size), which a
+// reduction by group index does not know. A map that does not lex counts as naming them: its
+// call reports the error.
+bool map_reads_place(const std::string& map) {
+    try {
+        jit::frontend::Lexer lexer(jit::frontend::SourceText{"map", map});
+        for (jit::frontend::Token t = lexer.next(); t.kind != jit::frontend::TokenKind::end; t = lexer.next())
+            if (t.kind == jit::frontend::TokenKind::identifier && (t.text == "i" || t.text == "n")) return true;
+        return false;
+    } catch (const Error&) {
+        return true;
+    }
+}
+
 }  // namespace
 
 KeyGroups group_keys(const Array& keys, std::optional<Stream> stream) {
     const Stream given = stream ? *stream : Stream::current();
     const Stream s = keys.valid() && !keys.is_host() ? given.for_device(keys.device()) : given;
+    if (keys.valid())
+        if (std::optional<KeyGroups> dense = jit::kernels::dense_key_groups(keys, s)) return std::move(*dense);
     Array order = argsort(keys, s);
     KeyGroups groups = group_sorted_keys(take(keys, order, s), s);
     groups.order = std::move(order);
@@ -46,12 +67,25 @@ KeyGroups group_keys(const Array& keys, std::optional<Stream> stream) {
 
 Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, std::span<const KernelArg> args,
                       const CallOptions& options) {
-    if (!groups.order.valid()) return kernel.reduce_segments(args, groups.offsets, options);
+    if (!groups.order.valid() && !groups.group_of.valid()) return kernel.reduce_segments(args, groups.offsets, options);
     const std::vector<jit::frontend::Param> params =
         jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", kernel.in_params()}, jit::frontend::SourceText{"out", kernel.out_params()});
-    const std::int64_t n = groups.order.size();
+    const Array& along = groups.group_of.valid() ? groups.group_of : groups.order;
+    const std::int64_t n = along.size();
     const Stream given = options.stream ? *options.stream : Stream::current();
-    const Stream s = groups.order.is_host() ? given : given.for_device(groups.order.device());
+    const Stream s = along.is_host() ? given : given.for_device(along.device());
+    for (std::size_t k = 0; k < args.size() && k < params.size(); ++k) {
+        if (params[k].is_output || params[k].raw || !args[k].is_array() || !args[k].array().valid()) continue;
+        const Array& a = args[k].array();
+        if (a.size() == 1 && n != 1) continue;  // broadcast
+        if (a.ndim() != 1 || a.size() != n)
+            throw ShapeError("reduce_by_key with '" + kernel.name() + "': input '" + params[k].name + "' has shape " +
+                             shape_to_string(a.shape()) + " but the keys had " + std::to_string(n) + " elements");
+    }
+    if (groups.group_of.valid() && !kernel.identity().empty() && !map_reads_place(kernel.map_expr()) &&
+        jit::kernels::bins_warps(jit::ReductionKernelAccess::value_bytes(kernel, args, options), groups.count) >= 1)
+        return jit::ReductionKernelAccess::reduce_groups(kernel, args, groups.group_of, groups.offsets, options);
+    const Array order = groups.order.valid() ? groups.order : argsort(groups.group_of, s);
     std::vector<KernelArg> taken(args.begin(), args.end());
     std::vector<Array> gathered;  // KernelArg points at its Array: these live until the call returns
     gathered.reserve(taken.size());
@@ -59,10 +93,7 @@ Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, st
         if (params[k].is_output || params[k].raw || !taken[k].is_array() || !taken[k].array().valid()) continue;
         const Array& a = taken[k].array();
         if (a.size() == 1 && n != 1) continue;  // broadcast
-        if (a.ndim() != 1 || a.size() != n)
-            throw ShapeError("reduce_by_key with '" + kernel.name() + "': input '" + params[k].name + "' has shape " +
-                             shape_to_string(a.shape()) + " but the keys had " + std::to_string(n) + " elements");
-        gathered.push_back(take(a, groups.order, s));
+        gathered.push_back(take(a, order, s));
         taken[k] = KernelArg(gathered.back());
     }
     return kernel.reduce_segments(taken, groups.offsets, options);

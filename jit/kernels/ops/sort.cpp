@@ -31,9 +31,8 @@ constexpr unsigned kThreads = 256;
 constexpr std::int64_t kItems = 16;  // the module's ITEMS: a tile is 4096 keys
 constexpr std::int64_t kTile = kThreads * kItems;
 
-const char* const kSource = R"(
+const char* const kOrderedBits = R"(
 typedef unsigned long long u64;
-enum { THREADS = 256, ITEMS = 16, TILE = THREADS * ITEMS };
 
 // Ordered bits: as unsigned 64-bit numbers they compare as the keys do. Floats: -0.0 is 0.0 (one
 // key, so that a stable sort keeps their order), every NaN the largest value (last, in order).
@@ -55,6 +54,10 @@ __device__ __forceinline__ u64 ordered(double v) {
     const u64 u = v == 0.0 ? 0ull : (u64)__double_as_longlong(v);
     return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
 }
+)";
+
+const char* const kSource = R"(
+enum { THREADS = 256, ITEMS = 16, TILE = THREADS * ITEMS };
 
 // k[i] = ordered(x[i * stride]); *varying |= the bits in which any key differs from the first.
 template <class T>
@@ -232,8 +235,10 @@ const SortKernels& sort_kernels() {
 
 }  // namespace
 
+const char* jit::kernels::ordered_bits_cuda() { return kOrderedBits; }
+
 const RawModule& jit::kernels::sort_module() {
-    static const RawModule module(kSource, RawModuleOptions{.nvrtc_options = {"-minimal"}, .name = "kjit_sort"});
+    static const RawModule module(std::string(kOrderedBits) + kSource, RawModuleOptions{.nvrtc_options = {"-minimal"}, .name = "kjit_sort"});
     return module;
 }
 

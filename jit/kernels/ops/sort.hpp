@@ -8,4 +8,8 @@ namespace kjit::jit::kernels {
 
 const RawModule& sort_module();
 
+// CUDA defining u64 and ordered(v) for every key type: the key's bits as an unsigned 64-bit number
+// that orders as the keys do (shared with jit/kernels/ops/dense_groups.cpp).
+const char* ordered_bits_cuda();
+
 }  // namespace kjit::jit::kernels

@@ -166,8 +166,35 @@ detail::ReducePlan iteration(const CallSite& site, const ReductionPlan& plan, co
 
 // The GPU launches of a planned reduction whose argument struct is packed: kjit::ReduceLayout, the
 // strategy's grid and workspace, its entry points.
+// The bins strategy (templates/reduction.cuh): the elements into the groups group_of names, a block
+// per part of the elements, then a thread per group over the blocks' values.
+void launch_bins(const ReductionModule& m, const Target& target, std::int64_t sm_count, const detail::ReducePlan& rp, void* args_struct,
+                 void* layout, const Array& offsets, const Array& group_of) {
+    const std::int64_t groups = rp.kept_size, n = rp.reduced_size;
+    const int warps = bins_warps(m.reduce_itemsize, groups);
+    if (warps < 1)
+        throw Error("grouping by index: " + std::to_string(groups) + " groups of " + std::to_string(m.reduce_itemsize) +
+                    "-byte values do not fit a block's shared memory");
+    const unsigned threads = 32u * static_cast<unsigned>(warps);
+    const std::size_t shared = static_cast<std::size_t>(warps) * static_cast<std::size_t>(groups) * m.reduce_itemsize;
+    // As many blocks as stay resident (shared memory and threads allow; Hopper and Ampere give an
+    // SM at least 160 KB), each with at least 4 rounds of 32 elements per warp.
+    const std::int64_t resident = std::clamp<std::int64_t>(static_cast<std::int64_t>(160 * 1024 / shared), 1, 2048 / threads);
+    const unsigned blocks = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(n, threads * 4), 1, std::max<std::int64_t>(1, sm_count) * resident));
+    void* ws = scratch_memory(target.ordinal, target.stream, Scratch::reduce_split,
+                              bins_workspace_bytes(m.reduce_itemsize, blocks, static_cast<std::size_t>(groups)));
+    const ReductionEntries e = m.entries(ReductionEntryGroup::bins, true);
+    void* group_data = group_of.data();
+    void* offsets_data = offsets.data();
+    void* bins[] = {args_struct, layout, &group_data, &offsets_data, &ws};
+    launch(target, e.main, blocks, 1, threads, bins, static_cast<unsigned>(shared));
+    int block_count = static_cast<int>(blocks);
+    void* finish[] = {args_struct, layout, &group_data, &offsets_data, &ws, &block_count};
+    launch(target, e.finish, static_cast<unsigned>(std::max<std::int64_t>(1, ceil_div(groups, kThreads))), 1, kThreads, finish);
+}
+
 void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail::ReducePlan& rp, LaunchBuffers& buffers,
-                   const Array& offsets) {
+                   const Array& offsets, const Array* group_of) {
     const ReductionModule& m = plan.module;
     const int in_slots = std::max(1, m.array_inputs);
     // The kernel's ReduceLayout<in_slots, outputs> is a prefix of the buffer's (launch_layout.cuh);
@@ -184,6 +211,7 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
     for (std::size_t s = 0; s < rp.in_strides.size(); ++s) std::copy(rp.in_strides[s].begin(), rp.in_strides[s].end(), l.strides[s]);
     for (std::size_t o = 0; o < rp.out_strides.size(); ++o)
         std::copy(rp.out_strides[o].begin(), rp.out_strides[o].end(), l.strides[static_cast<std::size_t>(in_slots) + o]);
+    if (group_of != nullptr) return launch_bins(m, target, plan.sm_count, rp, buffers.args, &l, offsets, *group_of);
 
     // The grid. Sizes depend only on the shapes and the GPU, so the order of the reduction (and
     // so its bits) is the same on every run.
@@ -279,8 +307,17 @@ void prepare_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std
     if (!target.host) plan.module.loader->load_all();
 }
 
+std::size_t reduction_value_bytes(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                                  const ReduceOptions& options) {
+    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
+    const CallSite site{"reduction", kernel.name(), sig};
+    validate_arity(site, args.size(), true);
+    const Target target = locate(site, args, options.stream);
+    return plan_for(calls, target, args, sig.params.size(), [&] { return make_plan(kernel, site, args, target); }).module.reduce_itemsize;
+}
+
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
-                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets) {
+                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets, const Array* group_of) {
     const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
     const CallSite site{"reduction", kernel.name(), sig};
     const std::size_t np = sig.params.size(), nin = static_cast<std::size_t>(sig.inputs), count = args.size();
@@ -299,6 +336,17 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
     detail::CallLayout& in = buffers.inputs;
     broadcast_inputs(site, plan, operands, in);
     const ReduceShape r = reduce_shape(site, plan.module, target, options, in, segment_offsets);
+    if (group_of != nullptr) {
+        if (target.host) throw Error(site.prefix() + "grouping by index runs on GPUs only");
+        const Array& g = *group_of;
+        if (!g.valid() || !(g.device() == target.device) || g.dtype() != DType::int32 || g.shape() != Shape{in.shape[0]} ||
+            !g.is_c_contiguous())
+            throw ShapeError(site.prefix() + "the group of each element must be a C-contiguous int32 array of shape (" +
+                             std::to_string(in.shape[0]) + ",) on " + target.device.to_string());
+        if (bins_warps(plan.module.reduce_itemsize, r.out_shape[0]) < 1)
+            throw Error(site.prefix() + std::to_string(r.out_shape[0]) + " groups of " + std::to_string(plan.module.reduce_itemsize) +
+                        "-byte values do not fit a block's shared memory");
+    }
 
     // The outputs: given (exactly the reduced shape) or allocated.
     for (std::size_t k = nin; k < np; ++k) {
@@ -338,7 +386,7 @@ void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::s
             host::run_reduction_on_host({&plan.host, plan.module.reduce_itemsize, buffers.args, &rp,
                                          segment_offsets != nullptr ? static_cast<const std::int64_t*>(r.offsets.data()) : nullptr});
         else
-            launch_on_gpu(plan, target, rp, buffers, r.offsets);
+            launch_on_gpu(plan, target, rp, buffers, r.offsets, group_of);
     }
     if (r.offsets_made) r.offsets.record_stream(target.stream);
     operands.finish(target, nin, np, outputs);

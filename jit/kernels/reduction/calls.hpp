@@ -20,15 +20,21 @@ namespace kjit::jit::kernels {
 
 // The strategies of templates/reduction.cuh as modules are compiled: each alone (with its
 // finishing kernel for columns_split), in a 32-bit or a 64-bit index variant.
-enum class ReductionEntryGroup { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block, small };
-inline constexpr int kReductionEntryGroups = 8;
+enum class ReductionEntryGroup { full, rows_warp, rows_block, columns, columns_split, segments_warp, segments_block, small, bins };
+inline constexpr int kReductionEntryGroups = 9;
 // Whether a reduction has that group in that index width: small has no 64-bit one (it reduces a
-// few thousand elements).
-constexpr bool reduction_group_exists(ReductionEntryGroup group, bool index64) { return !(index64 && group == ReductionEntryGroup::small); }
+// few thousand elements), bins no 32-bit one (its time is memory's).
+constexpr bool reduction_group_exists(ReductionEntryGroup group, bool index64) {
+    return group == ReductionEntryGroup::small ? !index64 : group == ReductionEntryGroup::bins ? index64 : true;
+}
+// Whether the group's second entry point finishes what its first began (columns_split, bins).
+constexpr bool reduction_group_has_finish(ReductionEntryGroup group) {
+    return group == ReductionEntryGroup::columns_split || group == ReductionEntryGroup::bins;
+}
 // The programs of one binding: every group that exists, in each index width.
-inline constexpr int kReductionPrograms = kReductionEntryGroups * 2 - 1;
+inline constexpr int kReductionPrograms = kReductionEntryGroups * 2 - 2;
 
-// The kernels of one group loaded on a device: `main`, and `finish` for columns_split.
+// The kernels of one group loaded on a device: `main`, and `finish` for columns_split and bins.
 struct ReductionEntries {
     CUfunction main = nullptr;
     CUfunction finish = nullptr;
@@ -55,6 +61,18 @@ struct ReductionModule {
 // columns_finish over `chunks` chunks of `outputs` outputs.
 inline std::size_t full_workspace_bytes(std::size_t reduce_itemsize, bool has_identity, std::size_t blocks) {
     return 16 + blocks * (reduce_itemsize + (has_identity ? 0 : 1));
+}
+// bins over `blocks` blocks into `groups` groups: each block's value of each group.
+inline std::size_t bins_workspace_bytes(std::size_t reduce_itemsize, std::size_t blocks, std::size_t groups) {
+    return blocks * groups * reduce_itemsize;
+}
+// bins keeps a value of every group per warp in shared memory: at most this many bytes a block
+// (what every GPU gives a block without asking for more), so 1 to 8 warps a block.
+inline constexpr std::size_t kBinsSharedBytes = 48 * 1024;
+inline int bins_warps(std::size_t reduce_itemsize, std::int64_t groups) {
+    const std::size_t per_warp = reduce_itemsize * static_cast<std::size_t>(groups < 1 ? 1 : groups);
+    const std::size_t warps = kBinsSharedBytes / per_warp;
+    return static_cast<int>(warps > 8 ? 8 : warps);
 }
 inline std::size_t columns_split_workspace_bytes(std::size_t reduce_itemsize, bool has_identity, std::size_t chunks,
                                                  std::size_t outputs) {
@@ -144,6 +162,11 @@ struct ReductionKernelAccess {
     // How many owners the kernel's strings and table have (tests: copies of the kernel, and
     // nothing the table holds).
     static long owners(const ReductionKernel& kernel);
+    // The reduction of 1-D inputs into groups by index (call_reduction's `group_of`).
+    static Outputs reduce_groups(const ReductionKernel& kernel, std::span<const KernelArg> args, const Array& group_of,
+                                 const Array& offsets, const CallOptions& options);
+    // reduction_value_bytes of the kernel's table.
+    static std::size_t value_bytes(const ReductionKernel& kernel, std::span<const KernelArg> args, const CallOptions& options);
 };
 }  // namespace kjit::jit
 
@@ -181,9 +204,18 @@ using ReductionCalls = CallMemo<ReductionPlan>;
 void prepare_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
                        const ReduceOptions& options);
 
+// The bytes of the running value of a call with `args` (its plan, made now when new).
+std::size_t reduction_value_bytes(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                                  const ReduceOptions& options);
+
 // The implementation of ReductionKernel's calls: `outputs` null for launch(); `segment_offsets`
-// non-null for a segmented reduction (kjit/segmented.hpp) of 1-D inputs.
+// non-null for a segmented reduction (kjit/segmented.hpp) of 1-D inputs. With `group_of` too
+// (int32, C-contiguous, one per element on the inputs' device), a reduction of 1-D inputs into
+// groups by index (templates/reduction.cuh's bins): element j into group group_of[j], the
+// `segment_offsets` then giving only the groups' sizes (post's n). GPU only; the kernel needs an
+// identity and its map must not read `i` or `n`.
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
-                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets = nullptr);
+                    const ReduceOptions& options, std::vector<Array>* outputs, const Array* segment_offsets = nullptr,
+                    const Array* group_of = nullptr);
 
 }  // namespace kjit::jit::kernels

@@ -20,13 +20,16 @@ std::vector<std::string> reduction_group_entries(const codegen::GeneratedReducti
         case ReductionEntryGroup::small:
             if (index64) return {};
             return {g.small32};
+        case ReductionEntryGroup::bins:
+            if (!index64) return {};
+            return {g.bins64, g.bins_finish64};
     }
     throw Error("unknown reduction entry group");
 }
 
 std::string reduction_group_label(ReductionEntryGroup group, bool index64) {
     static const char* const names[] = {"full", "rows_warp", "rows_block", "columns", "columns_split", "segments_warp",
-                                        "segments_block", "small"};
+                                        "segments_block", "small", "bins"};
     return std::string(names[static_cast<int>(group)]) + (index64 ? "64" : "32");
 }
 

@@ -518,6 +518,22 @@ ReductionKernel jit::ReductionKernelAccess::definition(const ReductionKernel& ke
 
 long jit::ReductionKernelAccess::owners(const ReductionKernel& kernel) { return kernel.spec_.use_count(); }
 
+Outputs jit::ReductionKernelAccess::reduce_groups(const ReductionKernel& kernel, std::span<const KernelArg> args, const Array& group_of,
+                                                  const Array& offsets, const CallOptions& options) {
+    std::vector<Array> outputs;
+    ReduceOptions reduce;
+    static_cast<CallOptions&>(reduce) = options;
+    jit::kernels::call_reduction(kernel, *kernel.spec_->calls, args, reduce, &outputs, &offsets, &group_of);
+    return Outputs(std::move(outputs));
+}
+
+std::size_t jit::ReductionKernelAccess::value_bytes(const ReductionKernel& kernel, std::span<const KernelArg> args,
+                                                    const CallOptions& options) {
+    ReduceOptions reduce;
+    static_cast<CallOptions&>(reduce) = options;
+    return jit::kernels::reduction_value_bytes(kernel, *kernel.spec_->calls, args, reduce);
+}
+
 const jit::kernels::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
 
 std::vector<std::string> ReductionKernel::placeholders() const {
@@ -565,7 +581,8 @@ jit::kernels::ReductionBinary jit::kernels::compile_reduction(const ReductionKer
             if (symbols.empty()) continue;
             if (!symbols[0].empty()) b.entry_points.emplace(reduction_group_label(group, index64), symbols[0]);
             if (symbols.size() > 1 && !symbols[1].empty())
-                b.entry_points.emplace(std::string("columns_finish") + (index64 ? "64" : "32"), symbols[1]);
+                b.entry_points.emplace(std::string(group == ReductionEntryGroup::bins ? "bins_finish" : "columns_finish") + (index64 ? "64" : "32"),
+                                       symbols[1]);
         }
     r.reduce_type = p.reduce_type;
     r.reduce_itemsize = p.reduce_itemsize;

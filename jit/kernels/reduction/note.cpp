@@ -15,7 +15,7 @@ std::string entry_label(std::size_t slot, std::size_t k) {
 std::size_t entries_in(std::size_t slot) {
     const auto group = static_cast<ReductionEntryGroup>(slot / 2);
     if (!reduction_group_exists(group, slot % 2 == 1)) return 0;
-    return group == ReductionEntryGroup::columns_split ? 2 : 1;
+    return reduction_group_has_finish(group) ? 2 : 1;
 }
 
 constexpr std::size_t kSlots = static_cast<std::size_t>(kReductionEntryGroups) * 2;
