@@ -24,18 +24,7 @@ Record needs_two(const std::string& name) {
 // Milliseconds per round of `round` (work queued on both GPUs), host-timed around a
 // synchronisation of both streams: median over 7 batches of `batch` rounds.
 double both_ms(const std::function<void()>& round, const Stream& s0, const Stream& s1, int batch = 10) {
-    round();
-    s0.synchronize();
-    s1.synchronize();
-    std::vector<double> per_round;
-    for (int r = 0; r < 7; ++r) {
-        const auto t0 = Clock::now();
-        for (int k = 0; k < batch; ++k) round();
-        s0.synchronize();
-        s1.synchronize();
-        per_round.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / batch);
-    }
-    return median(per_round);
+    return median_host_ms(round, {s0, s1}, 7, batch);
 }
 
 // The same case done the reference way (one GPU, the bare driver call, bare NCCL), recorded beside

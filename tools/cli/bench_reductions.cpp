@@ -10,17 +10,7 @@ namespace {
 
 // Host wall time of `all` with a synchronisation after it (for calls that wait for the GPU
 // themselves), median of 31 after 5 warm-up runs.
-double median_wall_ms(const std::function<void()>& all, const Stream& s) {
-    std::vector<double> ms;
-    for (int k = 0; k < 36; ++k) {
-        const auto t0 = Clock::now();
-        all();
-        s.synchronize();
-        if (k >= 5) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
+double median_wall_ms(const std::function<void()>& all, const Stream& s) { return median_host_ms(all, {s}, 31, 1, 5); }
 
 }  // namespace
 

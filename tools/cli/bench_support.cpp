@@ -40,6 +40,22 @@ double time_ms(const std::function<void()>& launch, const Stream& stream, int ba
     return per_call[per_call.size() / 2];
 }
 
+double median_host_ms(const std::function<void()>& run, const std::vector<Stream>& streams, int rounds, int batch, int warmup) {
+    const auto sync = [&] {
+        for (const Stream& s : streams) s.synchronize();
+    };
+    for (int k = 0; k < warmup; ++k) run();
+    sync();
+    std::vector<double> per_run;
+    for (int r = 0; r < rounds; ++r) {
+        const auto t0 = Clock::now();
+        for (int k = 0; k < batch; ++k) run();
+        sync();
+        per_run.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / batch);
+    }
+    return median(per_run);
+}
+
 Array filled(DType t, const Shape& shape, double value, const Stream& s) {
     const ElementwiseKernel fill("T v", "T y", "y = v", "bench_fill");
     Array a = Array::empty(shape, t, Device::cuda(0), s);

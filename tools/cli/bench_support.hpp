@@ -42,6 +42,12 @@ double median(std::vector<double> v);
 // Milliseconds per call of `launch` on `stream`: median over `repeats` batches of `batch` calls.
 double time_ms(const std::function<void()>& launch, const Stream& stream, int batch = 20, int repeats = 7);
 
+// Host-timed milliseconds per run of `run`, for work that spans several streams or waits on the
+// host itself: `warmup` untimed runs, then `rounds` rounds of `batch` runs, each round closed by
+// a synchronisation of every stream in `streams`; the median over the rounds.
+double median_host_ms(const std::function<void()>& run, const std::vector<Stream>& streams, int rounds, int batch = 1,
+                      int warmup = 1);
+
 // Host seconds of `calls` calls of `call` then one sync of `stream`, all timed (as the peers time
 // host cost: the GPU's own pace can bound it).
 double timed_calls(const std::function<void()>& call, int calls, const Stream& stream);
