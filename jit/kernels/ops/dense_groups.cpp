@@ -144,8 +144,6 @@ extern "C" __global__ void __launch_bounds__(1024) kjit_dense_number(const unsig
 }
 )";
 
-std::string key_name(DType t) { return t.is_bool() ? "bool" : std::string(t.name()); }
-
 }  // namespace
 
 const RawModule& dense_groups_module() {
@@ -160,7 +158,7 @@ std::optional<KeyGroups> dense_key_groups(const Array& keys, const Stream& s) {
     if (keys.is_host() || keys.ndim() != 1 || !(t.is_bool() || t.is_integer()) || n == 0 || n >= INT_MAX) return std::nullopt;
     const Device device = keys.device();
     const RawModule& m = dense_groups_module();
-    const std::string name = key_name(t);
+    const std::string name(t.name());  // the kernels' suffixes are the dtypes' names
     detail::Driver& d = detail::driver_on(device.ordinal());
     LaunchConfig config;
     config.stream = s;

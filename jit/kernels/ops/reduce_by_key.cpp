@@ -74,13 +74,15 @@ Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, st
     const std::int64_t n = along.size();
     const Stream given = options.stream ? *options.stream : Stream::current();
     const Stream s = along.is_host() ? given : given.for_device(along.device());
+    std::vector<std::size_t> along_keys;  // the array inputs that run along the keys (one element broadcasts)
     for (std::size_t k = 0; k < args.size() && k < params.size(); ++k) {
         if (params[k].is_output || params[k].raw || !args[k].is_array() || !args[k].array().valid()) continue;
         const Array& a = args[k].array();
-        if (a.size() == 1 && n != 1) continue;  // broadcast
+        if (a.size() == 1 && n != 1) continue;
         if (a.ndim() != 1 || a.size() != n)
             throw ShapeError("reduce_by_key with '" + kernel.name() + "': input '" + params[k].name + "' has shape " +
                              shape_to_string(a.shape()) + " but the keys had " + std::to_string(n) + " elements");
+        along_keys.push_back(k);
     }
     if (groups.group_of.valid() && !kernel.identity().empty() && !map_reads_place(kernel.map_expr()) &&
         jit::kernels::bins_warps(jit::ReductionKernelAccess::value_bytes(kernel, args, options), groups.count) >= 1)
@@ -88,12 +90,9 @@ Outputs reduce_by_key(const ReductionKernel& kernel, const KeyGroups& groups, st
     const Array order = groups.order.valid() ? groups.order : argsort(groups.group_of, s);
     std::vector<KernelArg> taken(args.begin(), args.end());
     std::vector<Array> gathered;  // KernelArg points at its Array: these live until the call returns
-    gathered.reserve(taken.size());
-    for (std::size_t k = 0; k < taken.size() && k < params.size(); ++k) {
-        if (params[k].is_output || params[k].raw || !taken[k].is_array() || !taken[k].array().valid()) continue;
-        const Array& a = taken[k].array();
-        if (a.size() == 1 && n != 1) continue;  // broadcast
-        gathered.push_back(take(a, order, s));
+    gathered.reserve(along_keys.size());
+    for (const std::size_t k : along_keys) {
+        gathered.push_back(take(args[k].array(), order, s));
         taken[k] = KernelArg(gathered.back());
     }
     return kernel.reduce_segments(taken, groups.offsets, options);

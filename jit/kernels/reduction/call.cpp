@@ -164,17 +164,13 @@ detail::ReducePlan iteration(const CallSite& site, const ReductionPlan& plan, co
     return rp;
 }
 
-// The GPU launches of a planned reduction whose argument struct is packed: kjit::ReduceLayout, the
-// strategy's grid and workspace, its entry points.
 // The bins strategy (templates/reduction.cuh): the elements into the groups group_of names, a block
-// per part of the elements, then a thread per group over the blocks' values.
+// per part of the elements, then a thread per group over the blocks' values. call_reduction has
+// checked that the groups' values fit (bins_warps >= 1).
 void launch_bins(const ReductionModule& m, const Target& target, std::int64_t sm_count, const detail::ReducePlan& rp, void* args_struct,
                  void* layout, const Array& offsets, const Array& group_of) {
     const std::int64_t groups = rp.kept_size, n = rp.reduced_size;
     const int warps = bins_warps(m.reduce_itemsize, groups);
-    if (warps < 1)
-        throw Error("grouping by index: " + std::to_string(groups) + " groups of " + std::to_string(m.reduce_itemsize) +
-                    "-byte values do not fit a block's shared memory");
     const unsigned threads = 32u * static_cast<unsigned>(warps);
     const std::size_t shared = static_cast<std::size_t>(warps) * static_cast<std::size_t>(groups) * m.reduce_itemsize;
     // As many blocks as stay resident (shared memory and threads allow; Hopper and Ampere give an
@@ -193,6 +189,8 @@ void launch_bins(const ReductionModule& m, const Target& target, std::int64_t sm
     launch(target, e.finish, static_cast<unsigned>(std::max<std::int64_t>(1, ceil_div(groups, kThreads))), 1, kThreads, finish);
 }
 
+// The GPU launches of a planned reduction whose argument struct is packed: kjit::ReduceLayout, the
+// strategy's grid and workspace, its entry points.
 void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail::ReducePlan& rp, LaunchBuffers& buffers,
                    const Array& offsets, const Array* group_of) {
     const ReductionModule& m = plan.module;
@@ -297,23 +295,28 @@ void launch_on_gpu(const ReductionPlan& plan, const Target& target, const detail
 
 }  // namespace
 
-void prepare_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
-                       const ReduceOptions& options) {
+namespace {
+// The plan of a call with `args` (outputs optional), made now when new, and whether it runs on the
+// host.
+std::pair<const ReductionPlan*, bool> plan_of(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                                              const ReduceOptions& options) {
     const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
     const CallSite site{"reduction", kernel.name(), sig};
     validate_arity(site, args.size(), true);
     const Target target = locate(site, args, options.stream);
-    const ReductionPlan& plan = plan_for(calls, target, args, sig.params.size(), [&] { return make_plan(kernel, site, args, target); });
-    if (!target.host) plan.module.loader->load_all();
+    return {&plan_for(calls, target, args, sig.params.size(), [&] { return make_plan(kernel, site, args, target); }), target.host};
+}
+}  // namespace
+
+void prepare_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
+                       const ReduceOptions& options) {
+    const auto [plan, host] = plan_of(kernel, calls, args, options);
+    if (!host) plan->module.loader->load_all();
 }
 
 std::size_t reduction_value_bytes(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
                                   const ReduceOptions& options) {
-    const CallSignature& sig = calls.signature([&] { return call_signature(kernel.in_params(), kernel.out_params()); });
-    const CallSite site{"reduction", kernel.name(), sig};
-    validate_arity(site, args.size(), true);
-    const Target target = locate(site, args, options.stream);
-    return plan_for(calls, target, args, sig.params.size(), [&] { return make_plan(kernel, site, args, target); }).module.reduce_itemsize;
+    return plan_of(kernel, calls, args, options).first->module.reduce_itemsize;
 }
 
 void call_reduction(const ReductionKernel& kernel, ReductionCalls& calls, std::span<const KernelArg> args,
