@@ -7,6 +7,8 @@
 
 #include "cupy_support.hpp"
 #include "jit/kernels/ops/builtin_reductions.hpp"
+#include "jit/kernels/precompile.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 
 using namespace kjit;
 using namespace kjit::test;
@@ -250,4 +252,40 @@ TEST_CASE("var std any all count_nonzero and the nan reductions compile with NVR
         CHECK(errors[k] == "");
     }
     CHECK_THROWS_WITH(jit::kernels::numpy_reduction("median", DType::float32), Contains("no NumPy reduction 'median'"));
+}
+
+TEST_CASE("var of float32, float16 and bfloat16 folds each vector in float32, and its builtin manifest entry precompiles what calls load",
+          "[reduction][numpy][nvrtc]") {
+    for (const DType t : {DType::float32, DType::float16, DType::bfloat16}) {
+        INFO(t.name());
+        const std::string source = jit::kernels::numpy_reduction("var", t).source({});
+        CHECK_THAT(source, Contains("static_cast<float>(v_x.v[k]) - shift"));
+        CHECK_THAT(source, Contains("fold_vector_elements<Index>(v, ok, args, off, j, n);\n            return;"));
+    }
+    for (const DType t : {DType::float64, DType::int32, DType::complex64}) {
+        INFO(t.name());
+        const std::string source = jit::kernels::numpy_reduction("std", t).source({});
+        CHECK_THAT(source, !Contains("static_cast<float>(v_x.v[k]) - shift"));
+        CHECK_THAT(source, Contains("fold_vector_elements<Index>(v, ok, args, off, j, n);\n    }"));
+    }
+    // The entry names the kernel (its strings would make a module without the fold); the modules it
+    // precompiles are the ones a call of std(ddof=1) on float16 looks up: found, not compiled.
+    const nlohmann::json manifest = {
+        {"kernels",
+         {{{"kind", "builtin"}, {"name", "kjit_std"}, {"types", {{{"T", "float16"}}}}, {"ddof", 1}},
+          {{"kind", "builtin"}, {"name", "kjit_var"}, {"types", {{{"T", "float32"}}}}, {"ddof", -1}},
+          {{"kind", "builtin"}, {"name", "kjit_var"}, {"types", {{{"U", "float32"}}}}}}}};
+    const jit::kernels::PrecompileResult r = jit::kernels::precompile(manifest, {"sm_90"}, 2);
+    CHECK(r.jobs == static_cast<std::size_t>(jit::kernels::kReductionPrograms));
+    REQUIRE(r.failures.size() == 2);
+    CHECK_THAT(r.failures[0], Contains("\"ddof\" must be a finite number >= 0"));
+    CHECK_THAT(r.failures[1], Contains("needs the type T of its data"));
+    const ReductionKernel& k = jit::kernels::numpy_reduction("std", DType::float16, 1);
+    for (int g = 0; g < jit::kernels::kReductionEntryGroups; ++g)
+        for (const bool wide : {false, true}) {
+            const auto group = static_cast<jit::kernels::ReductionEntryGroup>(g);
+            if (!jit::kernels::reduction_group_exists(group, wide)) continue;
+            INFO(jit::kernels::reduction_group_label(group, wide));
+            CHECK(jit::kernels::compile_reduction_group(k, {}, {}, "sm_90", group, wide).compile_ms == 0);
+        }
 }

@@ -336,7 +336,9 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
           << "& args, const Index (&off)[in_slots]) {\n";
         s << "        (void)args;\n        (void)off;\n";
         s << "        return " << (tests.empty() ? std::string("true") : join(tests, " && ")) << ";\n    }\n";
-        s << "    template <class Index>\n    static __device__ __forceinline__ void fold_vector(value_type& v, bool& ok, const "
+        // fold_vector_elements folds the vector's elements one by one; fold_vector is that, or
+        // the spec's own text (kjit's var), which may call it for vectors it does not take.
+        s << "    template <class Index>\n    static __device__ __forceinline__ void fold_vector_elements(value_type& v, bool& ok, const "
           << args_type << "& args, const Index (&off)[in_slots], Index j, Index n) {\n";
         s << "        (void)off;\n";
         slot = 0;
@@ -348,6 +350,11 @@ GeneratedReduction generate_reduction(const ReductionModuleSpec& spec, const Che
         }
         s << "#pragma unroll\n        for (int k = 0; k < vector; ++k)\n            kjit::combine<" << ops_type
           << ">(v, ok, kjit_body::" << name << "_map(" << join(a, ", ") << "), true);\n    }\n";
+        s << "    template <class Index>\n    static __device__ __forceinline__ void fold_vector(value_type& v, bool& ok, const "
+          << args_type << "& args, const Index (&off)[in_slots], Index j, Index n) {\n";
+        if (spec.fold_vector.empty()) s << "        fold_vector_elements<Index>(v, ok, args, off, j, n);\n";
+        else s << spec.fold_vector << "\n";
+        s << "    }\n";
     }
     s << "    static __device__ __forceinline__ value_type reduce(const value_type& a, const value_type& b) { return kjit_body::"
       << name << "_reduce(a, b); }\n";

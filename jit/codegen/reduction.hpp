@@ -96,6 +96,9 @@ struct ReductionModuleSpec {
     // A scan module (templates/scan.cuh's entry points) instead of a reduction's: map reads the one
     // array input, post writes the one output (jit/kernels/scan/).
     bool scan = false;
+    // kjit's own reductions only (kjit::var): CUDA statements for the body of NAME_ops::fold_vector
+    // (templates/reduction.cuh's contract; they may call fold_vector_elements, the generic body).
+    std::string fold_vector;
 };
 
 struct GeneratedReduction {

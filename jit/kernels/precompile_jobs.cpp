@@ -1,12 +1,14 @@
 #include "jit/kernels/precompile_jobs.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <mutex>
 
 #include "jit/compile/program_store.hpp"
 #include "jit/kernels/ops/arg_reduction.hpp"
+#include "jit/kernels/ops/builtin_reductions.hpp"
 #include "jit/kernels/manifest_fields.hpp"
 #include "jit/kernels/elementwise/manifest.hpp"
 #include "jit/kernels/reduction/manifest.hpp"
@@ -86,6 +88,22 @@ CompiledModules load_compiled(CompiledModules c, int load_on) {
 // The jobs of one manifest entry; a malformed entry is a failure, not an exception. A job holds
 // the entry by shared pointer and its binding by index: copies of the entry's bindings in each of
 // its (bindings x variants x archs) jobs took 885 MB for 1,000 bindings.
+// kjit's own kernel for a "builtin" entry's binding, and the binding it compiles with: argmin and
+// argmax take T; var and std (with a fold of their own for float32, float16 and bfloat16) are a
+// kernel per dtype T and "ddof", with no placeholder.
+std::pair<const ReductionKernel*, TypeBinding> builtin_for(const std::string& name, const nlohmann::json& e, const TypeBinding& b) {
+    if (name != "kjit_var" && name != "kjit_std") return {&builtin_kernel_named(name), b};
+    const auto t = b.find("T");
+    if (t == b.end()) throw CacheError("a \"builtin\" " + name + " entry needs the type T of its data");
+    double ddof = 0;
+    if (e.contains("ddof")) {
+        if (!e["ddof"].is_number() || !std::isfinite(e["ddof"].get<double>()) || e["ddof"].get<double>() < 0)
+            throw CacheError("a \"builtin\" " + name + " entry's \"ddof\" must be a finite number >= 0");
+        ddof = e["ddof"].get<double>();
+    }
+    return {&numpy_reduction(name.substr(5), t->second, ddof), {}};
+}
+
 void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs, int load_on,
               std::vector<PrecompileJob>& jobs, std::vector<std::string>& failures) {
     // The name is the manifest's text: printed in messages, so its control bytes are escaped.
@@ -110,19 +128,21 @@ void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std:
             return;
         }
         if (e.is_object() && e.contains("kind") && e["kind"] == "builtin") {
-            // kjit's own kernels (argmin, argmax): found by name, compiled for each binding.
-            const ReductionKernel& k = builtin_kernel_named(given);
-            const auto bindings = std::make_shared<const std::vector<TypeBinding>>(manifest_bindings(e));
-            if (bindings->empty()) throw CacheError("a \"builtin\" entry needs \"types\"");
-            for (std::size_t i = 0; i < bindings->size(); ++i)
+            // kjit's own kernels (argmin, argmax, var, std): found by name, compiled for each binding.
+            const std::vector<TypeBinding> given_bindings = manifest_bindings(e);
+            if (given_bindings.empty()) throw CacheError("a \"builtin\" entry needs \"types\"");
+            for (const TypeBinding& given_binding : given_bindings) {
+                const auto [k, binding] = builtin_for(given, e, given_binding);
+                const auto shared = std::make_shared<const TypeBinding>(binding);
                 for (const std::string& arch : archs)
                     for_each_reduction_group([&](ReductionEntryGroup g, bool wide) {
-                        jobs.push_back({name + " (builtin, " + format_type_binding((*bindings)[i]) + ", " +
-                                            reduction_group_label(g, wide) + ") for " + arch,
-                                        [&k, bindings, i, arch, g, wide, load_on] {
-                                            load_compiled(compile_reduction_group(k, (*bindings)[i], {}, arch, g, wide), load_on);
+                        jobs.push_back({name + " (builtin, " + format_type_binding(given_binding) + ", " + reduction_group_label(g, wide) +
+                                            ") for " + arch,
+                                        [k, shared, arch, g, wide, load_on] {
+                                            load_compiled(compile_reduction_group(*k, *shared, {}, arch, g, wide), load_on);
                                         }});
                     });
+            }
             return;
         }
         if (is_scan_manifest_entry(e)) {

@@ -12,7 +12,10 @@
 #include <string_view>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 #include "jit/kernels/ops/builtin_reductions.hpp"
+#include "jit/kernels/reduction/calls.hpp"
 #include "kjit/error.hpp"
 
 namespace kjit {
@@ -48,6 +51,29 @@ std::string number(double v) {
     if (text.find_first_of(".en") == std::string::npos) text += ".0";
     return text;
 }
+
+// NAME_ops::fold_vector of var on float32, float16 or bfloat16 data (templates/reduction.cuh's
+// contract; `v` is the running value of variance_kernel, `ok` always true with its identity).
+constexpr const char* kFloat32Fold = R"(        const auto v_x = kjit::load<vector>(args.x + off[0]);
+        if (v.n == 0) v.shift = static_cast<double>(static_cast<float>(v_x.v[0]));
+        const float shift = static_cast<float>(v.shift);
+        float s = 0.0f, q = 0.0f;
+#pragma unroll
+        for (int k = 0; k < vector; ++k) {
+            const float d = static_cast<float>(v_x.v[k]) - shift;
+            s += d;
+            q += d * d;
+        }
+        // A shift that is no float32 (never in a thread's own loop, which starts from its first
+        // element), or squares past float32's range or NaN: element by element in float64.
+        if (static_cast<double>(shift) != v.shift || !(q <= 3.0e38f)) {
+            fold_vector_elements<Index>(v, ok, args, off, j, n);
+            return;
+        }
+        v.n += vector;
+        v.s += static_cast<double>(s);
+        v.ss += static_cast<double>(q);
+        ok = true;)";
 
 // One pass without cancellation: a running value holds its count n, a shift (one of its own
 // values), and the sum s and squared sum ss of its values minus the shift, so that folding in one
@@ -86,7 +112,19 @@ ReductionKernel variance_kernel(DType t, double ddof, bool root) {
     const std::string post = "y = " + (root ? "sqrt(" + value + ")" : value);
     const std::string in = std::string(t.name()) + " x", out = std::string(var_dtype(t).name()) + " y";
     const std::string x = t.is_bool() ? "(x ? 1.0 : 0.0)" : "x";
-    return ReductionKernel(in, out, "{1, " + x + ", 0, 0}", reduce, post, "{0, 0, 0, 0}", std::string("kjit_") + (root ? "std" : "var"), o);
+    const std::string name = std::string("kjit_") + (root ? "std" : "var");
+    ReductionKernel k(in, out, "{1, " + x + ", 0, 0}", reduce, post, "{0, 0, 0, 0}", name, o);
+    if (t != DType::float32 && t != DType::float16 && t != DType::bfloat16) return k;
+    // Folding each element into float64 sums costs more than reading it on an H200 (var at 69% of
+    // copy, docs/perf-log.md): a vector's deviations from the shift and their squares are summed
+    // in float32 first (exact for the differences of nearby float32 values, and rounding once per
+    // square as NumPy's float32 var does), then added to the float64 sums once per vector.
+    nlohmann::json entry;
+    entry["kind"] = "builtin";
+    entry["name"] = name;
+    entry["types"] = nlohmann::json::array({nlohmann::json{{"T", std::string(t.name())}}});
+    entry["ddof"] = ddof;
+    return jit::ReductionKernelAccess::with_fold_vector(k, kFloat32Fold, entry.dump());
 }
 
 ReductionKernel make_kernel(Op op, DType t, double ddof) {

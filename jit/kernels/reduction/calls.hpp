@@ -155,6 +155,12 @@ struct ReductionKernelAccess {
                                   kernels::CustomGenerator generate);
     // The kernel's generator; empty for kernels made from strings.
     static const kernels::CustomGenerator& generator(const ReductionKernel& kernel);
+    // A copy of a kernel made from strings whose module's NAME_ops::fold_vector has `fold_vector`
+    // as its body (codegen::ReductionModuleSpec::fold_vector), and whose manifest entry is
+    // `builtin_entry` ("kind": "builtin"). Host arrays run the strings alone. Not noted.
+    static ReductionKernel with_fold_vector(const ReductionKernel& kernel, std::string fold_vector, std::string builtin_entry);
+    static const std::string& fold_vector(const ReductionKernel& kernel);
+    static const std::string& builtin_entry(const ReductionKernel& kernel);
     // The kernel's strings, options and generator without its table of calls: what a plan in that
     // table may keep (to generate a group later) without keeping the table, and so itself, alive
     // forever. Never called.

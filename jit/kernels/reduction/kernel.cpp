@@ -29,6 +29,9 @@ struct ReductionKernel::Spec {
     std::shared_ptr<jit::kernels::ReductionCalls> calls = std::make_shared<jit::kernels::ReductionCalls>();
     // Set for kjit's own reductions that write their module themselves (argmin, argmax).
     jit::kernels::CustomGenerator custom;
+    // Set for kjit's own string reductions with a fold_vector of their own (var of float32,
+    // ReductionKernelAccess::with_fold_vector): its CUDA text, and the manifest entry they record.
+    std::string fold_vector, builtin_entry;
 };
 
 namespace {
@@ -396,13 +399,17 @@ jit::codegen::CheckedReduction analyze(const ReductionKernel& k, const TypeBindi
 
 jit::codegen::ReductionModuleSpec module_spec(const ReductionKernel& k, const jit::kernels::ModuleVariant& variant = {},
                                               bool scan = false) {
-    return jit::codegen::ReductionModuleSpec{k.name(),          k.in_params(), k.out_params(),      k.map_expr(),   k.reduce_expr(),
-                                             k.post_map_expr(), k.identity(),  k.options().preamble, variant.scalar, variant.storage,
-                                             scan};
+    jit::codegen::ReductionModuleSpec spec{k.name(),          k.in_params(), k.out_params(),      k.map_expr(),   k.reduce_expr(),
+                                           k.post_map_expr(), k.identity(),  k.options().preamble, variant.scalar, variant.storage,
+                                           scan};
+    if (!scan) spec.fold_vector = jit::ReductionKernelAccess::fold_vector(k);
+    return spec;
 }
 
 // The manifest entry for this kernel and one binding (DESIGN.md's format).
 std::string spec_json(const ReductionKernel& k, const TypeBinding& types, const jit::kernels::ModuleVariant& variant) {
+    // kjit's own (var): its strings would not make the same module, its entry names it.
+    if (const std::string& builtin = jit::ReductionKernelAccess::builtin_entry(k); !builtin.empty()) return builtin;
     nlohmann::json e = jit::kernels::write_manifest_entry("reduction", k.name(), k.in_params(), k.out_params(), k.options().preamble,
                                                  k.options().nvrtc_options, types, variant);
     e["map"] = k.map_expr();
@@ -536,6 +543,18 @@ std::size_t jit::ReductionKernelAccess::value_bytes(const ReductionKernel& kerne
 
 const jit::kernels::CustomGenerator& jit::ReductionKernelAccess::generator(const ReductionKernel& kernel) { return kernel.spec_->custom; }
 
+ReductionKernel jit::ReductionKernelAccess::with_fold_vector(const ReductionKernel& kernel, std::string fold_vector,
+                                                             std::string builtin_entry) {
+    auto spec = std::make_shared<ReductionKernel::Spec>(*kernel.spec_);
+    spec->calls = std::make_shared<jit::kernels::ReductionCalls>();
+    spec->fold_vector = std::move(fold_vector);
+    spec->builtin_entry = std::move(builtin_entry);
+    return ReductionKernel(std::shared_ptr<const ReductionKernel::Spec>(std::move(spec)));
+}
+
+const std::string& jit::ReductionKernelAccess::fold_vector(const ReductionKernel& kernel) { return kernel.spec_->fold_vector; }
+const std::string& jit::ReductionKernelAccess::builtin_entry(const ReductionKernel& kernel) { return kernel.spec_->builtin_entry; }
+
 std::vector<std::string> ReductionKernel::placeholders() const {
     const std::vector<jit::frontend::Param> params =
         jit::frontend::parse_param_lists(jit::frontend::SourceText{"in", spec_->in}, jit::frontend::SourceText{"out", spec_->out});
@@ -613,7 +632,9 @@ jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel
     // definition only, made once here.
     const ReductionKernel definition = ReductionKernelAccess::definition(kernel);
     std::shared_ptr<PlanNote> note;
-    if (!custom) {  // a user's reduction: noted (jit/kernels/reduction/note.hpp)
+    // A user's reduction: noted (jit/kernels/reduction/note.hpp). kjit's own are not: a note is
+    // found by the kernel's strings, which do not say everything of theirs.
+    if (!custom && ReductionKernelAccess::fold_vector(kernel).empty()) {
         const NoteFields fields = reduction_note_fields(kernel, types, variant);
         note = std::make_shared<PlanNote>(fields.fields, kjit::detail::device_attributes(ordinal).compute_capability(),
                                           static_cast<std::size_t>(kReductionEntryGroups) * 2,
@@ -655,7 +676,9 @@ bool jit::kernels::note_reduction_programs(const ReductionKernel& kernel, const 
                                            const std::string& arch, const std::vector<std::string>& keys,
                                            const std::vector<std::string>& aliases) {
     const std::size_t programs = static_cast<std::size_t>(kReductionEntryGroups) * 2;
-    if (ReductionKernelAccess::generator(kernel) || keys.size() != programs || aliases.size() != programs) return false;
+    if (ReductionKernelAccess::generator(kernel) || !ReductionKernelAccess::fold_vector(kernel).empty() || keys.size() != programs ||
+        aliases.size() != programs)
+        return false;
     // Every group, as a call's note has them: a note missing one would send a call the long way
     // for it, which a read-only cache cannot note.
     for (std::size_t g = 0; g < programs; ++g)
