@@ -16,7 +16,8 @@
 //   - blockDim.x == scan_threads; gridDim.x == kept_size * ceil(L / (scan_threads * NAME_ops::scan_items))
 //     (one tile each);
 //   - workspace: scan_workspace_bytes(tiles, sizeof(value_type)) bytes (jit/kernels/scan/ computes the same), 16-byte
-//     aligned, its first 16 + 4 * tiles bytes zero at launch (the tile counter and the flags);
+//     aligned, its first scan_zeroed_bytes(tiles, sizeof(value_type)) bytes zero at launch (the tile
+//     counter, the flags, and packed slots);
 //   - the 32-bit variants need every offset, L + scan_tile and gridDim.x below 2^31.
 //
 // The algorithm is the decoupled look-back single pass (Merrill and Garland, 2016): blocks take
@@ -78,15 +79,26 @@ __device__ __forceinline__ ScanPair<V> shfl_down_pair(const ScanPair<V>& p, int 
 }
 
 // The workspace: a 16-byte tile counter, a flag per tile (0: nothing yet, 1: its aggregate, 2: its
-// inclusive prefix), then two value slots per tile (aggregate, inclusive prefix; kept apart so that
-// a reader who saw flag 1 never reads a slot being overwritten). A slot holds the value and, in
-// its last byte, the segment flag: sizeof(value) + 1 bytes rounded up to 16 (32 for a dtype, up to
-// 80 for a 64-byte struct).
+// inclusive prefix), then two value slots per tile (aggregate, inclusive prefix). A slot holds the
+// value and, in its last byte, the segment flag: sizeof(value) + 1 bytes rounded up to 16 (32 for
+// a dtype of 16 bytes, up to 80 for a 64-byte struct).
+// A value of at most 14 bytes (every dtype but complex128) is "packed": its tile's one slot (the
+// first array) holds the flag too, in byte 14, so that a look-back reads flag and value in one
+// 16-byte load, and a tile publishes both in one 16-byte store: no fence between them and one trip
+// to L2 per look-back step instead of two (CUB's tile descriptors rely on the same 16-byte
+// accesses being whole). Larger values keep the flags apart: store the slot, fence, then set the
+// flag; a reader who saw the flag fences and then reads the slot, and the aggregate and prefix
+// slots are kept apart so that a reader who saw flag 1 never reads a slot being overwritten.
 enum : int { scan_flag_none = 0, scan_flag_aggregate = 1, scan_flag_prefix = 2 };
 __host__ __device__ constexpr long long scan_flags_bytes(long long tiles) { return (16 + 4 * tiles + 15) / 16 * 16; }
 __host__ __device__ constexpr long long scan_slot_bytes(long long value_size) { return (value_size + 1 + 15) / 16 * 16; }
+__host__ __device__ constexpr bool scan_packed(long long value_size) { return value_size <= 14; }
 __host__ __device__ constexpr long long scan_workspace_bytes(long long tiles, long long value_size) {
     return scan_flags_bytes(tiles) + 2 * scan_slot_bytes(value_size) * tiles;
+}
+// What must be zero at launch: the counter and flags, and the packed slots (whose flag byte is 0).
+__host__ __device__ constexpr long long scan_zeroed_bytes(long long tiles, long long value_size) {
+    return scan_flags_bytes(tiles) + (scan_packed(value_size) ? scan_slot_bytes(value_size) * tiles : 0);
 }
 
 template <class V>
@@ -96,7 +108,7 @@ struct ScanSlot {
 };
 
 template <class V>
-__device__ __forceinline__ void scan_store_slot(ScanSlot<V>* slot, const ScanPair<V>& p) {
+__device__ __forceinline__ void scan_store_slot(ScanSlot<V>* slot, const ScanPair<V>& p, int flag = scan_flag_none) {
     static_assert(sizeof(V) <= 64, "kjit: a scan value has at most 64 bytes");
     ScanSlot<V> s;
 #pragma unroll
@@ -105,15 +117,13 @@ __device__ __forceinline__ void scan_store_slot(ScanSlot<V>* slot, const ScanPai
     const unsigned char* from = reinterpret_cast<const unsigned char*>(&p.v);
 #pragma unroll
     for (int k = 0; k < static_cast<int>(sizeof(V)); ++k) bytes[k] = from[k];
+    if constexpr (scan_packed(sizeof(V))) bytes[14] = static_cast<unsigned char>(flag);
     bytes[sizeof(s) - 1] = p.head ? 1 : 0;
 #pragma unroll
     for (int k = 0; k < ScanSlot<V>::words; ++k) __stcg(&slot->w[k], s.w[k]);
 }
 template <class V>
-__device__ __forceinline__ ScanPair<V> scan_load_slot(const ScanSlot<V>* slot) {
-    ScanSlot<V> s;
-#pragma unroll
-    for (int k = 0; k < ScanSlot<V>::words; ++k) s.w[k] = __ldcg(&slot->w[k]);
+__device__ __forceinline__ ScanPair<V> scan_unpack_slot(const ScanSlot<V>& s) {
     const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&s);
     ScanPair<V> p;
     unsigned char* to = reinterpret_cast<unsigned char*>(&p.v);
@@ -121,6 +131,24 @@ __device__ __forceinline__ ScanPair<V> scan_load_slot(const ScanSlot<V>* slot) {
     for (int k = 0; k < static_cast<int>(sizeof(V)); ++k) to[k] = bytes[k];
     p.head = bytes[sizeof(s) - 1] != 0;
     return p;
+}
+template <class V>
+__device__ __forceinline__ ScanPair<V> scan_load_slot(const ScanSlot<V>* slot) {
+    ScanSlot<V> s;
+#pragma unroll
+    for (int k = 0; k < ScanSlot<V>::words; ++k) s.w[k] = __ldcg(&slot->w[k]);
+    return scan_unpack_slot<V>(s);
+}
+// A packed slot, read afresh on every call (it is polled); its flag in `flag`.
+template <class V>
+__device__ __forceinline__ ScanSlot<V> scan_poll_packed(const ScanSlot<V>* slot, int& flag) {
+    static_assert(scan_packed(sizeof(V)), "kjit: only packed slots hold their flag");
+    uint4 w;
+    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "l"(&slot->w[0]));
+    ScanSlot<V> s;
+    s.w[0] = w;
+    flag = static_cast<int>((w.w >> 16) & 0xffu);  // byte 14
+    return s;
 }
 
 // Index of the first offset >= e (offsets sorted).
@@ -149,14 +177,24 @@ __device__ __forceinline__ ScanPair<typename K::value_type> scan_look_back(const
         const long long j = newest - lane;  // lane 0 the nearest predecessor
         // Before the row's first tile there is nothing (identity), as if published.
         int f = scan_flag_prefix;
-        if (j >= first) f = *(flags + j);
-        // The whole warp waits until every lane's tile has published something.
-        while (__any_sync(0xffffffffu, f == scan_flag_none)) {
-            if (f == scan_flag_none) f = *(flags + j);
-        }
-        __threadfence();  // the value slots after the flags
         P v{K::identity(), false};
-        if (j >= first) v = scan_load_slot<V>(f == scan_flag_prefix ? prefixes + j : aggregates + j);
+        if constexpr (scan_packed(sizeof(V))) {
+            // Flag and value in one load (aggregates holds each tile's one packed slot).
+            ScanSlot<V> s;
+            if (j >= first) s = scan_poll_packed<V>(aggregates + j, f);
+            // The whole warp waits until every lane's tile has published something.
+            while (__any_sync(0xffffffffu, f == scan_flag_none)) {
+                if (f == scan_flag_none) s = scan_poll_packed<V>(aggregates + j, f);
+            }
+            if (j >= first) v = scan_unpack_slot<V>(s);
+        } else {
+            if (j >= first) f = *(flags + j);
+            while (__any_sync(0xffffffffu, f == scan_flag_none)) {
+                if (f == scan_flag_none) f = *(flags + j);
+            }
+            __threadfence();  // the value slots after the flags
+            if (j >= first) v = scan_load_slot<V>(f == scan_flag_prefix ? prefixes + j : aggregates + j);
+        }
         const unsigned done = __ballot_sync(0xffffffffu, f == scan_flag_prefix);
         const int stop = done ? __ffs(static_cast<int>(done)) - 1 : 32;  // the nearest inclusive prefix
         if (lane > stop) v = P{K::identity(), false};
@@ -272,19 +310,20 @@ __device__ __forceinline__ void scan_tile(const Args& args, const ReduceLayout<K
         // With nothing before it in its row, or a segment starting in it, a tile's aggregate is
         // already its inclusive prefix: published as such at once, so that look-backs stop here.
         const bool self_contained = tile == first || (Segmented && aggregate.head);
-        if (lane == 0) {
-            scan_store_slot(self_contained ? prefixes + tile : aggregates + tile, aggregate);
-            __threadfence();
-            atomicExch(flags + tile, self_contained ? scan_flag_prefix : scan_flag_aggregate);
-        }
+        auto publish = [&](const P& value, int flag) {
+            if constexpr (scan_packed(sizeof(V))) {
+                scan_store_slot(aggregates + tile, value, flag);
+            } else {
+                scan_store_slot(flag == scan_flag_prefix ? prefixes + tile : aggregates + tile, value);
+                __threadfence();
+                atomicExch(flags + tile, flag);
+            }
+        };
+        if (lane == 0) publish(aggregate, self_contained ? scan_flag_prefix : scan_flag_aggregate);
         P prefix{K::identity(), false};
         if (tile != first) prefix = scan_look_back<K, Segmented>(flags, aggregates, prefixes, tile, first);
         if (lane == 0) {
-            if (!self_contained) {
-                scan_store_slot(prefixes + tile, scan_op<K, Segmented>(prefix, aggregate));
-                __threadfence();
-                atomicExch(flags + tile, scan_flag_prefix);
-            }
+            if (!self_contained) publish(scan_op<K, Segmented>(prefix, aggregate), scan_flag_prefix);
             *tile_prefix = prefix;
         }
     }

@@ -24,12 +24,15 @@ using namespace frontend;
 
 namespace {
 
-// templates/scan.cuh's scan_threads, scan_flags_bytes and scan_workspace_bytes.
+// templates/scan.cuh's scan_threads, scan_flags_bytes, scan_workspace_bytes and scan_zeroed_bytes.
 constexpr std::int64_t kScanThreads = 256;
 std::int64_t scan_flags_bytes(std::int64_t tiles) { return (16 + 4 * tiles + 15) / 16 * 16; }
 std::int64_t scan_slot_bytes(std::int64_t value_size) { return (value_size + 1 + 15) / 16 * 16; }
 std::int64_t scan_workspace_bytes(std::int64_t tiles, std::int64_t value_size) {
     return scan_flags_bytes(tiles) + 2 * scan_slot_bytes(value_size) * tiles;
+}
+std::int64_t scan_zeroed_bytes(std::int64_t tiles, std::int64_t value_size) {
+    return scan_flags_bytes(tiles) + (value_size <= 14 ? scan_slot_bytes(value_size) * tiles : 0);
 }
 
 std::unique_ptr<ScanPlan> make_plan(const ScanKernel& kernel, const CallSite& site, std::span<const KernelArg> args,
@@ -110,7 +113,7 @@ void launch_on_gpu(const ScanPlan& plan, const Target& target, const host::ScanR
     void* ws = scratch_memory(target.ordinal, target.stream, Scratch::scan, ws_bytes,
                               "this scan");
     KJIT_CU_CHECK(detail::driver_on(target.ordinal).cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(ws), 0,
-                                                                    static_cast<std::size_t>(scan_flags_bytes(tiles)),
+                                                                    static_cast<std::size_t>(scan_zeroed_bytes(tiles, static_cast<std::int64_t>(plan.value_itemsize))),
                                                                     target.stream.handle()));
     const long long* heads = offsets != nullptr ? static_cast<const long long*>(offsets->data()) : nullptr;
     long long head_count = offsets != nullptr ? offsets->size() : 0;
