@@ -4,6 +4,7 @@
 #include <cmath>
 #include <complex>
 #include <cstring>
+#include <limits>
 
 #include "cupy_support.hpp"
 #include "jit/kernels/ops/builtin_reductions.hpp"
@@ -223,8 +224,71 @@ void statistics_on(Device device) {
     CHECK_THROWS_WITH(var(xs, {}, -1), Contains("ddof must be a finite number >= 0"));
 }
 
+// The GPU's float32 fold of var (a vector's deviations and squares in float32, jit/kernels/ops/
+// numpy_reductions.cpp) where it must step aside: NaN and infinity inside a vector, squares past
+// float32's range; and on rows whose vectors are aligned (the rows strategy's fold), far from zero.
+void fold_edges_on(Device device) {
+    const std::size_t n = 100003;
+    const std::vector<double> drawn = draw(n, -3, 3, false);
+    auto first_float = [&](const Array& a) {
+        const std::vector<unsigned char> b = device.is_cpu() ? host_bytes_c_order(a) : to_host(a);
+        float v;
+        std::memcpy(&v, b.data(), 4);
+        return v;
+    };
+    auto two_pass = [](const std::vector<float>& x, std::size_t begin, std::size_t end) {
+        double mean = 0;
+        for (std::size_t e = begin; e < end; ++e) mean += x[e];
+        mean /= static_cast<double>(end - begin);
+        double m2 = 0;
+        for (std::size_t e = begin; e < end; ++e) m2 += (x[e] - mean) * (x[e] - mean);
+        return m2 / static_cast<double>(end - begin);
+    };
+    std::vector<float> x(n);
+    for (std::size_t e = 0; e < n; ++e) x[e] = static_cast<float>(drawn[e]);
+    for (const std::size_t at : {std::size_t{50001}, std::size_t{7}, n - 2}) {
+        INFO("NaN at " << at);
+        std::vector<float> with = x;
+        with[at] = std::numeric_limits<float>::quiet_NaN();
+        CHECK(std::isnan(first_float(var(on(device, with, DType::float32)))));
+        with[at] = std::numeric_limits<float>::infinity();
+        CHECK(std::isnan(first_float(var(on(device, with, DType::float32)))));
+    }
+    {
+        // Deviations near 1e20: squares near 1e40, past float32 (std itself fits).
+        std::vector<float> wide(n);
+        for (std::size_t e = 0; e < n; ++e) wide[e] = static_cast<float>(drawn[e] * 1e20);
+        CHECK(near(first_float(kjit::std(on(device, wide, DType::float32))), std::sqrt(two_pass(wide, 0, n)), 1e-6));
+    }
+    {
+        const std::int64_t rows = 16, cols = 4096;
+        std::vector<float> far(static_cast<std::size_t>(rows * cols));
+        for (std::size_t e = 0; e < far.size(); ++e) far[e] = static_cast<float>(1e4 + drawn[e % n] / 3);
+        const Array out = poisoned_on(device, DType::float32, {rows});
+        var(on(device, far, DType::float32, {rows, cols}), {.axis = std::vector<int>{1}}, 0, out);
+        const std::vector<unsigned char> b = device.is_cpu() ? host_bytes_c_order(out) : to_host(out);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            float v;
+            std::memcpy(&v, b.data() + r * 4, 4);
+            INFO("row " << r);
+            CHECK(near(v, two_pass(far, static_cast<std::size_t>(r * cols), static_cast<std::size_t>((r + 1) * cols)), 1e-6));
+        }
+    }
+    for (const DType t : {DType::float16, DType::bfloat16}) {
+        INFO(t.name());
+        const std::vector<unsigned char> bytes = random_elements(t, static_cast<std::int64_t>(n));
+        std::vector<C> values;
+        for (std::size_t e = 0; e < n; ++e) values.push_back(element_value(bytes, t, e));
+        const Array y = var(on(device, bytes, t, {static_cast<std::int64_t>(n)}));
+        const std::vector<unsigned char> got = device.is_cpu() ? host_bytes_c_order(y) : to_host(y);
+        CHECK(near(element_value(got, y.dtype(), 0), reference("var", values, 0), tolerance(t, y.dtype())));
+    }
+}
+
 }  // namespace
 
+KJIT_ON_BOTH_BACK_ENDS_TAGGED("[reduction][numpy]", "var's float32 fold steps aside for NaN, infinity and squares past float32",
+                              fold_edges_on)
 KJIT_ON_BOTH_BACK_ENDS_TAGGED("[reduction][numpy]", "var std any all count_nonzero and the nan reductions: every dtype",
                               every_dtype_on)
 KJIT_ON_BOTH_BACK_ENDS_TAGGED("[reduction][numpy]", "var and std of float32 within 1e-6 of two passes: axes ddof keepdims",
