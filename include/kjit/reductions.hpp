@@ -13,7 +13,8 @@
 // along one axis, or into the C-order flattened array when no axis is given (not for complex).
 // var and std (ddof as NumPy's: divide by max(n - ddof, 0)) give float64 for bool and integers,
 // the real dtype for complex, else the input's; one pass (sums of x - shift and its square in
-// float64, shift one of the values, merged as Chan et al. do: no cancellation of sum(x^2)).
+// float64, shift one of the values, merged as Chan et al. do: no cancellation of sum(x^2); on
+// the GPU, float32, float16 and bfloat16 sum each vector of 4 or 8 elements in float32 first).
 // any and all give bool, count_nonzero int64 (NaN counts as nonzero). nansum, nanmin, nanmax
 // and nanmean skip NaN: nansum and nanmean as sum and mean over the rest, nanmin and nanmax NaN
 // only where every value is NaN (and an error when empty); on dtypes without NaN they are sum,
