@@ -85,9 +85,6 @@ CompiledModules load_compiled(CompiledModules c, int load_on) {
     return c;
 }
 
-// The jobs of one manifest entry; a malformed entry is a failure, not an exception. A job holds
-// the entry by shared pointer and its binding by index: copies of the entry's bindings in each of
-// its (bindings x variants x archs) jobs took 885 MB for 1,000 bindings.
 // kjit's own kernel for a "builtin" entry's binding, and the binding it compiles with: argmin and
 // argmax take T; var and std (with a fold of their own for float32, float16 and bfloat16) are a
 // kernel per dtype T and "ddof", with no placeholder.
@@ -104,6 +101,9 @@ std::pair<const ReductionKernel*, TypeBinding> builtin_for(const std::string& na
     return {&numpy_reduction(name.substr(5), t->second, ddof), {}};
 }
 
+// The jobs of one manifest entry; a malformed entry is a failure, not an exception. A job holds
+// the entry by shared pointer and its binding by index: copies of the entry's bindings in each of
+// its (bindings x variants x archs) jobs took 885 MB for 1,000 bindings.
 void add_jobs(const nlohmann::json& e, std::size_t index, const std::vector<std::string>& archs, int load_on,
               std::vector<PrecompileJob>& jobs, std::vector<std::string>& failures) {
     // The name is the manifest's text: printed in messages, so its control bytes are escaped.

@@ -632,8 +632,8 @@ jit::kernels::ReductionModule jit::kernels::load_reduction(const ReductionKernel
     // definition only, made once here.
     const ReductionKernel definition = ReductionKernelAccess::definition(kernel);
     std::shared_ptr<PlanNote> note;
-    // A user's reduction: noted (jit/kernels/reduction/note.hpp). kjit's own are not: a note is
-    // found by the kernel's strings, which do not say everything of theirs.
+    // A reduction from strings: noted (jit/kernels/reduction/note.hpp). Not one with a fold of
+    // kjit's own (var): a note is found by the kernel's strings, which do not say the fold.
     if (!custom && ReductionKernelAccess::fold_vector(kernel).empty()) {
         const NoteFields fields = reduction_note_fields(kernel, types, variant);
         note = std::make_shared<PlanNote>(fields.fields, kjit::detail::device_attributes(ordinal).compute_capability(),
